@@ -1,0 +1,77 @@
+"""All hyper-parameters in one dataclass, built from the command-line flags.
+
+Field names and defaults are the original release's flags (spec section 1.1); fields
+after the marked line are this implementation's additions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pointer_generator.errors import FlagError
+
+MODES = ("train", "eval", "decode")
+DECODE_ATTENTION_MODES = ("original", "train_consistent")
+
+
+@dataclass(frozen=True)
+class HParams:
+    mode: str = "train"
+    lr: float = 0.15
+    adagrad_init_acc: float = 0.1
+    rand_unif_init_mag: float = 0.02
+    trunc_norm_init_std: float = 1e-4
+    max_grad_norm: float = 2.0
+    hidden_dim: int = 256
+    emb_dim: int = 128
+    batch_size: int = 16
+    max_enc_steps: int = 400
+    max_dec_steps: int = 100
+    beam_size: int = 4
+    min_dec_steps: int = 35
+    vocab_size: int = 50000
+    pointer_gen: bool = True
+    coverage: bool = False
+    cov_loss_wt: float = 1.0
+    # ---- additions of this implementation --------------------------------------------
+    seed: int = 111
+    # Pad every batch to max_enc_steps and at most `max_oovs` article OOVs (TPU/XLA).
+    static_shapes: bool = False
+    max_oovs: int = 400
+    # How the one-step decoder computes attention at decode time (spec 4.12):
+    # "original" recomputes it from the previous state like the TF1 decode graph;
+    # "train_consistent" carries the previous context like training does.
+    decode_attention: str = "original"
+    # Numerically safe loss/attention (no log(0), no 0/0). False = the original formula.
+    safe_numerics: bool = True
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise FlagError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name in ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
+                     "beam_size"):
+            if getattr(self, name) <= 0:
+                raise FlagError(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.min_dec_steps < 0:
+            raise FlagError(f"--min_dec_steps must be >= 0, got {self.min_dec_steps}")
+        if self.decode_attention not in DECODE_ATTENTION_MODES:
+            raise FlagError(f"--decode_attention must be one of "
+                            f"{', '.join(DECODE_ATTENTION_MODES)}, got {self.decode_attention!r}")
+
+    @property
+    def attention_dim(self) -> int:
+        """Size of the attention features: the encoder state size, 2 * hidden_dim."""
+        return 2 * self.hidden_dim
+
+    def replace(self, **changes) -> HParams:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_flags(cls, flag_values) -> HParams:
+        """Build from absl FlagValues (or any object with attributes named like the fields)."""
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            if hasattr(flag_values, f.name):
+                kwargs[f.name] = getattr(flag_values, f.name)
+        return cls(**kwargs)

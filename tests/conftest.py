@@ -1,0 +1,39 @@
+"""Shared fixtures: the real data in ../shared/data, skipped with a reason where absent."""
+
+import os
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.environ.get("POINTER_GENERATOR_SHARED_DATA",
+                             os.path.join(os.path.dirname(REPO_ROOT), "shared", "data"))
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def shared_file(name: str) -> str:
+    """Path of a file in ../shared/data; skips the calling test if it is not there."""
+    path = os.path.join(SHARED_DATA, name)
+    if not os.path.exists(path):
+        pytest.skip(f"real data {path} is absent (tests read ../shared/data beside the repo)")
+    return path
+
+
+@pytest.fixture
+def vocab_200k_path():
+    return shared_file("vocab_200k")
+
+
+@pytest.fixture
+def cnndm_sample_path():
+    return shared_file("cnndm_sample.jsonl.gz")
+
+
+@pytest.fixture
+def raw_csv_path():
+    return shared_file("raw_train_sample_100.csv")
+
+
+@pytest.fixture
+def url_lists_dir():
+    return shared_file("url_lists")
