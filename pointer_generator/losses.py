@@ -1,0 +1,120 @@
+"""Training losses exactly as the original computes them (spec 4.9), with a safe path.
+
+The pointer-mode NLL needs only P(w*_t), the probability of each gold token, which is
+  p_gen * P_vocab(w*_t) + (1 - p_gen) * sum_{i: w_i = w*_t} a_i      (paper eq. 9)
+so training never builds the [batch, dec_len, vocab + oovs] final distribution: the
+vocabulary term is a gather from the log-softmax and the copy term a masked sum over the
+article positions.
+"""
+
+import math
+
+import tensorflow as tf
+
+# Floor of log P(w*) in the safe path: a gold token the model gives zero probability costs
+# -log(1e-30) = 69 nats instead of inf (and its gradient is finite).
+SAFE_LOG_FLOOR = math.log(1e-30)
+_TINY = 1e-30
+
+
+def mask_and_avg(values, mask, safe: bool = True):
+    """The original `_mask_and_avg`: mean over the batch of per-example masked means.
+
+    Args:
+      values: [batch, dec_len] per-step losses.
+      mask: [batch, dec_len] float decoder padding mask.
+      safe: divide by max(length, 1) so an all-padding row contributes 0 instead of NaN.
+    Returns:
+      scalar.
+    """
+    lengths = tf.reduce_sum(mask, axis=1)
+    if safe:
+        lengths = tf.maximum(lengths, 1.0)
+    per_example = tf.reduce_sum(values * mask, axis=1) / lengths
+    return tf.reduce_mean(per_example)
+
+
+def copy_mass(attn, enc_batch_extend_vocab, targets):
+    """sum_{i: ext_id_i = target_t} a_{t,i}: the attention mass on the gold token.
+
+    Args:
+      attn: [batch, dec_len, enc_len] attention distributions.
+      enc_batch_extend_vocab: [batch, enc_len] int32 extended article ids.
+      targets: [batch, dec_len] int32 gold (extended) ids.
+    Returns:
+      [batch, dec_len].
+    """
+    same = tf.equal(enc_batch_extend_vocab[:, None, :], targets[:, :, None])
+    return tf.reduce_sum(attn * tf.cast(same, attn.dtype), axis=-1)
+
+
+def gold_vocab_log_prob(vocab_log_probs, targets):
+    """log P_vocab(target) for in-vocabulary targets, -inf-like (-1e30) for article OOVs.
+
+    Args:
+      vocab_log_probs: [batch, dec_len, vocab] log-softmax of the vocabulary logits.
+      targets: [batch, dec_len] int32 extended ids.
+    """
+    vocab = tf.shape(vocab_log_probs)[-1]
+    in_vocab = targets < vocab
+    gathered = tf.gather(vocab_log_probs, tf.minimum(targets, vocab - 1), batch_dims=2)
+    return tf.where(in_vocab, gathered, tf.constant(-1e30, vocab_log_probs.dtype))
+
+
+def pointer_nll(vocab_logits, p_gen_logit, attn, enc_batch_extend_vocab, targets, dec_mask,
+                safe: bool = True):
+    """Pointer-mode loss: per-example average of -log P(w*_t), then batch mean.
+
+    Args:
+      vocab_logits: [batch, dec_len, vocab] pre-softmax vocabulary scores.
+      p_gen_logit: [batch, dec_len] pre-sigmoid generation probability.
+      attn: [batch, dec_len, enc_len] attention distributions.
+      enc_batch_extend_vocab: [batch, enc_len] int32.
+      targets: [batch, dec_len] int32 extended target ids.
+      dec_mask: [batch, dec_len] float.
+      safe: False computes the original's -log(p_gen P_vocab + (1 - p_gen) copy) with no
+        guard; True the same value in log space with a floor (finite loss and gradients).
+    Returns:
+      (loss scalar, per-step NLL [batch, dec_len]).
+    """
+    vocab_log_probs = tf.nn.log_softmax(vocab_logits, axis=-1)
+    gold_vocab = gold_vocab_log_prob(vocab_log_probs, targets)
+    mass = copy_mass(attn, enc_batch_extend_vocab, targets)
+    if safe:
+        log_gen = tf.math.log_sigmoid(p_gen_logit) + gold_vocab
+        log_copy = tf.math.log_sigmoid(-p_gen_logit) + tf.math.log(tf.maximum(mass, _TINY))
+        log_p = tf.maximum(tf.math.reduce_logsumexp(tf.stack([log_gen, log_copy]), axis=0),
+                           SAFE_LOG_FLOOR)
+    else:
+        p_gen = tf.sigmoid(p_gen_logit)
+        log_p = tf.math.log(p_gen * tf.exp(gold_vocab) + (1.0 - p_gen) * mass)
+    step_nll = -log_p
+    return mask_and_avg(step_nll, dec_mask, safe), step_nll
+
+
+def baseline_nll(vocab_logits, targets, dec_mask):
+    """Baseline loss: token-level average cross-entropy over all real tokens of the batch
+    (the original's `sequence_loss`), dividing by (number of real tokens + 1e-12).
+
+    Args:
+      vocab_logits: [batch, dec_len, vocab]; targets: [batch, dec_len] int32 (< vocab);
+      dec_mask: [batch, dec_len] float.
+    Returns:
+      (loss scalar, per-step NLL [batch, dec_len]).
+    """
+    step_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets,
+                                                              logits=vocab_logits)
+    total = tf.reduce_sum(step_nll * dec_mask)
+    return total / (tf.reduce_sum(dec_mask) + 1e-12), step_nll
+
+
+def coverage_step_losses(attn):
+    """covloss_t = sum_i min(a_{t,i}, c_{t,i}) with c_t = sum_{t' < t} a_{t'} (eq. 12).
+
+    Args:
+      attn: [batch, dec_len, enc_len].
+    Returns:
+      [batch, dec_len].
+    """
+    coverage = tf.cumsum(attn, axis=1, exclusive=True)
+    return tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)

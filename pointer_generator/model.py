@@ -1,0 +1,323 @@
+"""The pointer-generator network (paper section 2; spec section 4) as a Keras model.
+
+Training runs the recurrent decoder in a `tf.while_loop` that carries only what the
+recurrence needs (LSTM state, previous context, coverage) and records the per-step
+tensors; everything that does not feed back (p_gen, the output projection, the 50k-way
+vocabulary softmax, the losses) is computed once for all steps after the loop.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import keras
+import tensorflow as tf
+
+from pointer_generator import losses
+from pointer_generator.hparams import HParams
+from pointer_generator.initializers import glorot, lstm_uniform, trunc_normal
+from pointer_generator.layers import (
+    CoverageAttention,
+    FinalDistribution,
+    GenerationProbability,
+    ReduceState,
+)
+
+# Batch fields the model reads (the input pipeline yields these and some strings).
+MODEL_INPUT_KEYS = ("enc_batch", "enc_lens", "enc_padding_mask", "enc_batch_extend_vocab",
+                    "max_art_oovs", "dec_batch", "target_batch", "dec_padding_mask")
+
+
+class EncoderOutput(NamedTuple):
+    """What the decoder needs from the encoder.
+
+    states: [batch, enc_len, 2*hidden] h_i (zero at padded positions).
+    features: [batch, enc_len, attn_dim] W_h h_i.
+    padding_mask: [batch, enc_len] float.
+    c, h: [batch, hidden] reduced initial decoder state.
+    """
+
+    states: tf.Tensor
+    features: tf.Tensor
+    padding_mask: tf.Tensor
+    c: tf.Tensor
+    h: tf.Tensor
+
+
+def lstm_step(cell: keras.layers.LSTMCell, x, h, c):
+    """One LSTM step with a Keras LSTMCell's weights (gate order i, f, c, o).
+
+    x: [batch, in_dim]; h, c: [batch, hidden]. Returns (h_new, c_new).
+    """
+    z = tf.matmul(x, cell.kernel) + tf.matmul(h, cell.recurrent_kernel) + cell.bias
+    i, f, g, o = tf.split(z, 4, axis=-1)
+    c_new = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    h_new = tf.sigmoid(o) * tf.tanh(c_new)
+    return h_new, c_new
+
+
+@keras.saving.register_keras_serializable(package="pointer_generator")
+class PointerGeneratorModel(keras.Model):
+    """Sequence-to-sequence attention model with optional pointer and coverage.
+
+    Args:
+      hps: hyper-parameters (hidden_dim, emb_dim, pointer_gen, coverage, initialisers...).
+      vocab_size: number of words including the 4 special tokens (`Vocab.size()`).
+    """
+
+    def __init__(self, hps: HParams, vocab_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.hps = hps
+        self.vocab_size = vocab_size
+        hidden, emb = hps.hidden_dim, hps.emb_dim
+        uni = lstm_uniform(hps.rand_unif_init_mag)
+        tn = trunc_normal(hps.trunc_norm_init_std)
+
+        # One embedding shared by encoder and decoder inputs (spec 4.3).
+        self.embedding = keras.layers.Embedding(vocab_size, emb, embeddings_initializer=tn,
+                                                name="embedding")
+
+        def lstm(name, go_backwards=False):
+            return keras.layers.LSTM(hidden, return_sequences=True, return_state=True,
+                                     kernel_initializer=uni, recurrent_initializer=uni,
+                                     bias_initializer="zeros", unit_forget_bias=True,
+                                     go_backwards=go_backwards, name=name)
+
+        self.encoder = keras.layers.Bidirectional(
+            lstm("encoder_fw"), backward_layer=lstm("encoder_bw", go_backwards=True),
+            merge_mode="concat", name="encoder")
+        self.reduce_state = ReduceState(hidden, hps.trunc_norm_init_std, name="reduce_final_st")
+        self.attention = CoverageAttention(2 * hidden, 2 * hidden, hps.attention_dim,
+                                           use_coverage=hps.coverage, safe=hps.safe_numerics,
+                                           name="attention")
+        # x_t = Linear([y_t; h*_{t-1}]) (input feeding), 640 -> 128 at the paper's sizes.
+        self.input_merge = keras.layers.Dense(emb, kernel_initializer=glorot(),
+                                              bias_initializer="zeros", name="input_merge")
+        self.decoder_cell = keras.layers.LSTMCell(hidden, kernel_initializer=uni,
+                                                  recurrent_initializer=uni,
+                                                  bias_initializer="zeros",
+                                                  unit_forget_bias=True, name="decoder_cell")
+        if hps.pointer_gen:
+            self.p_gen_layer = GenerationProbability(name="calculate_pgen")
+        # o_t = Linear([s_t; h*_t]) then logits = o_t w + v (no nonlinearity between).
+        self.attn_output_projection = keras.layers.Dense(
+            hidden, kernel_initializer=glorot(), bias_initializer="zeros",
+            name="attn_output_projection")
+        self.output_projection = keras.layers.Dense(vocab_size, kernel_initializer=tn,
+                                                    bias_initializer=tn,
+                                                    name="output_projection")
+        self.final_distribution = FinalDistribution(name="final_distribution")
+
+    # ------------------------------------------------------------------ construction
+    def build_weights(self):
+        """Create every weight by running a tiny dummy batch (Keras builds lazily)."""
+        hidden = self.hps.hidden_dim
+        self.embedding.build((None, None))
+        self.encoder.build((None, None, self.hps.emb_dim))
+        self.reduce_state.build()
+        self.attention.build()
+        self.input_merge.build((None, self.hps.emb_dim + 2 * hidden))
+        self.decoder_cell.build((None, self.hps.emb_dim))
+        if self.hps.pointer_gen:
+            self.p_gen_layer.build((None, 4 * hidden + self.hps.emb_dim))
+        self.attn_output_projection.build((None, 3 * hidden))
+        self.output_projection.build((None, hidden))
+        self.built = True
+        return self
+
+    def build(self, input_shape=None):
+        self.build_weights()
+
+    def parameter_summary(self) -> str:
+        n = sum(int(tf.size(v)) for v in self.trainable_variables)
+        kind = "pointer-generator" if self.hps.pointer_gen else "baseline"
+        if self.hps.coverage:
+            kind += " + coverage"
+        return f"{kind} model with {n:,} trainable parameters (vocab {self.vocab_size:,})"
+
+    # ------------------------------------------------------------------ encoder
+    def encode(self, enc_batch, enc_padding_mask) -> EncoderOutput:
+        """Masked bidirectional LSTM encoder and the reduce-state layer (spec 4.4-4.5).
+
+        enc_batch: [batch, enc_len] int32; enc_padding_mask: [batch, enc_len] float.
+        """
+        emb = self.embedding(enc_batch)
+        mask = enc_padding_mask > 0
+        outputs, h_fw, c_fw, h_bw, c_bw = self.encoder(emb, mask=mask)
+        # TF1's dynamic RNN emits zeros past each length; Keras repeats the last output.
+        states = outputs * enc_padding_mask[:, :, None]
+        c0, h0 = self.reduce_state(c_fw, c_bw, h_fw, h_bw)
+        features = self.attention.encoder_features(states)
+        return EncoderOutput(states, features, enc_padding_mask, c0, h0)
+
+    # ------------------------------------------------------------------ training decoder
+    def _decoder_loop(self, enc: EncoderOutput, dec_batch):
+        """Run the attention decoder over all decoder steps (spec 4.6, training mode).
+
+        Returns a dict of time-major-stacked tensors transposed to batch-major:
+          x [batch, dec_len, emb], c/h [batch, dec_len, hidden],
+          context [batch, dec_len, 2*hidden], attn [batch, dec_len, enc_len].
+        """
+        hidden = self.hps.hidden_dim
+        emb = self.embedding(dec_batch)  # [batch, dec_len, emb_dim]
+        emb_t = tf.transpose(emb, [1, 0, 2])
+        dec_len = tf.shape(dec_batch)[1]
+        batch = tf.shape(dec_batch)[0]
+        enc_len = tf.shape(enc.states)[1]
+        use_cov = self.hps.coverage
+        merge_w = self.input_merge.kernel
+        emb_dim = self.hps.emb_dim
+        # The embedding half of the input merge does not depend on the recurrence.
+        y_part = tf.einsum("tbe,ek->tbk", emb_t, merge_w[:emb_dim]) + self.input_merge.bias
+        ctx_w = merge_w[emb_dim:]
+
+        def body(t, h, c, context, coverage, tas):
+            x = y_part[t] + tf.matmul(context, ctx_w)
+            h, c = lstm_step(self.decoder_cell, x, h, c)
+            context, attn = self.attention(enc.states, enc.features, enc.padding_mask,
+                                           tf.concat([c, h], 1),
+                                           coverage if use_cov else None)
+            coverage = coverage + attn
+            tas = tuple(ta.write(t, v) for ta, v in zip(tas, (x, c, h, context, attn),
+                                                         strict=True))
+            return t + 1, h, c, context, coverage, tas
+
+        dtype = enc.states.dtype
+        tas = tuple(tf.TensorArray(dtype, size=dec_len) for _ in range(5))
+        init = (tf.constant(0), enc.h, enc.c, tf.zeros([batch, 2 * hidden], dtype),
+                tf.zeros([batch, enc_len], dtype), tas)
+        _, _, _, _, _, tas = tf.while_loop(lambda t, *_: t < dec_len, body, init,
+                                           maximum_iterations=dec_len)
+        names = ("x", "c", "h", "context", "attn")
+        return {n: tf.transpose(ta.stack(), [1, 0, 2]) for n, ta in zip(names, tas,
+                                                                          strict=True)}
+
+    def call(self, batch, training=False):
+        """Forward pass and losses for a training/eval batch.
+
+        Args:
+          batch: dict with the MODEL_INPUT_KEYS tensors of the input pipeline.
+        Returns:
+          dict: `loss` (NLL, scalar), `coverage_loss` (scalar, 0 without coverage),
+          `total_loss` (what training minimises), `p_gen_mean` (over real decoder steps),
+          `attn_dists` [batch, dec_len, enc_len], `p_gens` [batch, dec_len],
+          `vocab_logits` [batch, dec_len, vocab], `step_nll` [batch, dec_len].
+        """
+        hps = self.hps
+        enc = self.encode(batch["enc_batch"], batch["enc_padding_mask"])
+        steps = self._decoder_loop(enc, batch["dec_batch"])
+        dec_mask = batch["dec_padding_mask"]
+        targets = batch["target_batch"]
+        out = self.attn_output_projection(tf.concat([steps["h"], steps["context"]], -1))
+        vocab_logits = self.output_projection(out)
+        if hps.pointer_gen:
+            p_gen_logit = self.p_gen_layer.logit(steps["context"], steps["c"], steps["h"],
+                                                 steps["x"])[..., 0]
+            loss, step_nll = losses.pointer_nll(vocab_logits, p_gen_logit, steps["attn"],
+                                                batch["enc_batch_extend_vocab"], targets,
+                                                dec_mask, safe=hps.safe_numerics)
+            p_gens = tf.sigmoid(p_gen_logit)
+        else:
+            loss, step_nll = losses.baseline_nll(vocab_logits, targets, dec_mask)
+            p_gens = tf.ones_like(dec_mask)
+        result = {"loss": loss, "attn_dists": steps["attn"], "p_gens": p_gens,
+                  "vocab_logits": vocab_logits, "step_nll": step_nll}
+        if hps.coverage:
+            cov_steps = losses.coverage_step_losses(steps["attn"])
+            result["coverage_loss"] = losses.mask_and_avg(cov_steps, dec_mask,
+                                                          hps.safe_numerics)
+            result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
+        else:
+            result["coverage_loss"] = tf.zeros_like(loss)
+            result["total_loss"] = loss
+        result["p_gen_mean"] = (tf.reduce_sum(p_gens * dec_mask)
+                                / tf.maximum(tf.reduce_sum(dec_mask), 1.0))
+        return result
+
+    def final_distributions(self, batch, outputs):
+        """Full extended-vocab distributions of a training forward pass (for tests/analysis).
+
+        Returns [batch, dec_len, vocab + max_art_oovs] (pointer) or [batch, dec_len, vocab].
+        """
+        vocab_dists = tf.nn.softmax(outputs["vocab_logits"], axis=-1)
+        if not self.hps.pointer_gen:
+            return vocab_dists
+        b = tf.shape(vocab_dists)[0]
+        t = tf.shape(vocab_dists)[1]
+        flat = lambda x: tf.reshape(x, tf.concat([[b * t], tf.shape(x)[2:]], 0))  # noqa: E731
+        ext = tf.repeat(batch["enc_batch_extend_vocab"], t, axis=0)
+        final = self.final_distribution(flat(vocab_dists), flat(outputs["attn_dists"]),
+                                        tf.reshape(outputs["p_gens"], [-1, 1]), ext,
+                                        batch["max_art_oovs"])
+        return tf.reshape(final, [b, t, -1])
+
+    # ------------------------------------------------------------------ decoding
+    def initial_carry(self, enc: EncoderOutput) -> dict:
+        """Decoder carry at the first decode step: LSTM state, previous context, coverage.
+
+        All [batch, ...]: c, h [batch, hidden], context [batch, 2*hidden] (zeros),
+        coverage [batch, enc_len] (zeros).
+        """
+        batch = tf.shape(enc.states)[0]
+        return {"c": enc.c, "h": enc.h,
+                "context": tf.zeros([batch, 2 * self.hps.hidden_dim], enc.states.dtype),
+                "coverage": tf.zeros(tf.shape(enc.padding_mask), enc.states.dtype)}
+
+    def decode_step(self, enc: EncoderOutput, enc_batch_extend_vocab, max_art_oovs, tokens,
+                    carry: dict):
+        """One decoder step for beam search (spec 4.12).
+
+        With `hps.decode_attention == "original"` it reproduces the TF1 decode graph
+        (`initial_state_attention=True`): the attention is first recomputed from the
+        previous state and coverage to get the context fed into the input merge, and that
+        attention is added to the coverage before the step's own attention. With
+        "train_consistent" it carries the previous context and coverage exactly as the
+        training loop does.
+
+        Args:
+          enc: encoder output with `batch` rows (already tiled to beams by the caller).
+          enc_batch_extend_vocab: [batch, enc_len] int32.
+          max_art_oovs: int32 scalar.
+          tokens: [batch] int32 previous tokens (all < vocab size).
+          carry: dict from `initial_carry` or a previous step.
+        Returns:
+          (final_dist [batch, vocab(+oovs)], attn [batch, enc_len], p_gen [batch], carry).
+        """
+        use_cov = self.hps.coverage
+        c, h, coverage = carry["c"], carry["h"], carry["coverage"]
+        if self.hps.decode_attention == "original":
+            prev_context, prev_attn = self.attention(
+                enc.states, enc.features, enc.padding_mask, tf.concat([c, h], 1),
+                coverage if use_cov else None)
+            if use_cov:
+                coverage = coverage + prev_attn
+        else:
+            prev_context = carry["context"]
+        x = self.input_merge(tf.concat([self.embedding(tokens), prev_context], 1))
+        h, c = lstm_step(self.decoder_cell, x, h, c)
+        context, attn = self.attention(enc.states, enc.features, enc.padding_mask,
+                                       tf.concat([c, h], 1), coverage if use_cov else None)
+        if self.hps.decode_attention != "original" and use_cov:
+            coverage = coverage + attn
+        out = self.attn_output_projection(tf.concat([h, context], 1))
+        vocab_dist = tf.nn.softmax(self.output_projection(out), axis=-1)
+        if self.hps.pointer_gen:
+            p_gen = self.p_gen_layer(context, c, h, x)  # [batch, 1]
+            final = self.final_distribution(vocab_dist, attn, p_gen, enc_batch_extend_vocab,
+                                            max_art_oovs)
+            p_gen = p_gen[:, 0]
+        else:
+            final, p_gen = vocab_dist, tf.ones_like(vocab_dist[:, 0])
+        new_carry = {"c": c, "h": h, "context": context, "coverage": coverage}
+        return final, attn, p_gen, new_carry
+
+    def get_config(self):
+        import dataclasses
+        return {"hps": dataclasses.asdict(self.hps), "vocab_size": self.vocab_size,
+                "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        hps = HParams(**config.pop("hps"))
+        return cls(hps, **config)
