@@ -1,0 +1,488 @@
+"""Beam search over a one-step decoder (spec section 5): one article, or a whole batch.
+
+The search knows nothing about the model. It drives a *step function*::
+
+    step_fn(tokens, carry) -> (probs, attn, p_gen, new_carry)
+      tokens     int32 [N]           latest token of every hypothesis; article-OOV ids
+                                     (>= vocab_size) are already replaced by [UNK]
+      carry      nested tensors, each [N, ...]   (decoder state, coverage, ...)
+      probs      float32 [N, V_ext]  final distribution (extended vocab in pointer mode)
+      attn       float32 [N, T]      attention of this step
+      p_gen      float32 [N]         generation probability (ones in baseline mode)
+      new_carry  same structure as carry
+
+Encoder-side tensors are closed over by the step function, tiled to N rows with
+`tile_beams` (row b*K + k is beam k of article b).
+
+* `beam_search_single` is the reference: a plain Python loop over one article
+  (N = beam_size), step for step the original algorithm.
+* `batched_beam_search` runs B articles x K beams (N = B*K) in one `tf.while_loop`,
+  with no Python per step, and returns exactly what `beam_search_single` returns for
+  each article given the same step function.
+
+Two optional extras, off by default, change the search (and are not the original's):
+`trigram_blocking` and `length_penalty` (see `docs/beam_search.md`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pointer_generator.vocab import PAD_ID
+
+StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor, tf.Tensor, Any]]
+
+
+def tile_beams(nested: Any, beam_size: int) -> Any:
+    """Repeat every row `beam_size` times: [B, ...] -> [B*K, ...], row b*K + k = row b."""
+    return tf.nest.map_structure(
+        lambda x: tf.repeat(tf.convert_to_tensor(x), beam_size, axis=0), nested)
+
+
+# --------------------------------------------------------------------------------------
+# Shared pieces: argument checks, scoring, trigram blocking.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    beam_size: int
+    vocab_size: int
+    max_dec_steps: int
+    min_dec_steps: int
+    start_id: int
+    stop_id: int
+    unk_id: int
+    trigram_blocking: bool
+    length_penalty: float | None
+
+    def __post_init__(self):
+        for name in ("beam_size", "vocab_size", "max_dec_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.min_dec_steps < 0:
+            raise ValueError(f"min_dec_steps must be >= 0, got {self.min_dec_steps}")
+
+    def check_vocab(self, v_ext: int | None) -> None:
+        if v_ext is not None and v_ext < 2 * self.beam_size:
+            raise ValueError(f"the step function's distribution has {v_ext} entries; beam "
+                             f"search takes the top 2*beam_size = {2 * self.beam_size}")
+
+    def norm_table(self) -> np.ndarray:
+        """float32 [max_dec_steps + 1]: the score divisor for g generated tokens.
+
+        The original divides the log-prob sum by len(tokens) = g + 1 ([START] counts).
+        With `length_penalty` alpha it is GNMT's ((5 + g) / 6) ** alpha. One table used by
+        both searches, so both divide by bit-identical numbers.
+        """
+        g = np.arange(self.max_dec_steps + 1, dtype=np.float64)
+        if self.length_penalty is None:
+            return (g + 1.0).astype(np.float32)
+        return (((5.0 + g) / 6.0) ** float(self.length_penalty)).astype(np.float32)
+
+
+def _repeated_trigram_ends(generated: list[int]) -> set[int]:
+    """Tokens w such that generated + [w] would end in a trigram already in `generated`."""
+    n = len(generated)
+    if n < 2:
+        return set()
+    a, b = generated[-2], generated[-1]
+    return {generated[i + 2] for i in range(n - 2)
+            if generated[i] == a and generated[i + 1] == b}
+
+
+def _trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> tf.Tensor:
+    """bool [B, K, V_ext]: tokens that would repeat a trigram of the hypothesis.
+
+    history: int32 [B, K, M], the K hypotheses' generated tokens, valid in [0, t).
+    """
+    m = history.shape[-1]
+    b, k = tf.shape(history)[0], tf.shape(history)[1]
+    if m < 3:
+        return tf.zeros([b, k, v_ext], tf.bool)
+    prev2 = tf.gather(history, tf.maximum(t - 2, 0), axis=2)[..., None]
+    prev1 = tf.gather(history, tf.maximum(t - 1, 0), axis=2)[..., None]
+    # Trigram i is (h[i], h[i+1], h[i+2]); it counts once fully generated: i + 2 <= t - 1.
+    complete = tf.range(m - 2) + 2 <= t - 1
+    match = complete & tf.equal(history[..., :-2], prev2) & tf.equal(history[..., 1:-1], prev1)
+    bi, ki, _ = tf.meshgrid(tf.range(b), tf.range(k), tf.range(m - 2), indexing="ij")
+    index = tf.stack([bi, ki, history[..., 2:]], axis=-1)
+    # Max-scatter: unmatched positions add a 0 and cannot un-block a matched token.
+    blocked = tf.tensor_scatter_nd_max(tf.zeros([b, k, v_ext], tf.int32),
+                                       tf.reshape(index, [-1, 3]),
+                                       tf.reshape(tf.cast(match, tf.int32), [-1]))
+    return blocked > 0
+
+
+# --------------------------------------------------------------------------------------
+# Reference: one article at a time.
+
+
+@dataclasses.dataclass
+class Hypothesis:
+    """One beam hypothesis of `beam_search_single`.
+
+    tokens:       [START] then the generated ids (extended vocab).
+    log_probs:    one per token, 0.0 for [START]; float32.
+    attn_dists:   one float32 [T] per generated token (the step that produced it).
+    p_gens:       one float per generated token.
+    log_prob_sum: float32 running sum of log_probs.
+    score:        what the search sorts on: avg_log_prob unless a length penalty is set.
+    carry_source, carry_row: the step function's carry after the last token is row
+                  `carry_row` of the nest `carry_source` (shared by the whole beam, so a
+                  step gathers its rows instead of slicing and re-stacking each one).
+    """
+
+    tokens: list[int]
+    log_probs: list[np.float32]
+    attn_dists: list[np.ndarray]
+    p_gens: list[float]
+    log_prob_sum: np.float32
+    score: np.float32
+    carry_source: Any = dataclasses.field(repr=False)
+    carry_row: int
+
+    @property
+    def latest_token(self) -> int:
+        return self.tokens[-1]
+
+    @property
+    def avg_log_prob(self) -> np.float32:
+        """Sum of log-probs / len(tokens), [START] included (the original's score)."""
+        return np.float32(self.log_prob_sum / np.float32(len(self.tokens)))
+
+    @property
+    def carry(self) -> Any:
+        """This hypothesis' carry, without the leading row dimension."""
+        return tf.nest.map_structure(lambda x: x[self.carry_row], self.carry_source)
+
+
+def _extend(h: Hypothesis, token: int, log_prob: np.float32, attn: np.ndarray,
+            p_gen: float, carry_source: Any, carry_row: int, norm: np.ndarray) -> Hypothesis:
+    # Running float32 sum in token order: the batched search adds in the same order.
+    total = np.float32(h.log_prob_sum + log_prob)
+    return Hypothesis(tokens=h.tokens + [token], log_probs=h.log_probs + [log_prob],
+                      attn_dists=h.attn_dists + [attn], p_gens=h.p_gens + [p_gen],
+                      log_prob_sum=total, score=np.float32(total / norm[len(h.tokens)]),
+                      carry_source=carry_source, carry_row=carry_row)
+
+
+def _stack_carries(rows: list[Hypothesis]) -> Any:
+    """The carries of `rows` as one nest with leading dim len(rows)."""
+    source = rows[0].carry_source
+    if all(h.carry_source is source for h in rows):  # always, as a beam comes from one step
+        index = tf.constant([h.carry_row for h in rows], tf.int32)
+        return tf.nest.map_structure(lambda x: tf.gather(x, index), source)
+    return tf.nest.map_structure(lambda *xs: tf.stack(xs), *[h.carry for h in rows])
+
+
+def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, vocab_size: int,
+                       max_dec_steps: int, min_dec_steps: int, start_id: int, stop_id: int,
+                       unk_id: int, trigram_blocking: bool = False,
+                       length_penalty: float | None = None) -> Hypothesis:
+    """Beam search for one article, exactly the original algorithm (spec section 5).
+
+    Args:
+      step_fn: the one-step decoder, called with N = beam_size rows.
+      init_carry: nested tensors with leading dim 1 or beam_size; row 0 is every
+        hypothesis' initial carry (as in the original).
+      beam_size: K. vocab_size: V; fed ids outside [0, V) become `unk_id`.
+      max_dec_steps / min_dec_steps: at most this many steps; a [STOP] produced at step
+        index < min_dec_steps is discarded.
+      trigram_blocking, length_penalty: optional extras, off = the original.
+
+    Returns:
+      The best finished hypothesis, or the best of the last beam if none finished.
+    """
+    cfg = _Config(beam_size, vocab_size, max_dec_steps, min_dec_steps, start_id, stop_id,
+                  unk_id, trigram_blocking, length_penalty)
+    k = beam_size
+    norm = cfg.norm_table()
+    init_carry = tf.nest.map_structure(tf.convert_to_tensor, init_carry)
+    zero = np.float32(0.0)
+    start = Hypothesis(tokens=[start_id], log_probs=[zero], attn_dists=[], p_gens=[],
+                       log_prob_sum=zero, score=np.float32(zero / norm[0]),
+                       carry_source=init_carry, carry_row=0)
+    hyps = [start] * k
+    results: list[Hypothesis] = []
+    steps = 0
+    while steps < max_dec_steps and len(results) < k:
+        # The beam is only short of K when trigram blocking skipped candidates; pad the
+        # rows so step_fn always sees N = K (padded rows are never expanded).
+        rows = hyps + [hyps[-1]] * (k - len(hyps))
+        tokens = tf.constant([h.latest_token if 0 <= h.latest_token < vocab_size else unk_id
+                              for h in rows], tf.int32)
+        probs, attn, p_gen, new_carry = step_fn(tokens, _stack_carries(rows))
+        cfg.check_vocab(probs.shape[-1])
+        n_expand = 1 if steps == 0 else len(hyps)
+        blocked = [_repeated_trigram_ends(h.tokens[1:]) if trigram_blocking else set()
+                   for h in hyps[:n_expand]]
+        if trigram_blocking:
+            probs = np.array(probs, dtype=np.float32)
+            for i, ids in enumerate(blocked):
+                probs[i, sorted(ids)] = 0.0
+        top_p, top_ids = tf.math.top_k(probs, 2 * k)
+        top_logp = tf.math.log(top_p).numpy()
+        top_ids = top_ids.numpy()
+        attn = np.asarray(attn, dtype=np.float32)
+        p_gen = np.asarray(p_gen, dtype=np.float32).reshape(-1)
+
+        candidates = []
+        for i in range(n_expand):
+            for j in range(2 * k):
+                token = int(top_ids[i, j])
+                if token in blocked[i]:
+                    continue
+                candidates.append(_extend(hyps[i], token, top_logp[i, j], attn[i],
+                                          float(p_gen[i]), new_carry, i, norm))
+        candidates.sort(key=lambda h: h.score, reverse=True)  # stable, like the original
+
+        new_hyps = []
+        for h in candidates:
+            if h.latest_token == stop_id:
+                if steps >= min_dec_steps:
+                    results.append(h)
+            else:
+                new_hyps.append(h)
+            if len(new_hyps) == k or len(results) == k:
+                break
+        if not new_hyps:  # results just filled up, or trigram blocking left nothing to extend
+            break
+        hyps = new_hyps
+        steps += 1
+
+    final = results if results else hyps
+    return max(final, key=lambda h: h.score)  # max() keeps the first of equal scores
+
+
+# --------------------------------------------------------------------------------------
+# Batched: B articles x K beams in one compiled loop.
+
+
+def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | tf.Tensor,
+                        beam_size: int, vocab_size: int, max_dec_steps: int,
+                        min_dec_steps: int, start_id: int, stop_id: int, unk_id: int,
+                        trigram_blocking: bool = False, length_penalty: float | None = None,
+                        pad_id: int = PAD_ID, jit_compile: bool = False) -> dict[str, tf.Tensor]:
+    """Beam search for a batch of articles in one `tf.while_loop` (N = B*K rows).
+
+    Identical per article to `beam_search_single` with the same step function. Called
+    eagerly it wraps itself in a fresh `tf.function(jit_compile=jit_compile)` (one trace
+    per call); for repeated decoding call it inside your own `tf.function` (with your
+    own `jit_compile`; the argument here is then ignored).
+
+    Args:
+      step_fn: the one-step decoder, called with N = batch_size * beam_size rows.
+      batch_size: B, a Python int or (inside a tf.function whose batch dimension is not
+        static) a scalar int32 tensor such as `tf.shape(enc_batch)[0]`.
+      init_carry: nested tensors [B*K, ...] (see `tile_beams`); row b*K is every beam's
+        initial carry for article b.
+      pad_id: fills `tokens` after each summary's end.
+      Other arguments as in `beam_search_single`.
+
+    Returns:
+      tokens      int32   [B, max_dec_steps]  generated ids (after [START], the final
+                                              [STOP] included if any), padded with pad_id
+      lengths     int32   [B]                 number of generated ids
+      scores      float32 [B]                 score of the chosen hypothesis
+      attn_dists  float32 [B, max_dec_steps, T]  attention per generated id, 0 after
+      p_gens      float32 [B, max_dec_steps]     p_gen per generated id, 0 after
+    """
+    cfg = _Config(beam_size, vocab_size, max_dec_steps, min_dec_steps, start_id, stop_id,
+                  unk_id, trigram_blocking, length_penalty)
+    if isinstance(batch_size, int) and batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if tf.inside_function():
+        return _batched_graph(step_fn, init_carry, batch_size, cfg, pad_id)
+    fn = tf.function(lambda carry: _batched_graph(step_fn, carry, batch_size, cfg, pad_id),
+                     jit_compile=jit_compile)
+    return fn(init_carry)
+
+
+def _first_argmax(scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    """int32 [B]: first index of the highest masked score in [B, K] (Python's max())."""
+    best = tf.reduce_max(tf.where(mask, scores, -np.inf), axis=1, keepdims=True)
+    hit = mask & tf.equal(scores, best)
+    k = tf.shape(scores)[1]
+    first = tf.reduce_min(tf.where(hit, tf.range(k)[None, :], k), axis=1)
+    return tf.minimum(first, k - 1)  # all-NaN rows: any slot, never out of range
+
+
+def _select_rows(mask_rows: tf.Tensor, new: Any, old: Any) -> Any:
+    """Per row of N: `new` where mask_rows [N] else `old`, for every leaf of a nest."""
+    def pick(a, b):
+        m = tf.reshape(mask_rows, [-1] + [1] * (a.shape.rank - 1))
+        return tf.where(m, a, b)
+    return tf.nest.map_structure(pick, new, old)
+
+
+def _batched_graph(step_fn: StepFn, init_carry: Any, batch: int | tf.Tensor, cfg: _Config,
+                   pad_id: int) -> dict[str, tf.Tensor]:
+    """The graph of `batched_beam_search`.
+
+    Loop state, per article b and beam slot k: latest token, carry row b*K + k, log-prob
+    sum and alive flag [B, K]; finished flag, steps taken and results count [B]; K result
+    slots [B, K] (score, step of the [STOP], parent slot). Per step the new beam's tokens
+    and parent slots [B, K], attention [B, K, T] and p_gen [B, K] go to TensorArrays.
+    """
+    b, k, m = batch, cfg.beam_size, cfg.max_dec_steps
+    n, two_k, c = b * k, 2 * cfg.beam_size, 2 * cfg.beam_size * cfg.beam_size
+    norm = tf.constant(cfg.norm_table())
+    article_rows = tf.repeat(tf.range(b) * k, k)  # [N]: row b*K of each article
+    carry0 = tf.nest.map_structure(
+        lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry)
+    beam_of_cand = tf.repeat(tf.range(k), two_k)  # [C]: candidates are hypothesis-major
+    cand_index = tf.range(c)
+    earlier = cand_index[:, None] < cand_index[None, :]  # [C', C]: c' precedes c in order
+    slots = tf.range(k)
+
+    def body(t, latest, carry, beam_sum, alive, finished, n_steps,
+             res_count, res_score, res_end, res_parent, history, tas):
+        ta_tok, ta_par, ta_attn, ta_pgen = tas
+        feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
+        probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry)
+        cfg.check_vocab(probs.shape[-1])
+        probs = tf.reshape(probs, [b, k, -1])
+        attn = tf.reshape(attn, [b, k, -1])
+        p_gen = tf.reshape(p_gen, [b, k])
+        if cfg.trigram_blocking:
+            blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
+            probs = tf.where(blocked, tf.zeros_like(probs), probs)
+        top_p, top_ids = tf.math.top_k(probs, two_k)  # [B, K, 2K], on probabilities
+        cand_sum = beam_sum[:, :, None] + tf.math.log(top_p)
+        cand_score = cand_sum / norm[t + 1]
+        # Step 0: the K hypotheses are copies, only the first is expanded.
+        valid = tf.broadcast_to(alive[:, :, None] & ((t > 0) | (slots == 0)[None, :, None]),
+                                [b, k, two_k])
+        if cfg.trigram_blocking:
+            valid &= ~tf.gather(blocked, top_ids, batch_dims=2)
+        valid = tf.reshape(valid & ~finished[:, None, None], [b, c])
+        ids = tf.reshape(top_ids, [b, c])
+        sums = tf.reshape(cand_sum, [b, c])
+        scores = tf.reshape(cand_score, [b, c])
+        is_stop = tf.equal(ids, cfg.stop_id)
+
+        # The original sorts candidates (stably, descending) and scans them. Instead of
+        # sorting, count for each candidate the valid ones sorted before it.
+        s_prev, s_this = scores[:, :, None], scores[:, None, :]
+        before = valid[:, :, None] & ((s_prev > s_this) | (tf.equal(s_prev, s_this) & earlier))
+        nonstop_before = tf.reduce_sum(
+            tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1)
+        stop_before = tf.reduce_sum(tf.cast(before & (valid & is_stop)[:, :, None], tf.int32),
+                                    axis=1)
+        accept_stop = t >= cfg.min_dec_steps
+        taken_stops = tf.where(accept_stop, stop_before, 0)
+        # The scan stops once K hypotheses or K results exist; processed = scanned before.
+        processed = valid & (nonstop_before < k) & (res_count[:, None] + taken_stops < k)
+        to_beam = processed & ~is_stop
+        to_result = processed & is_stop & accept_stop
+
+        # New beam slot j = the j-th processed non-stop candidate.
+        beam_sel = to_beam[:, :, None] & tf.equal(nonstop_before[:, :, None], slots)
+        filled = tf.reduce_any(beam_sel, axis=1)  # [B, K]
+        pick = tf.argmax(tf.cast(beam_sel, tf.int32), axis=1, output_type=tf.int32)
+        new_parent = tf.gather(beam_of_cand, pick)
+        new_tok = tf.gather(ids, pick, batch_dims=1)
+        new_sum = tf.gather(sums, pick, batch_dims=1)
+
+        # Results slot r = running count + stops accepted before it in this step.
+        res_sel = to_result[:, :, None] & tf.equal(
+            res_count[:, None, None] + stop_before[:, :, None], slots)
+        res_new = tf.reduce_any(res_sel, axis=1)
+        res_pick = tf.argmax(tf.cast(res_sel, tf.int32), axis=1, output_type=tf.int32)
+        res_score = tf.where(res_new, tf.gather(scores, res_pick, batch_dims=1), res_score)
+        res_end = tf.where(res_new, t, res_end)
+        res_parent = tf.where(res_new, tf.gather(beam_of_cand, res_pick), res_parent)
+        res_count += tf.reduce_sum(tf.cast(to_result, tf.int32), axis=1)
+
+        # An article advances if it was running and kept at least one hypothesis; an
+        # empty beam (all candidates trigram-blocked) freezes it on its previous beam.
+        advance = ~finished & tf.reduce_any(filled, axis=1)
+        adv_bk = tf.broadcast_to(advance[:, None], [b, k])
+        parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
+        carry = _select_rows(tf.reshape(adv_bk, [n]),
+                             tf.nest.map_structure(lambda x: tf.gather(x, parent_rows),
+                                                   new_carry), carry)
+        latest = tf.where(adv_bk, new_tok, latest)
+        beam_sum = tf.where(adv_bk, new_sum, beam_sum)
+        alive = tf.where(adv_bk, filled, alive)
+        n_steps += tf.cast(advance, tf.int32)
+        finished = finished | ~advance | (res_count >= k)
+        if cfg.trigram_blocking:
+            grown = tf.gather(history, new_parent, batch_dims=1)
+            grown = tf.where(tf.equal(tf.range(m), t), new_tok[:, :, None], grown)
+            history = tf.where(adv_bk[:, :, None], grown, history)
+        tas = (ta_tok.write(t, new_tok), ta_par.write(t, new_parent),
+               ta_attn.write(t, attn), ta_pgen.write(t, p_gen))
+        return (t + 1, latest, carry, beam_sum, alive, finished, n_steps,
+                res_count, res_score, res_end, res_parent, history, tas)
+
+    def cond(t, *state):
+        finished = state[4]
+        return (t < m) & ~tf.reduce_all(finished)
+
+    zeros_bk = tf.zeros([b, k], tf.int32)
+    init = (tf.constant(0), tf.fill([b, k], cfg.start_id), carry0, tf.zeros([b, k]),
+            tf.ones([b, k], tf.bool), tf.zeros([b], tf.bool), tf.zeros([b], tf.int32),
+            tf.zeros([b], tf.int32), tf.zeros([b, k]), zeros_bk, zeros_bk,
+            tf.zeros([b, k, m if cfg.trigram_blocking else 0], tf.int32),
+            (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.int32, size=m),
+             tf.TensorArray(tf.float32, size=m), tf.TensorArray(tf.float32, size=m)))
+    (steps_run, _, _, beam_sum, alive, _, n_steps, res_count, res_score, res_end,
+     res_parent, _, tas) = tf.while_loop(cond, body, init, maximum_iterations=m)
+
+    # Choose per article: the best result, else the best of its last beam.
+    has_result = res_count > 0
+    r = _first_argmax(res_score, slots[None, :] < res_count[:, None])
+    beam_score = beam_sum / tf.gather(norm, n_steps)[:, None]
+    kb = _first_argmax(beam_score, alive)
+    score = tf.where(has_result, tf.gather(res_score, r, batch_dims=1),
+                     tf.gather(beam_score, kb, batch_dims=1))
+    last = tf.where(has_result, tf.gather(res_end, r, batch_dims=1), n_steps - 1)
+    end_parent = tf.gather(res_parent, r, batch_dims=1)
+    tokens, attn, p_gens = _backtrack(tas, steps_run, last, has_result, end_parent, kb,
+                                      cfg.stop_id, pad_id, m)
+    return {"tokens": tokens, "lengths": last + 1, "scores": score,
+            "attn_dists": attn, "p_gens": p_gens}
+
+
+def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):
+    """Follow parent pointers from each article's last token back to step 0.
+
+    History (per step t, read from the TensorArrays): token and parent of every new beam
+    slot [B, K], the step's attention [B, K, T] and p_gen [B, K] per expanded slot.
+    A result ends with [STOP] from slot end_parent at step `last`; a last-beam
+    hypothesis is new beam slot end_slot of step `last`.
+
+    Returns tokens int32 [B, M], attention float32 [B, M, T], p_gens float32 [B, M].
+    """
+    ta_tok, ta_par, ta_attn, ta_pgen = tas
+    b = tf.shape(last)[0]
+    outs = (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.float32, size=m),
+            tf.TensorArray(tf.float32, size=m))
+
+    def body(t, slot, outs):
+        # Steps the loop never ran lie beyond every article's end; read a written one.
+        tt = tf.minimum(t, steps_run - 1)
+        direct = tf.equal(t, last) & has_result  # the [STOP] itself
+        tok = tf.where(direct, stop_id, tf.gather(ta_tok.read(tt), slot, batch_dims=1))
+        cur = tf.where(direct, end_parent, tf.gather(ta_par.read(tt), slot, batch_dims=1))
+        keep = t <= last
+        attn = tf.gather(ta_attn.read(tt), cur, batch_dims=1)
+        p_gen = tf.gather(ta_pgen.read(tt), cur, batch_dims=1)
+        outs = (outs[0].write(t, tf.where(keep, tok, pad_id)),
+                outs[1].write(t, tf.where(keep[:, None], attn, tf.zeros_like(attn))),
+                outs[2].write(t, tf.where(keep, p_gen, tf.zeros_like(p_gen))))
+        return t - 1, tf.where(keep, cur, slot), outs
+
+    slot0 = tf.where(has_result, tf.zeros([b], tf.int32), end_slot)
+    _, _, outs = tf.while_loop(lambda t, *_: t >= 0, body, (tf.constant(m - 1), slot0, outs),
+                               maximum_iterations=m)
+    tokens = tf.transpose(outs[0].stack(), [1, 0])
+    attn = tf.transpose(outs[1].stack(), [1, 0, 2])
+    p_gens = tf.transpose(outs[2].stack(), [1, 0])
+    return tokens, attn, p_gens
