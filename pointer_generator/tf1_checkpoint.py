@@ -1,0 +1,445 @@
+"""Read and write checkpoints of the original TF1 release (spec 4.11 names, spec 10 layout).
+
+A TF1 checkpoint is read tensor by tensor with `tf.train.load_checkpoint` (no TF1 graph is
+built) and converted into the Keras model's parameterisation:
+
+* LSTM: TF1 stores one kernel [in + H, 4H] (rows = [input; previous h], gate columns
+  i, j, f, o) and a bias [4H] to which the cell adds a constant forget bias of 1.0.
+  Keras stores kernel [in, 4H] and recurrent_kernel [H, 4H] with gate columns i, f, c, o
+  (c = TF1's j) and keeps the forget bias inside the stored bias, so the f block gets +1.
+* Attention: W_h [1, 1, 2H, A] and w_c [1, 1, 1, A] are 1x1 convolution kernels; the
+  Keras layer keeps them as [2H, A] and [1, A].
+* `Linear/Matrix` and `Linear/Bias` of the original's `linear` helper are Dense kernels
+  and biases (the concatenation orders of their inputs are the same in both).
+
+Adagrad accumulators (`<variable>/Adagrad`) follow the same row split and gate reorder,
+but without the +1 (the constant forget bias does not change any gradient).
+
+Both naming schemes of the original are supported: TF 1.2.1 (`lstm_cell/kernel`,
+`lstm_cell/bias`) and TF 1.0 (`lstm_cell/weights`, `lstm_cell/biases`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from pointer_generator.errors import CheckpointError
+
+TF1_VERSIONS = ("1.2.1", "1.0")
+GLOBAL_STEP = "global_step"
+ADAGRAD_SUFFIX = "/Adagrad"
+# Added to the f gate by TF1's LSTMCell at run time; Keras stores it in the bias.
+FORGET_BIAS = 1.0
+
+_ENC = "seq2seq/encoder/bidirectional_rnn"
+_DEC = "seq2seq/decoder/attention_decoder"
+
+
+# --------------------------------------------------------------------------- LSTM layout
+def _gate_blocks(a: np.ndarray, hidden: int) -> list[np.ndarray]:
+    """Split the last axis of `a` into its 4 gate blocks of `hidden` columns."""
+    return [a[..., k * hidden:(k + 1) * hidden] for k in range(4)]
+
+
+def tf1_lstm_bias_to_keras(bias: np.ndarray, forget_bias: float = FORGET_BIAS) -> np.ndarray:
+    """TF1 bias [4H] (i, j, f, o; forget bias added at run time) -> Keras [4H] (i, f, c, o)."""
+    i, j, f, o = _gate_blocks(bias, bias.shape[-1] // 4)
+    return np.concatenate([i, f + forget_bias, j, o], axis=-1)
+
+
+def keras_lstm_bias_to_tf1(bias: np.ndarray, forget_bias: float = FORGET_BIAS) -> np.ndarray:
+    """Inverse of `tf1_lstm_bias_to_keras`."""
+    i, f, c, o = _gate_blocks(bias, bias.shape[-1] // 4)
+    return np.concatenate([i, c, f - forget_bias, o], axis=-1)
+
+
+def tf1_lstm_kernel_to_keras(kernel: np.ndarray, input_dim: int):
+    """TF1 kernel [input_dim + H, 4H] (rows [x; h], gates i, j, f, o) ->
+    Keras (kernel [input_dim, 4H], recurrent_kernel [H, 4H]), gates i, f, c, o."""
+    i, j, f, o = _gate_blocks(kernel, kernel.shape[-1] // 4)
+    reordered = np.concatenate([i, f, j, o], axis=-1)
+    return reordered[:input_dim], reordered[input_dim:]
+
+
+def keras_lstm_kernel_to_tf1(kernel: np.ndarray, recurrent_kernel: np.ndarray) -> np.ndarray:
+    """Inverse of `tf1_lstm_kernel_to_keras`: [input_dim + H, 4H], gates i, j, f, o."""
+    full = np.concatenate([kernel, recurrent_kernel], axis=0)
+    i, f, c, o = _gate_blocks(full, full.shape[-1] // 4)
+    return np.concatenate([i, c, f, o], axis=-1)
+
+
+# --------------------------------------------------------------------------- name table
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """One TF1 tensor and the Keras variable(s) it becomes.
+
+    kind: "plain" (same array), "conv" (1x1 conv kernel, drop the two leading 1s),
+      "lstm_kernel" (split rows + reorder gates; two Keras variables), "lstm_bias".
+    targets: functions model -> Keras variable (two for "lstm_kernel").
+    input_dim: rows of an LSTM kernel that belong to the input (lstm_kernel only).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str
+    targets: tuple[Callable, ...]
+    input_dim: int = 0
+
+
+def _lstm_names(scope: str, tf_version: str) -> tuple[str, str]:
+    if tf_version == "1.0":
+        return f"{scope}/lstm_cell/weights", f"{scope}/lstm_cell/biases"
+    return f"{scope}/lstm_cell/kernel", f"{scope}/lstm_cell/bias"
+
+
+def _entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[_Entry]:
+    """The original's trainable variables for these hyper-parameters (spec 4.11)."""
+    if tf_version not in TF1_VERSIONS:
+        raise CheckpointError(f"tf_version must be one of {', '.join(TF1_VERSIONS)}, "
+                              f"got {tf_version!r}")
+    h, e, v, a = hps.hidden_dim, hps.emb_dim, vocab_size, hps.attention_dim
+    entries = [_Entry("seq2seq/embedding/embedding", (v, e), "plain",
+                      (lambda m: m.embedding.embeddings,))]
+
+    def lstm(scope, cell_of, input_dim):
+        k, b = _lstm_names(scope, tf_version)
+        return [_Entry(k, (input_dim + h, 4 * h), "lstm_kernel",
+                       (lambda m: cell_of(m).kernel, lambda m: cell_of(m).recurrent_kernel),
+                       input_dim),
+                _Entry(b, (4 * h,), "lstm_bias", (lambda m: cell_of(m).bias,))]
+
+    entries += lstm(f"{_ENC}/fw", lambda m: m.encoder.forward_layer.cell, e)
+    entries += lstm(f"{_ENC}/bw", lambda m: m.encoder.backward_layer.cell, e)
+    rs = "seq2seq/reduce_final_st"
+    entries += [
+        _Entry(f"{rs}/w_reduce_c", (2 * h, h), "plain", (lambda m: m.reduce_state.w_reduce_c,)),
+        _Entry(f"{rs}/w_reduce_h", (2 * h, h), "plain", (lambda m: m.reduce_state.w_reduce_h,)),
+        _Entry(f"{rs}/bias_reduce_c", (h,), "plain", (lambda m: m.reduce_state.bias_reduce_c,)),
+        _Entry(f"{rs}/bias_reduce_h", (h,), "plain", (lambda m: m.reduce_state.bias_reduce_h,)),
+        _Entry(f"{_DEC}/W_h", (1, 1, 2 * h, a), "conv", (lambda m: m.attention.W_h,)),
+        _Entry(f"{_DEC}/v", (a,), "plain", (lambda m: m.attention.v,)),
+    ]
+    if hps.coverage:
+        entries.append(_Entry(f"{_DEC}/coverage/w_c", (1, 1, 1, a), "conv",
+                              (lambda m: m.attention.w_c,)))
+
+    def linear(scope, rows, cols, layer_of):
+        return [_Entry(f"{scope}/Linear/Matrix", (rows, cols), "plain",
+                       (lambda m: layer_of(m).kernel,)),
+                _Entry(f"{scope}/Linear/Bias", (cols,), "plain", (lambda m: layer_of(m).bias,))]
+
+    entries += linear(_DEC, e + 2 * h, e, lambda m: m.input_merge)
+    entries += lstm(_DEC, lambda m: m.decoder_cell, e)
+    entries += [
+        _Entry(f"{_DEC}/Attention/Linear/Matrix", (2 * h, a), "plain",
+               (lambda m: m.attention.W_s,)),
+        _Entry(f"{_DEC}/Attention/Linear/Bias", (a,), "plain", (lambda m: m.attention.b_attn,)),
+    ]
+    if hps.pointer_gen:
+        entries += linear(f"{_DEC}/calculate_pgen", 4 * h + e, 1, lambda m: m.p_gen_layer.dense)
+    entries += linear(f"{_DEC}/AttnOutputProjection", 3 * h, h,
+                      lambda m: m.attn_output_projection)
+    entries += [
+        _Entry("seq2seq/output_projection/w", (h, v), "plain",
+               (lambda m: m.output_projection.kernel,)),
+        _Entry("seq2seq/output_projection/v", (v,), "plain",
+               (lambda m: m.output_projection.bias,)),
+    ]
+    return entries
+
+
+def tf1_variable_shapes(hps, vocab_size: int, tf_version: str = "1.2.1") -> dict[str, tuple]:
+    """{TF1 name: shape} of the original's trainable variables for these settings."""
+    return {en.name: en.shape for en in _entries(hps, vocab_size, tf_version)}
+
+
+def _to_keras(entry: _Entry, array: np.ndarray, accumulator: bool = False) -> list[np.ndarray]:
+    """Convert one TF1 array into the arrays of `entry.targets` (in order).
+
+    Accumulators get the same layout change but no forget-bias shift.
+    """
+    if entry.kind == "plain":
+        return [array]
+    if entry.kind == "conv":
+        return [array.reshape(array.shape[2:])]
+    if entry.kind == "lstm_kernel":
+        return list(tf1_lstm_kernel_to_keras(array, entry.input_dim))
+    return [tf1_lstm_bias_to_keras(array, 0.0 if accumulator else FORGET_BIAS)]
+
+
+def _to_tf1(entry: _Entry, arrays: list[np.ndarray], accumulator: bool = False) -> np.ndarray:
+    """Inverse of `_to_keras`."""
+    if entry.kind == "plain":
+        return arrays[0]
+    if entry.kind == "conv":
+        return arrays[0].reshape(entry.shape)
+    if entry.kind == "lstm_kernel":
+        return keras_lstm_kernel_to_tf1(arrays[0], arrays[1])
+    return keras_lstm_bias_to_tf1(arrays[0], 0.0 if accumulator else FORGET_BIAS)
+
+
+# --------------------------------------------------------------------------- reading
+def resolve_checkpoint_path(path: str) -> str:
+    """A checkpoint prefix from a prefix or a directory with a `checkpoint` state file."""
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise CheckpointError(f"no checkpoint found in directory {path!r} (it has no "
+                                  "'checkpoint' state file naming one)")
+        return latest
+    if not tf.io.gfile.exists(path + ".index"):
+        raise CheckpointError(f"no checkpoint at {path!r} (expected {path}.index and "
+                              f"{path}.data-*; give the prefix without a suffix)")
+    return path
+
+
+def read_tf1_checkpoint(path: str, include_slots: bool = True) -> dict[str, np.ndarray]:
+    """The tensors of a TF1 (or any name-keyed V2) checkpoint as {name: numpy array}.
+
+    include_slots=False skips the `<name>/Adagrad` accumulators (half the file).
+    """
+    prefix = resolve_checkpoint_path(path)
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        names = sorted(n for n in reader.get_variable_to_shape_map()
+                       if include_slots or not n.endswith(ADAGRAD_SUFFIX))
+        return {n: np.asarray(reader.get_tensor(n)) for n in names}
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"cannot read checkpoint {prefix!r}: "
+                              f"{getattr(e, 'message', e)}") from None
+
+
+def detect_tf1_version(names) -> str:
+    """"1.0" when the LSTM tensors are named weights/biases, else "1.2.1"."""
+    names = set(names)
+    old = any(n.endswith("/lstm_cell/weights") for n in names)
+    new = any(n.endswith("/lstm_cell/kernel") for n in names)
+    return "1.0" if old and not new else "1.2.1"
+
+
+@dataclasses.dataclass
+class Tf1Checkpoint:
+    """What `load_tf1_checkpoint` found besides the weights it assigned.
+
+    tf_version: naming scheme of the checkpoint ("1.2.1" or "1.0").
+    global_step: the checkpoint's `global_step`, or None if it has none.
+    adagrad_slots: with include_optimizer=True, {model variable path: accumulator array}
+      in the Keras layout (for the optimizer's accumulators); otherwise None.
+    ignored: names in the checkpoint that were not loaded (e.g. Adagrad slots).
+    kept_initial: model variable paths left at their current values (allowed missing).
+    """
+
+    path: str
+    tf_version: str
+    global_step: int | None = None
+    adagrad_slots: dict[str, np.ndarray] | None = None
+    ignored: list[str] = dataclasses.field(default_factory=list)
+    kept_initial: list[str] = dataclasses.field(default_factory=list)
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def _hints(arrays: dict[str, np.ndarray], hps, vocab_size: int) -> list[str]:
+    """Explain a mismatch in terms of the flags the user can change."""
+    hints = []
+    emb = arrays.get("seq2seq/embedding/embedding")
+    if emb is not None and emb.ndim == 2:
+        if emb.shape[0] != vocab_size:
+            hints.append(f"the checkpoint's vocabulary has {emb.shape[0]} words but the model "
+                         f"{vocab_size} (--vocab_size / vocab file)")
+        if emb.shape[1] != hps.emb_dim:
+            hints.append(f"the checkpoint has emb_dim {emb.shape[1]}, the model {hps.emb_dim}")
+    red = arrays.get("seq2seq/reduce_final_st/bias_reduce_c")
+    if red is not None and red.ndim == 1 and red.shape[0] != hps.hidden_dim:
+        hints.append(f"the checkpoint has hidden_dim {red.shape[0]}, the model "
+                     f"{hps.hidden_dim}")
+    has_cov = f"{_DEC}/coverage/w_c" in arrays
+    if has_cov != hps.coverage:
+        hints.append("the checkpoint was trained " + ("with" if has_cov else "without")
+                     + f" coverage but the model has coverage={hps.coverage}"
+                     + ("" if has_cov else " (convert it with --convert_to_coverage_model)"))
+    has_ptr = f"{_DEC}/calculate_pgen/Linear/Matrix" in arrays
+    if has_ptr != hps.pointer_gen:
+        hints.append("the checkpoint is a " + ("pointer-generator" if has_ptr else "baseline")
+                     + f" model but the model has pointer_gen={hps.pointer_gen}")
+    return hints
+
+
+def tf1_arrays_to_model(model, arrays: dict[str, np.ndarray], *, include_optimizer=False,
+                        allow_missing_coverage=False, allow_unexpected=False,
+                        path: str = "<arrays>") -> Tf1Checkpoint:
+    """Check TF1-named arrays against a built model and assign them (all or nothing).
+
+    Args:
+      model: a built `PointerGeneratorModel`.
+      arrays: {TF1 name: array}, e.g. from `read_tf1_checkpoint`.
+      include_optimizer: also convert the `<name>/Adagrad` slots (then they must exist).
+      allow_missing_coverage: a coverage model may load a checkpoint trained without
+        coverage; `w_c` keeps its current (initial) value, like the original's
+        --convert_to_coverage_model.
+      allow_unexpected: ignore tensors the model has no place for (listed in `ignored`)
+        instead of failing; missing and mis-shaped tensors still fail.
+      path: shown in error messages.
+    Raises:
+      CheckpointError naming every missing, mis-shaped and unexpected tensor.
+    """
+    hps, vocab_size = model.hps, model.vocab_size
+    tf_version = detect_tf1_version(arrays)
+    entries = _entries(hps, vocab_size, tf_version)
+    expected = {en.name for en in entries}
+    missing, wrong, kept = [], [], []
+    for en in entries:
+        if en.name not in arrays:
+            if allow_missing_coverage and en.name.endswith("/coverage/w_c"):
+                kept.append(en.targets[0](model).path)
+                continue
+            missing.append(f"{en.name} (expected shape {_fmt(en.shape)})")
+        elif tuple(arrays[en.name].shape) != en.shape:
+            wrong.append(f"{en.name} has shape {_fmt(arrays[en.name].shape)}, expected "
+                         f"{_fmt(en.shape)}")
+        if include_optimizer and en.name in arrays:
+            slot = arrays.get(en.name + ADAGRAD_SUFFIX)
+            if slot is None:
+                missing.append(f"{en.name}{ADAGRAD_SUFFIX} (include_optimizer=True)")
+            elif tuple(slot.shape) != en.shape:
+                wrong.append(f"{en.name}{ADAGRAD_SUFFIX} has shape {_fmt(slot.shape)}, "
+                             f"expected {_fmt(en.shape)}")
+    extra = sorted(n for n in arrays if n not in expected and n != GLOBAL_STEP
+                   and not n.endswith(ADAGRAD_SUFFIX))
+    unexpected = [] if allow_unexpected else [f"{n} {_fmt(arrays[n].shape)}" for n in extra]
+    if missing or wrong or unexpected:
+        lines = [f"TF1 checkpoint {path} does not match the model (vocab_size={vocab_size}, "
+                 f"hidden_dim={hps.hidden_dim}, emb_dim={hps.emb_dim}, "
+                 f"pointer_gen={hps.pointer_gen}, coverage={hps.coverage}; "
+                 f"checkpoint naming TF {tf_version}):"]
+        lines += [f"  missing: {m}" for m in missing]
+        lines += [f"  wrong shape: {w}" for w in wrong]
+        lines += [f"  unexpected: {u}" for u in unexpected]
+        lines += [f"  hint: {h}" for h in _hints(arrays, hps, vocab_size)]
+        raise CheckpointError("\n".join(lines))
+
+    assignments = []
+    slots: dict[str, np.ndarray] | None = {} if include_optimizer else None
+    for en in entries:
+        if en.name not in arrays:
+            continue
+        variables = [t(model) for t in en.targets]
+        values = _to_keras(en, arrays[en.name])
+        if include_optimizer:
+            acc = _to_keras(en, arrays[en.name + ADAGRAD_SUFFIX], accumulator=True)
+            for var, a in zip(variables, acc, strict=True):
+                slots[var.path] = a.astype(var.dtype)
+        for var, val in zip(variables, values, strict=True):
+            if tuple(var.shape) != val.shape:  # the model itself disagrees with its hps
+                raise CheckpointError(f"model variable {var.path} has shape "
+                                      f"{_fmt(var.shape)} but {en.name} converts to "
+                                      f"{_fmt(val.shape)}")
+            assignments.append((var, val))
+    for var, val in assignments:
+        var.assign(val.astype(var.dtype))
+    step = arrays.get(GLOBAL_STEP)
+    ignored = extra + ([] if include_optimizer else
+                       sorted(n for n in arrays if n.endswith(ADAGRAD_SUFFIX)))
+    return Tf1Checkpoint(path=path, tf_version=tf_version,
+                         global_step=None if step is None else int(step),
+                         adagrad_slots=slots, ignored=ignored, kept_initial=kept)
+
+
+def load_tf1_checkpoint(model, path: str, *, include_optimizer: bool = False,
+                        allow_missing_coverage: bool = False,
+                        allow_unexpected: bool = False) -> Tf1Checkpoint:
+    """Load an original-release checkpoint (prefix or directory) into a built model.
+
+    Adagrad slots are ignored (not even read) unless `include_optimizer=True`; then they
+    are returned, converted to the Keras layout, as `result.adagrad_slots`
+    {model variable path: array}. See `tf1_arrays_to_model` for the checks made before
+    anything is assigned.
+    """
+    prefix = resolve_checkpoint_path(path)
+    result = tf1_arrays_to_model(model, read_tf1_checkpoint(prefix, include_optimizer),
+                                 include_optimizer=include_optimizer,
+                                 allow_missing_coverage=allow_missing_coverage,
+                                 allow_unexpected=allow_unexpected, path=prefix)
+    if not include_optimizer:
+        slots = [n for n, _ in tf.train.list_variables(prefix) if n.endswith(ADAGRAD_SUFFIX)]
+        result.ignored = sorted(result.ignored + slots)
+    return result
+
+
+# --------------------------------------------------------------------------- writing
+def model_to_tf1_arrays(model, tf_version: str = "1.2.1",
+                        adagrad_slots: dict[str, np.ndarray] | None = None
+                        ) -> dict[str, np.ndarray]:
+    """The model's weights (and optional Keras-layout accumulators) under TF1 names.
+
+    adagrad_slots: {model variable path: accumulator}, one per trainable variable; they
+      become `<TF1 name>/Adagrad`.
+    """
+    out = {}
+    missing_slots = []
+    for en in _entries(model.hps, model.vocab_size, tf_version):
+        variables = [t(model) for t in en.targets]
+        out[en.name] = _to_tf1(en, [v.numpy() for v in variables]).astype(np.float32)
+        if adagrad_slots is not None:
+            absent = [v.path for v in variables if v.path not in adagrad_slots]
+            if absent:
+                missing_slots += absent
+                continue
+            acc = [np.asarray(adagrad_slots[v.path]) for v in variables]
+            out[en.name + ADAGRAD_SUFFIX] = _to_tf1(en, acc, accumulator=True).astype(
+                np.float32)
+    if missing_slots:
+        raise CheckpointError("adagrad_slots lacks the accumulators of: "
+                              + ", ".join(missing_slots))
+    return out
+
+
+def save_tf1_arrays(arrays: dict[str, np.ndarray], prefix: str,
+                    update_state_file: bool = True) -> str:
+    """Write {name: array} as a name-keyed V2 checkpoint at `prefix` (exact names kept).
+
+    With update_state_file the directory's `checkpoint` file is pointed at it, so
+    `tf.train.latest_checkpoint(dir)` (and the original's loader) find it.
+    """
+    directory = os.path.dirname(os.path.abspath(prefix))
+    os.makedirs(directory, exist_ok=True)
+    names = sorted(arrays)
+    try:
+        tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                          tensors=[np.asarray(arrays[n]) for n in names])
+    except tf.errors.OpError as e:
+        raise CheckpointError(f"cannot write checkpoint {prefix!r}: {e.message}") from None
+    if update_state_file:
+        base = os.path.basename(prefix).replace("\\", "\\\\").replace('"', '\\"')
+        with open(os.path.join(directory, "checkpoint"), "w", encoding="utf-8") as f:
+            f.write(f'model_checkpoint_path: "{base}"\nall_model_checkpoint_paths: "{base}"\n')
+    return prefix
+
+
+def write_tf1_checkpoint(model, path: str, tf_version: str = "1.2.1",
+                         global_step: int | None = None,
+                         adagrad_slots: dict[str, np.ndarray] | None = None,
+                         update_state_file: bool = True) -> str:
+    """Export the model as a checkpoint with the original release's names and layouts.
+
+    Args:
+      model: a built `PointerGeneratorModel`.
+      path: checkpoint prefix to write (e.g. `.../train/model.ckpt-1234`), used as given.
+      tf_version: "1.2.1" (lstm_cell/kernel|bias) or "1.0" (lstm_cell/weights|biases).
+      global_step: stored as the int32 `global_step` tensor when given.
+      adagrad_slots: {model variable path: Keras-layout accumulator} to store as
+        `<name>/Adagrad` slots (all trainable variables needed).
+    Returns:
+      the prefix written.
+    """
+    arrays = model_to_tf1_arrays(model, tf_version, adagrad_slots)
+    if global_step is not None:
+        arrays[GLOBAL_STEP] = np.int32(global_step)
+    return save_tf1_arrays(arrays, path, update_state_file)
