@@ -189,6 +189,10 @@ class AtomicWriter:
         os.makedirs(d, exist_ok=True)
         fd, self._tmp = tempfile.mkstemp(prefix=os.path.basename(self.path) + ".", suffix=".tmp",
                                          dir=d)
+        # mkstemp creates the file private (0600); give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self._tmp, 0o666 & ~umask)
         self._f = os.fdopen(fd, "wb")
         return self._f
 
