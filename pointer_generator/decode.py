@@ -1,0 +1,323 @@
+"""Decode mode: batched beam search over the model (spec sections 1.8, 5 and 6).
+
+* single_pass: every example of `data_path` once, in file order, with a fixed checkpoint;
+  writes `reference/` and `decoded/` files, attention pages, then ROUGE_results.txt. An
+  interrupted run resumes after the last complete example.
+* otherwise: the original's endless "concurrent" decoding of random examples, logging
+  article / reference / summary, writing `decode/attn_vis_data.json` and an attention
+  page, and reloading the newest checkpoint every 60 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from pointer_generator import attention_html, decode_output
+from pointer_generator.beam_search import batched_beam_search, tile_beams
+from pointer_generator.hparams import HParams
+from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.vocab import START_ID, STOP_DECODING, STOP_ID, UNK_ID, Vocab, outputids2words
+
+log = logging.getLogger(__name__)
+
+ATTENTION_PAGES_SUBDIR = "attention"
+# One line per decoded example: index, mean p_gen over its steps, number of steps. Lines are
+# appended, so a resumed decode may repeat an index; readers keep the last line.
+P_GENS_FILE = "p_gens.tsv"
+
+
+class Summary(NamedTuple):
+    """One decoded example.
+
+    words: output words, [STOP] excluded. attn: [steps, enc_len] attention per generated
+    id (steps may be len(words) + 1, the step that produced [STOP]). p_gens: [steps].
+    """
+
+    words: list[str]
+    attn: np.ndarray
+    p_gens: np.ndarray
+    score: float
+
+
+class BeamSearchDecoder:
+    """Runs batched beam search for batches of distinct articles.
+
+    Args:
+      model: a built PointerGeneratorModel with weights loaded.
+      vocab: the vocabulary the model was trained with.
+      hps: beam_size, max_dec_steps, min_dec_steps, pointer_gen are read.
+      trigram_blocking, length_penalty: optional extras (off = the original's search).
+      jit_compile: compile the whole search with XLA.
+    """
+
+    def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
+                 trigram_blocking: bool = False, length_penalty: float | None = None,
+                 jit_compile: bool = False):
+        self.model, self.vocab, self.hps = model, vocab, hps
+        self.trigram_blocking = trigram_blocking
+        self.length_penalty = length_penalty
+        self._search = tf.function(self._search_graph, reduce_retracing=True,
+                                   jit_compile=jit_compile)
+
+    def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
+        model, hps, k = self.model, self.hps, self.hps.beam_size
+        enc = model.encode(enc_batch, enc_padding_mask)
+        enc_tiled = tile_beams(enc, k)
+        ext_tiled = tile_beams(enc_batch_extend_vocab, k)
+        carry = tile_beams(model.initial_carry(enc), k)
+
+        def step_fn(tokens, carry):
+            return model.decode_step(enc_tiled, ext_tiled, max_art_oovs, tokens, carry)
+
+        return batched_beam_search(
+            step_fn, carry, batch_size=tf.shape(enc_batch)[0], beam_size=k,
+            vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
+            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
+            unk_id=UNK_ID, trigram_blocking=self.trigram_blocking,
+            length_penalty=self.length_penalty)
+
+    def decode_batch(self, batch: dict) -> list[Summary]:
+        """Beam-search every article of a pipeline batch; returns one Summary per row."""
+        out = self._search(batch["enc_batch"], batch["enc_padding_mask"],
+                           batch["enc_batch_extend_vocab"], batch["max_art_oovs"])
+        out = {k: v.numpy() for k, v in out.items()}
+        enc_lens = batch["enc_lens"].numpy()
+        art_oovs = batch["art_oovs"].numpy()
+        results = []
+        for i in range(len(enc_lens)):
+            n = int(out["lengths"][i])
+            ids = [int(t) for t in out["tokens"][i, :n]]
+            oovs = [w.decode("utf-8") for w in art_oovs[i] if w] if self.hps.pointer_gen \
+                else None
+            words = outputids2words(ids, self.vocab, oovs)
+            if STOP_DECODING in words:
+                words = words[:words.index(STOP_DECODING)]
+            results.append(Summary(words, out["attn_dists"][i, :n, :enc_lens[i]],
+                                   out["p_gens"][i, :n], float(out["scores"][i])))
+        return results
+
+
+def example_strings(batch: dict, i: int) -> dict:
+    """Python strings of row i of a pipeline batch: article, abstract, sentences, OOVs."""
+    def text(x):
+        return x.decode("utf-8")
+    n_sents = int(batch["num_abstract_sents"][i])
+    return {"article": text(batch["original_article"][i].numpy()),
+            "abstract": text(batch["original_abstract"][i].numpy()),
+            "abstract_sents": [text(s) for s in batch["abstract_sents"][i][:n_sents].numpy()],
+            "art_oovs": [text(w) for w in batch["art_oovs"][i].numpy() if w]}
+
+
+def attention_record(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> dict:
+    """The original's attn_vis_data.json record for one decoded example."""
+    article = decode_output.mark_oovs(strings["article"], vocab)
+    abstract = decode_output.show_abs_oovs(strings["abstract"], vocab,
+                                           strings["art_oovs"] if pointer_gen else None)
+    p_gens = [[float(p)] for p in summary.p_gens] if pointer_gen else None
+    return attention_html.attn_vis_data(article, summary.words, abstract,
+                                        [row.tolist() for row in summary.attn], p_gens)
+
+
+class Progress:
+    """Examples done, rate and ETA, logged at most every `every` seconds."""
+
+    def __init__(self, total: int | None, already: int = 0, every: float = 10.0):
+        self.total, self.done, self.every = total, already, every
+        self.start_done, self.start = already, time.time()
+        self.last = 0.0
+
+    def update(self, n: int, force: bool = False) -> None:
+        self.done += n
+        now = time.time()
+        if not force and now - self.last < self.every:
+            return
+        self.last = now
+        rate = (self.done - self.start_done) / max(now - self.start, 1e-9)
+        msg = f"decoded {self.done}"
+        if self.total:
+            msg += f"/{self.total}"
+        msg += f" articles, {rate:.2f} articles/s"
+        if self.total and rate > 0:
+            msg += f", ETA {(self.total - self.done) / rate / 60:.1f} min"
+        log.info(msg)
+        print(msg, flush=True)
+
+
+def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
+                       total: int | None = None, attention_pages: int = 100,
+                       html_safe: bool = False, run_rouge: bool = True) -> str | None:
+    """Decode every example of `dataset` once into `decode_dir` and score it with ROUGE.
+
+    Resumes after the examples already complete in `decode_dir`. Writes an attention page
+    for the first `attention_pages` examples. Returns the ROUGE_results.txt text (or None).
+    """
+    hps, vocab = decoder.hps, decoder.vocab
+    done = decode_output.count_complete(decode_dir)
+    if done:
+        log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir,
+                 done)
+    progress = Progress(total, already=done)
+    pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
+    os.makedirs(decode_dir, exist_ok=True)
+    index = 0
+    with open(os.path.join(decode_dir, P_GENS_FILE), "a", encoding="utf-8") as p_gen_file:
+        for batch in dataset:
+            n = int(batch["enc_lens"].shape[0])
+            if index + n <= done:  # already written by an earlier, interrupted run
+                index += n
+                continue
+            summaries = decoder.decode_batch(batch)
+            for i, summary in enumerate(summaries):
+                ex = index + i
+                if ex < done:
+                    continue
+                strings = example_strings(batch, i)
+                decode_output.write_for_rouge(strings["abstract_sents"], summary.words, ex,
+                                              decode_dir, html_safe=html_safe)
+                if hps.pointer_gen and len(summary.p_gens):
+                    p_gen_file.write("%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)),
+                                                          len(summary.p_gens)))
+                if ex < attention_pages:
+                    record = attention_record(strings, summary, vocab, hps.pointer_gen)
+                    attention_html.write_attention_page(
+                        os.path.join(pages_dir, "%06d.html" % ex), record,
+                        title=f"Example {ex}: " + " ".join(summary.words[:12]))
+            p_gen_file.flush()
+            progress.update(n - max(0, done - index))
+            index += n
+    progress.update(0, force=True)
+    if os.path.isdir(pages_dir):
+        attention_html.write_index(pages_dir)
+    if not run_rouge:
+        return None
+    from pointer_generator import rouge
+    results = rouge.rouge_eval(os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
+                               os.path.join(decode_dir, decode_output.DECODED_SUBDIR))
+    return rouge.rouge_log(results, decode_dir)
+
+
+def log_example(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> str:
+    """The original's concurrent-decode screen output for one example."""
+    article = decode_output.mark_oovs(strings["article"], vocab)
+    abstract = decode_output.show_abs_oovs(strings["abstract"], vocab,
+                                           strings["art_oovs"] if pointer_gen else None)
+    text = (f"\nARTICLE:  {article}\nREFERENCE SUMMARY: {abstract}\n"
+            f"GENERATED SUMMARY: {' '.join(summary.words)}\n")
+    print(text, flush=True)
+    return text
+
+
+# ----------------------------------------------------------------------------- mode main
+RELOAD_SECS = 60  # the original reloads the newest checkpoint every 60 s of decoding
+WAIT_SECS = 10    # and retries every 10 s while there is none
+
+
+def load_weights(model: PointerGeneratorModel, train_dir: str, tf1_path: str | None = None,
+                 wait: bool = True, max_wait_secs: float | None = None) -> str:
+    """Load the newest checkpoint of `train_dir` (or an original TF1 checkpoint) into model.
+
+    Waits (every 10 s, like the original) while train/ has no checkpoint yet, up to
+    `max_wait_secs`. Returns the loaded checkpoint's path.
+    """
+    from pointer_generator import checkpointing
+    from pointer_generator.errors import CheckpointError
+
+    if tf1_path:
+        from pointer_generator import tf1_checkpoint
+        return tf1_checkpoint.load_tf1_checkpoint(model, tf1_path).path
+    start = time.time()
+    while True:
+        path = checkpointing.latest_checkpoint(train_dir)
+        if path is not None:
+            try:
+                checkpointing.restore(tf.train.Checkpoint(model=model), path, model)
+                log.info("Loaded checkpoint %s", path)
+                return path
+            except checkpointing.TRANSIENT_ERRORS:
+                pass  # being written or deleted by the training job right now
+        if not wait or (max_wait_secs is not None and time.time() - start > max_wait_secs):
+            raise CheckpointError(f"no checkpoint in {train_dir}; train a model first "
+                                  "(or give --tf1_checkpoint)")
+        log.info("No checkpoint in %s yet; retrying in %d s", train_dir, WAIT_SECS)
+        time.sleep(WAIT_SECS)
+
+
+def count_examples(data_path: str) -> int | None:
+    """Number of records in the files of a glob (cheap: reads only the length prefixes)."""
+    import glob
+    import struct
+    total = 0
+    for path in glob.glob(data_path):
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                pos = 0
+                while pos + 8 <= size:
+                    f.seek(pos)
+                    (n,) = struct.unpack("q", f.read(8))
+                    pos += 8 + n
+                    total += 1
+        except OSError:
+            return None
+    return total
+
+
+def decode_forever(decoder: BeamSearchDecoder, dataset, decode_dir: str, train_dir: str,
+                   max_examples: int = 0) -> int:
+    """The original's concurrent decoding: log random examples and write the attention
+    data of each, reloading the newest checkpoint every 60 s. Returns examples decoded
+    (only ends when `max_examples` > 0 is reached or the data runs out)."""
+    os.makedirs(decode_dir, exist_ok=True)
+    hps, vocab = decoder.hps, decoder.vocab
+    last_load, count = time.time(), 0
+    for batch in dataset:
+        for i, summary in enumerate(decoder.decode_batch(batch)):
+            strings = example_strings(batch, i)
+            log_example(strings, summary, vocab, hps.pointer_gen)
+            record = attention_record(strings, summary, vocab, hps.pointer_gen)
+            attention_html.write_attn_vis_json(os.path.join(decode_dir, "attn_vis_data.json"),
+                                               record)
+            attention_html.write_attention_page(os.path.join(decode_dir, "attention.html"),
+                                                record)
+            count += 1
+            if max_examples and count >= max_examples:
+                return count
+        if time.time() - last_load > RELOAD_SECS:
+            load_weights(decoder.model, train_dir)
+            last_load = time.time()
+    return count
+
+
+def main(hps: HParams, vocab: Vocab, flags) -> None:
+    """Decode mode (`--mode=decode`): single-pass files + ROUGE, or concurrent decoding."""
+    from pointer_generator.experiment import open_experiment
+    from pointer_generator.input_pipeline import data_errors, make_dataset
+
+    exp = open_experiment(flags.log_root, flags.exp_name, "decode")
+    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    print(model.parameter_summary(), flush=True)
+    ckpt = load_weights(model, exp.train_dir, getattr(flags, "tf1_checkpoint", None))
+    decoder = BeamSearchDecoder(
+        model, vocab, hps, trigram_blocking=getattr(flags, "trigram_blocking", False),
+        length_penalty=getattr(flags, "length_penalty", None) or None,
+        jit_compile=getattr(flags, "xla", False))
+    batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 16))
+    with data_errors():
+        dataset = make_dataset(flags.data_path, vocab, batch_hps, "decode", flags.single_pass,
+                               seed=hps.seed)
+        if flags.single_pass:
+            decode_dir = os.path.join(exp.root, decode_output.decode_dir_name(
+                flags.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty))
+            print(f"Decoding {flags.data_path} into {decode_dir}", flush=True)
+            decode_single_pass(decoder, dataset, decode_dir,
+                               total=count_examples(flags.data_path),
+                               attention_pages=getattr(flags, "attention_pages", 100))
+        else:
+            decode_forever(decoder, dataset, os.path.join(exp.root, "decode"), exp.train_dir,
+                           getattr(flags, "max_decode_examples", 0))
