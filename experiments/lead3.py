@@ -1,0 +1,141 @@
+"""The lead-3 baseline (paper Table 1): the first three sentences of each article.
+
+    python -m experiments.lead3 --data_path 'D/chunked/test_*' --out_dir DIR \
+        [--max_examples N] [--lines period|sentence] [--no_rouge] [--overwrite]
+
+Examples are read as single-pass decoding reads them (files sorted by name, records in
+file order, empty articles skipped), so example k here is example k of a decode dir. For
+each, `DIR/reference/%06d_reference.txt` (the abstract's sentences) and
+`DIR/decoded/%06d_decoded.txt` (the lead) are written with the decoder's own
+`decode_output.write_for_rouge`, then the set is scored with the same official ROUGE-1.5.5
+call as decode, into `DIR/ROUGE_results.txt`.
+
+Sentence splitting of the tokenized, lower-cased article (our rule; the paper does not
+give one): a sentence ends after a `.`, `!` or `?` token; tokens right after it that are
+further end marks or closing brackets/quotes (`''`, `'`, `-rrb-`, `-rsb-`, `-rcb-`, `"`)
+still belong to it, e.g. `he said `` stop . '' then` gives `he said `` stop . ''` and
+`then`. `...` does not end a sentence (it is mostly mid-sentence in news text). Words
+after the last end mark form a final sentence.
+
+Lines of the decoded file: by default (`--lines period`) the lead's words are handed to
+`write_for_rouge`, which, like for model output, starts a new line after every "." token
+only (a sentence ending in `?` shares its line with the next one). `--lines sentence`
+writes one lead sentence per line instead. Only ROUGE-L depends on this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+from experiments.analysis import iter_examples
+from pointer_generator import decode_output
+from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.vocab import abstract2sents, ascii_split
+
+SENTENCE_END_TOKENS = frozenset({".", "!", "?"})
+# In PTB-tokenized text opening quotes are `` and `, so '' and ' after an end mark close it.
+CLOSING_TOKENS = frozenset({"''", "'", '"', "-rrb-", "-rsb-", "-rcb-"})
+LEAD_SENTENCES = 3
+
+
+def split_article(article: str) -> list[list[str]]:
+    """The article's sentences as token lists (rule in the module doc)."""
+    sents, current = [], []
+    tokens = ascii_split(article)
+    i = 0
+    while i < len(tokens):
+        current.append(tokens[i])
+        if tokens[i] in SENTENCE_END_TOKENS:
+            while i + 1 < len(tokens) and (tokens[i + 1] in SENTENCE_END_TOKENS
+                                           or tokens[i + 1] in CLOSING_TOKENS):
+                i += 1
+                current.append(tokens[i])
+            sents.append(current)
+            current = []
+        i += 1
+    if current:
+        sents.append(current)
+    return sents
+
+
+def lead(article: str, n: int = LEAD_SENTENCES) -> list[str]:
+    """The first `n` sentences of the article, each as a space-joined string."""
+    return [" ".join(s) for s in split_article(article)[:n]]
+
+
+def write_lead(data_path: str, out_dir: str, n: int = LEAD_SENTENCES,
+               max_examples: int | None = None, lines: str = "period") -> int:
+    """Write the reference/ and decoded/ files of the lead-`n` baseline; returns the count."""
+    if lines not in ("period", "sentence"):
+        raise ValueError(f"lines must be 'period' or 'sentence', got {lines!r}")
+    count = 0
+    for k, (article, abstract) in enumerate(iter_examples(data_path)):
+        if max_examples is not None and k >= max_examples:
+            break
+        sents = lead(article, n)
+        words = [w for s in sents for w in s.split(" ")]
+        decode_output.write_for_rouge(abstract2sents(abstract), words, k, out_dir)
+        if lines == "sentence":
+            # Same file, one lead sentence a line instead of write_for_rouge's "."-split.
+            decode_output.atomic_write_text(
+                os.path.join(out_dir, decode_output.DECODED_SUBDIR,
+                             decode_output.DECODED_NAME % k), "\n".join(sents))
+        count += 1
+    return count
+
+
+def prepare_out_dir(out_dir: str, overwrite: bool) -> None:
+    """Refuse to mix with summaries of an earlier run (ROUGE would score stale files)."""
+    subdirs = [os.path.join(out_dir, d) for d in (decode_output.REFERENCE_SUBDIR,
+                                                  decode_output.DECODED_SUBDIR)]
+    used = [d for d in subdirs if os.path.isdir(d) and os.listdir(d)]
+    if used and not overwrite:
+        raise PointerGeneratorError(f"{used[0]} already holds files; choose an empty "
+                                    "--out_dir or pass --overwrite")
+    for d in used:
+        shutil.rmtree(d)
+    stale = os.path.join(out_dir, "ROUGE_results.txt")
+    if os.path.exists(stale):
+        os.remove(stale)
+    os.makedirs(out_dir, exist_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.lead3",
+                                     description="Lead-3 baseline, scored with ROUGE-1.5.5.")
+    parser.add_argument("--data_path", required=True, help="glob of .bin files")
+    parser.add_argument("--out_dir", required=True)
+    parser.add_argument("--num_sentences", type=int, default=LEAD_SENTENCES)
+    parser.add_argument("--max_examples", type=int, default=None,
+                        help="only the first N examples")
+    parser.add_argument("--lines", choices=("period", "sentence"), default="period",
+                        help="decoded-file lines: split after '.' like decode (default) "
+                             "or one lead sentence a line")
+    parser.add_argument("--no_rouge", action="store_true", help="write the files only")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace reference/ and decoded/ of an earlier run")
+    args = parser.parse_args(argv)
+    try:
+        prepare_out_dir(args.out_dir, args.overwrite)
+        n = write_lead(args.data_path, args.out_dir, args.num_sentences, args.max_examples,
+                       args.lines)
+        print(f"Wrote {n} lead-{args.num_sentences} summaries to {args.out_dir}", flush=True)
+        if n == 0:
+            raise PointerGeneratorError(f"{args.data_path!r} holds no examples")
+        if not args.no_rouge:
+            from pointer_generator import rouge
+            results = rouge.rouge_eval(
+                os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),
+                os.path.join(args.out_dir, decode_output.DECODED_SUBDIR))
+            print(rouge.rouge_log(results, args.out_dir).lstrip("\n"), end="")
+    except PointerGeneratorError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
