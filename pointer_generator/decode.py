@@ -75,8 +75,12 @@ class BeamSearchDecoder:
         def step_fn(tokens, carry):
             return model.decode_step(enc_tiled, ext_tiled, max_art_oovs, tokens, carry)
 
+        # A Python int when the batch size is static; a tensor once retracing relaxed it.
+        batch_size = enc_batch.shape[0]
+        if batch_size is None:
+            batch_size = tf.shape(enc_batch)[0]
         return batched_beam_search(
-            step_fn, carry, batch_size=tf.shape(enc_batch)[0], beam_size=k,
+            step_fn, carry, batch_size=batch_size, beam_size=k,
             vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
             min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
             unk_id=UNK_ID, trigram_blocking=self.trigram_blocking,
