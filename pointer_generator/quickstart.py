@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out_dir", default="quickstart_run",
                         help="where the data and the experiment go (default: %(default)s)")
-    parser.add_argument("--train_steps", type=int, default=400,
+    parser.add_argument("--train_steps", type=int, default=1000,
                         help="training steps (default: %(default)s)")
     parser.add_argument("--num_train", type=int, default=4000,
                         help="toy training examples (default: %(default)s)")

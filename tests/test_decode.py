@@ -1,0 +1,157 @@
+"""Decode mode end to end on a tiny model: batched search == one-article search for the
+real model, single-pass files + ROUGE, resume after an interruption, concurrent decoding,
+and the summarize command."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_generator import decode, decode_output
+from pointer_generator.beam_search import beam_search_single
+from pointer_generator.input_pipeline import make_dataset
+from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID, Vocab
+from tests import helpers
+
+
+def _model(setup, **hp):
+    hps = helpers.hparams(max_dec_steps=6, min_dec_steps=2, beam_size=3, **hp)
+    vocab = Vocab(setup.vocab_path, hps.vocab_size)
+    tf.keras.utils.set_random_seed(3)
+    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    # Larger random weights than the initialisers give, so that the search has real choices.
+    for v in model.trainable_variables:
+        v.assign(tf.random.uniform(v.shape, -0.5, 0.5, seed=7))
+    return hps, vocab, model
+
+
+def _save(model, setup, step=5):
+    train_dir = os.path.join(setup.log_root, setup.exp_name, "train")
+    os.makedirs(train_dir, exist_ok=True)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), train_dir,
+                                         max_to_keep=3, checkpoint_name="model.ckpt")
+    return manager.save(checkpoint_number=step)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    s = helpers.tiny_setup(tmp_path, n_train=8, n_val=7)
+    s.test_path = helpers.write_data(os.path.join(str(tmp_path), "data"), "test", 7, s.words,
+                                     seed=5)
+    return s
+
+
+@pytest.mark.parametrize("coverage,attention", [(False, "original"), (True, "original"),
+                                                (True, "train_consistent")])
+def test_batched_search_equals_one_article_search_for_the_model(setup, coverage, attention):
+    hps, vocab, model = _model(setup, coverage=coverage, decode_attention=attention)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4),
+                                   "decode", True)))
+    batched = decoder.decode_batch(batch)
+    for i in range(4):
+        n = int(batch["enc_lens"][i])
+        enc = model.encode(batch["enc_batch"][i:i + 1, :n], batch["enc_padding_mask"][i:i + 1, :n])
+        enc_k = decode.tile_beams(enc, hps.beam_size)
+        ext_k = decode.tile_beams(batch["enc_batch_extend_vocab"][i:i + 1, :n], hps.beam_size)
+        carry = decode.tile_beams(model.initial_carry(enc), hps.beam_size)
+
+        def step_fn(tokens, carry, enc_k=enc_k, ext_k=ext_k):
+            return model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
+
+        hyp = beam_search_single(step_fn, carry, beam_size=hps.beam_size,
+                                 vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
+                                 min_dec_steps=hps.min_dec_steps, start_id=START_ID,
+                                 stop_id=STOP_ID, unk_id=UNK_ID)
+        ids = hyp.tokens[1:]
+        strings = decode.example_strings(batch, i)
+        words = decode.outputids2words(ids, vocab, strings["art_oovs"])
+        if "[STOP]" in words:
+            words = words[:words.index("[STOP]")]
+        assert batched[i].words == words
+        assert batched[i].score == pytest.approx(float(hyp.avg_log_prob), abs=1e-5)
+        np.testing.assert_allclose(batched[i].attn, np.stack(hyp.attn_dists)[:, :n], atol=1e-5)
+
+
+def test_single_pass_writes_files_and_resumes_identically(setup):
+    hps, vocab, model = _model(setup)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+
+    def dataset():
+        return make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
+
+    full = os.path.join(setup.log_root, "full")
+    decode.decode_single_pass(decoder, dataset(), full, total=7, attention_pages=2,
+                              run_rouge=False)
+    assert decode_output.count_complete(full) == 7
+    assert sorted(os.listdir(os.path.join(full, "attention"))) == ["000000.html",
+                                                                   "000001.html",
+                                                                   "index.html"]
+    # An interrupted run: only the first 4 examples were written; the rerun completes it.
+    part = os.path.join(setup.log_root, "part")
+    decode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
+    for k in range(4, 7):
+        os.remove(os.path.join(part, "decoded", "%06d_decoded.txt" % k))
+    assert decode_output.count_complete(part) == 4
+    decode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
+    for sub, name in (("decoded", "%06d_decoded.txt"), ("reference", "%06d_reference.txt")):
+        for k in range(7):
+            with open(os.path.join(full, sub, name % k)) as a, \
+                    open(os.path.join(part, sub, name % k)) as b:
+                assert a.read() == b.read()
+    # The mean p_gen of each example was recorded once per decode (a resume appends).
+    with open(os.path.join(part, decode.P_GENS_FILE)) as f:
+        indices = [int(line.split("\t")[0]) for line in f]
+    assert sorted(set(indices)) == list(range(7))
+
+
+def test_decode_mode_cli_single_pass_with_rouge_and_concurrent(setup):
+    hps, vocab, model = _model(setup)
+    _save(model, setup)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    base = [sys.executable, "-m", "pointer_generator.run_summarization", "--mode=decode",
+            f"--vocab_path={setup.vocab_path}", f"--log_root={setup.log_root}",
+            f"--exp_name={setup.exp_name}", f"--data_path={setup.test_path}"]
+    args = helpers.cli_args(max_dec_steps=6, min_dec_steps=2, beam_size=3)
+    run = subprocess.run(base + args + ["--single_pass"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    exp = os.path.join(setup.log_root, setup.exp_name)
+    dirs = [d for d in os.listdir(exp) if d.startswith("decode_test")]
+    assert dirs == ["decode_test_20maxenc_3beam_2mindec_6maxdec_ckpt-5"]
+    with open(os.path.join(exp, dirs[0], "ROUGE_results.txt")) as f:
+        assert "rouge_1_f_score:" in f.read()
+    run = subprocess.run(base + args + ["--max_decode_examples=3"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("GENERATED SUMMARY:") == 3
+    assert os.path.exists(os.path.join(exp, "decode", "attn_vis_data.json"))
+    assert os.path.exists(os.path.join(exp, "decode", "attention.html"))
+
+
+def test_summarize_prints_one_summary_per_file(setup, tmp_path):
+    hps, vocab, model = _model(setup)
+    _save(model, setup)
+    files = []
+    for k, text in enumerate(["W1 w2 w3 (w4) w5. W6 w7 w8.", "w9 \"w10\" w11 w12, w13."]):
+        path = os.path.join(str(tmp_path), f"a{k}.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        files.append(path)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    cmd = [sys.executable, "-m", "pointer_generator.cli", "summarize",
+           f"--vocab_path={setup.vocab_path}", f"--log_root={setup.log_root}",
+           f"--exp_name={setup.exp_name}"] + helpers.cli_args(
+        max_dec_steps=6, min_dec_steps=2, beam_size=3) + files
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("==> ") == 2
+    assert f"==> {files[1]} <==" in run.stdout
+    missing = subprocess.run(cmd[:-2] + ["/nonexistent/file.txt"], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines()[-1] == "error: /nonexistent/file.txt: no such file"
