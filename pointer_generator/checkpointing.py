@@ -1,0 +1,337 @@
+"""Checkpoints of the experiment layout (spec 1.3-1.7), written so that none is lost.
+
+* train/: `model.ckpt-<step>` through a `tf.train.CheckpointManager` (newest 3 kept).
+  TensorFlow writes a checkpoint's files first and only then rewrites the `checkpoint`
+  state file (atomically, by rename), so a job killed mid-save leaves the state file
+  pointing at the previous, complete checkpoint. A prefix that already exists is never
+  written again (an overwrite would not be atomic).
+* eval/: `bestmodel-<train step>` with the state file `checkpoint_best` (3 kept).
+* one-off conversions: `model.ckpt-<step>_cov_init` (convert_to_coverage_model) and
+  `model-<step>` (restore_best_model), added to train/'s state file so that the next
+  training run resumes from them.
+
+What a checkpoint holds: `model` (the weights), `step` (the global step), and for
+training checkpoints `optimizer` (Adagrad accumulators) and `data` (the tf.data iterator
+position, when it could be saved).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+
+import tensorflow as tf
+
+from pointer_generator.errors import CheckpointError
+
+log = logging.getLogger(__name__)
+
+TRAIN_CHECKPOINT_NAME = "model.ckpt"
+BEST_CHECKPOINT_NAME = "bestmodel"
+TRAIN_STATE_FILE = "checkpoint"
+BEST_STATE_FILE = "checkpoint_best"
+COVERAGE_INIT_SUFFIX = "_cov_init"
+MAX_TO_KEEP = 3
+
+# Errors that mean "this checkpoint is being written or deleted right now": readers
+# (eval, decode) wait and retry instead of crashing.
+TRANSIENT_ERRORS = (tf.errors.NotFoundError, tf.errors.DataLossError,
+                    tf.errors.FailedPreconditionError, tf.errors.OutOfRangeError, OSError)
+
+# Keys of this implementation's checkpoints that tell which flags a checkpoint was
+# trained with (see `_diagnose`).
+_EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARIABLE_VALUE$")
+_HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
+_COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
+_POINTER_KEY = re.compile(r"^model/p_gen_layer/")
+
+
+# --------------------------------------------------------------------------- finding
+def latest_checkpoint(directory: str, state_file: str = TRAIN_STATE_FILE) -> str | None:
+    """Newest complete checkpoint named by `directory/state_file`, or None.
+
+    Never raises for a missing directory, an absent state file or one that names a
+    checkpoint whose files are gone.
+    """
+    try:
+        path = tf.train.latest_checkpoint(directory, latest_filename=state_file)
+    except TRANSIENT_ERRORS:
+        return None
+    except tf.errors.OpError:
+        return None
+    if path is None or not tf.io.gfile.exists(path + ".index"):
+        return None
+    return path
+
+
+def step_of(path: str) -> str:
+    """The text after the last '-' of a checkpoint path (`230000`, `230000_cov_init`)."""
+    return os.path.basename(path).rsplit("-", 1)[-1]
+
+
+def variable_shapes(path: str) -> dict[str, list[int]]:
+    """{checkpoint key: shape} of every tensor in the checkpoint at prefix `path`."""
+    try:
+        return tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"cannot read checkpoint {path!r}: "
+                              f"{_first_line(getattr(e, 'message', str(e)))}") from None
+
+
+def is_tf1_checkpoint(shapes: dict) -> bool:
+    """True for the original release's name-keyed checkpoints (`seq2seq/...`)."""
+    return any(k.startswith("seq2seq/") for k in shapes)
+
+
+def embedding_key(shapes: dict) -> str | None:
+    """The checkpoint key of the shared embedding matrix (for the projector), or None."""
+    return next((k for k in sorted(shapes) if _EMBEDDING_KEY.match(k)), None)
+
+
+def is_coverage_key(key: str) -> bool:
+    """True for the coverage weight w_c (present only in coverage models)."""
+    return bool(_COVERAGE_KEY.match(key))
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+# --------------------------------------------------------------------------- matching
+def _diagnose(shapes: dict, hps, vocab_size: int) -> list[str]:
+    """What in the flags disagrees with a checkpoint of this implementation."""
+    problems = []
+    for key, shape in shapes.items():
+        if _EMBEDDING_KEY.match(key) and len(shape) == 2:
+            if shape[0] != vocab_size:
+                problems.append(f"it has a vocabulary of {shape[0]} words but the vocab file "
+                                f"and --vocab_size give {vocab_size}")
+            if shape[1] != hps.emb_dim:
+                problems.append(f"it has emb_dim={shape[1]} but --emb_dim={hps.emb_dim}")
+        if _HIDDEN_KEY.match(key) and len(shape) == 2 and shape[0] != hps.hidden_dim:
+            problems.append(f"it has hidden_dim={shape[0]} but --hidden_dim={hps.hidden_dim}")
+    has_cov = any(_COVERAGE_KEY.match(k) for k in shapes)
+    if has_cov and not hps.coverage:
+        problems.append("it was trained with coverage; add --coverage=1")
+    if hps.coverage and not has_cov:
+        problems.append("it was trained without coverage; convert it first with "
+                        "--convert_to_coverage_model=1 --coverage=1 (or drop --coverage)")
+    has_ptr = any(_POINTER_KEY.match(k) for k in shapes)
+    if has_ptr != hps.pointer_gen:
+        problems.append("it is a " + ("pointer-generator" if has_ptr else "baseline")
+                        + f" model but --pointer_gen={int(hps.pointer_gen)}")
+    return problems
+
+
+def check_compatible(path: str, model) -> dict:
+    """Raise CheckpointError (one line per problem) if `path` does not fit `model`.
+
+    Returns the checkpoint's {key: shape} map.
+    """
+    shapes = variable_shapes(path)
+    if is_tf1_checkpoint(shapes):
+        raise CheckpointError(f"{path} is an original (TF1) checkpoint; start from it with "
+                              "--tf1_checkpoint instead of placing it in train/")
+    problems = _diagnose(shapes, model.hps, model.vocab_size)
+    if problems:
+        raise CheckpointError(f"checkpoint {path} does not match the flags: "
+                              + "; ".join(problems))
+    return shapes
+
+
+def restore(checkpoint: tf.train.Checkpoint, path: str, model):
+    """Restore `checkpoint` (whose `model` is `model`) from `path` after checking it.
+
+    Every object of `checkpoint` must get a value (a renamed layer would otherwise keep
+    its fresh initial weights without notice); the checkpoint may hold more (a training
+    checkpoint's optimizer and data position when an eval job reads it).
+    Raises:
+      CheckpointError naming the checkpoint and what does not match.
+    """
+    check_compatible(path, model)
+    try:
+        checkpoint.restore(path).assert_existing_objects_matched()
+    except (ValueError, AssertionError) as e:
+        raise CheckpointError(f"checkpoint {path} does not match the model: "
+                              f"{_first_line(str(e))}") from None
+
+
+DATA_CONFIG_KEY = "data_config/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def saved_data_config(path: str) -> dict | None:
+    """The data settings stored with a checkpoint's data position, or None if it has none."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        if not reader.has_tensor(DATA_CONFIG_KEY):
+            return None
+        value = reader.get_tensor(DATA_CONFIG_KEY)
+        return json.loads(value.decode("utf-8") if isinstance(value, bytes) else value)
+    except (tf.errors.OpError, ValueError):
+        return None
+
+
+def restore_data_position(iterator, path: str) -> bool:
+    """Restore the tf.data iterator position saved as `data` in `path`, if possible.
+
+    Returns False (and logs why) when the checkpoint has none or it does not fit the
+    current input pipeline (e.g. other data files); training then continues from a
+    fresh shuffle.
+    """
+    if not any(k.startswith("data/") for k in variable_shapes(path)):
+        log.info("%s holds no data position; the input pipeline starts afresh", path)
+        return False
+    try:
+        tf.train.Checkpoint(data=iterator).restore(path).expect_partial()
+        return True
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+        log.warning("Could not restore the data position from %s (%s); the input pipeline "
+                    "starts afresh", path, _first_line(str(e)))
+        return False
+
+
+# --------------------------------------------------------------------------- writing
+class TrainCheckpoints:
+    """The training checkpoints of one directory: `model.ckpt-<step>`, newest 3 kept.
+
+    Args:
+      directory: train/ (or, for a non-chief multi-worker replica, a scratch directory).
+      checkpoint: the tf.train.Checkpoint to save (model, optimizer, step, data).
+      step: the global step variable (the checkpoint number).
+    """
+
+    def __init__(self, directory: str, checkpoint: tf.train.Checkpoint, step: tf.Variable,
+                 max_to_keep: int = MAX_TO_KEEP, fallback: tf.train.Checkpoint | None = None):
+        self.directory = directory
+        self.step = step
+        self.max_to_keep = max_to_keep
+        self._fallback = fallback
+        self._use(checkpoint)
+        self.last_save_time = time.time()
+
+    def _use(self, checkpoint: tf.train.Checkpoint) -> None:
+        self.checkpoint = checkpoint
+        self.manager = tf.train.CheckpointManager(checkpoint, self.directory,
+                                                  max_to_keep=self.max_to_keep,
+                                                  checkpoint_name=TRAIN_CHECKPOINT_NAME)
+
+    @property
+    def latest(self) -> str | None:
+        return latest_checkpoint(self.directory)
+
+    def prefix_for(self, step: int) -> str:
+        return os.path.join(self.directory, f"{TRAIN_CHECKPOINT_NAME}-{step}")
+
+    def save(self) -> str | None:
+        """Save at the current step; returns the path, or None if that step is saved."""
+        step = int(self.step.numpy())
+        self.last_save_time = time.time()
+        if tf.io.gfile.exists(self.prefix_for(step) + ".index"):
+            return None
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as e:
+            if self._fallback is None:
+                raise
+            # Typically an input pipeline whose position cannot be serialised.
+            log.warning("Cannot save the data position (%s); checkpoints will hold the "
+                        "model, optimizer and step only", _first_line(str(e)))
+            self._use(self._fallback)
+            self._fallback = None
+            path = self.manager.save(checkpoint_number=step)
+        log.info("Saved checkpoint %s", path)
+        return path
+
+    def seconds_since_save(self) -> float:
+        return time.time() - self.last_save_time
+
+
+def add_to_state_file(directory: str, prefix: str, state_file: str = TRAIN_STATE_FILE,
+                      max_to_keep: int | None = None) -> list[str]:
+    """Make `prefix` the newest checkpoint of `directory/state_file` (atomic rewrite).
+
+    Earlier entries are kept (up to `max_to_keep` in all, if given). Returns the prefixes
+    dropped from the list (the caller deletes their files).
+    """
+    state = tf.train.get_checkpoint_state(directory, latest_filename=state_file)
+    paths = list(state.all_model_checkpoint_paths) if state else []
+    paths = [p if os.path.isabs(p) else os.path.join(directory, p) for p in paths]
+    paths = [p for p in paths if p != prefix] + [prefix]
+    dropped = []
+    if max_to_keep is not None and len(paths) > max_to_keep:
+        dropped, paths = paths[:-max_to_keep], paths[-max_to_keep:]
+    now = time.time()
+    # Relative names keep the experiment directory movable. Timestamps equal to the
+    # "last preserved" time make a later CheckpointManager keep these files for good
+    # (a converted or restored model is never rotated away by the next training run).
+    tf.compat.v1.train.update_checkpoint_state(
+        directory, os.path.basename(prefix), [os.path.basename(p) for p in paths],
+        latest_filename=state_file, all_model_checkpoint_timestamps=[now] * len(paths),
+        last_preserved_timestamp=now)
+    return dropped
+
+
+def delete_checkpoint_files(prefix: str) -> None:
+    """Remove `prefix.index` and `prefix.data-*` (missing files are fine)."""
+    for f in tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"):
+        try:
+            tf.io.gfile.remove(f)
+        except tf.errors.NotFoundError:
+            pass
+
+
+def write_named(checkpoint: tf.train.Checkpoint, prefix: str,
+                state_file: str = TRAIN_STATE_FILE, max_to_keep: int | None = None) -> str:
+    """Write `checkpoint` at `prefix`, then point the directory's state file at it.
+
+    Refuses to overwrite an existing checkpoint (the overwrite would not be atomic).
+    """
+    if tf.io.gfile.exists(prefix + ".index"):
+        raise CheckpointError(f"{prefix} already exists; remove it first if it should be "
+                              "replaced")
+    directory = os.path.dirname(prefix)
+    checkpoint.save_counter  # noqa: B018  (created on access; `write` saves it only then)
+    path = checkpoint.write(prefix)
+    for old in add_to_state_file(directory, path, state_file, max_to_keep):
+        delete_checkpoint_files(old)
+    return path
+
+
+class BestModels:
+    """The eval job's best models: `eval/bestmodel-<train step>` + `checkpoint_best`.
+
+    `checkpoint` holds what an eval job has (model weights and step; no optimizer, as in
+    the original's eval graph).
+    """
+
+    def __init__(self, eval_dir: str, checkpoint: tf.train.Checkpoint,
+                 max_to_keep: int = MAX_TO_KEEP):
+        self.eval_dir = eval_dir
+        self.checkpoint = checkpoint
+        self.max_to_keep = max_to_keep
+
+    def prefix_for(self, train_step: int) -> str:
+        return os.path.join(self.eval_dir, f"{BEST_CHECKPOINT_NAME}-{train_step}")
+
+    def save(self, train_step: int) -> str:
+        """Save the current weights as the best model of `train_step`.
+
+        The weights of one train step are always the same, so an existing
+        `bestmodel-<step>` is kept and only moved to the end of the list.
+        """
+        prefix = self.prefix_for(train_step)
+        if tf.io.gfile.exists(prefix + ".index"):
+            for old in add_to_state_file(self.eval_dir, prefix, BEST_STATE_FILE,
+                                         self.max_to_keep):
+                delete_checkpoint_files(old)
+            return prefix
+        path = write_named(self.checkpoint, prefix, BEST_STATE_FILE, self.max_to_keep)
+        log.info("Saved best model %s", path)
+        return path
+
+    @property
+    def latest(self) -> str | None:
+        return latest_checkpoint(self.eval_dir, BEST_STATE_FILE)

@@ -1,0 +1,245 @@
+"""Eval mode (spec 1.5): the concurrent validation job, and a single-pass evaluation.
+
+Concurrent (the original): forever (or `--max_eval_iterations` batches), load the newest
+train checkpoint when it changes (waiting `--eval_interval_secs` while there is none, and
+retrying when one disappears or is half-written), evaluate one batch, update the running
+average of the NLL loss (decay 0.99, clipped at 12) and save `eval/bestmodel-<step>`
+whenever the running average is the lowest so far.
+
+Single pass (an addition; the original allowed single_pass in decode mode only): the
+newest train checkpoint's exact loss over every example of `--data_path` once, printed
+and written to `eval/single_pass_loss.txt`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import tensorflow as tf
+
+from pointer_generator import checkpointing, summaries
+from pointer_generator.errors import CheckpointError, DataError
+from pointer_generator.experiment import Experiment
+from pointer_generator.hparams import HParams
+from pointer_generator.model import PointerGeneratorModel
+
+log = logging.getLogger(__name__)
+
+RUNNING_AVG_DECAY = 0.99
+RUNNING_AVG_CLIP = 12.0
+FLUSH_EVERY_STEPS = 100
+
+
+def running_avg_loss(loss: float, running_avg: float | None,
+                     decay: float = RUNNING_AVG_DECAY, clip: float = RUNNING_AVG_CLIP) -> float:
+    """The original's early-stopping signal: r = loss at first, then
+    r = decay * r + (1 - decay) * loss; finally r = min(r, clip).
+
+    (The original used 0 for "no value yet"; None is used here, so a true 0 loss is fine.)
+    """
+    r = loss if running_avg is None else running_avg * decay + (1 - decay) * loss
+    return min(r, clip)
+
+
+class Evaluator:
+    """The eval model (no optimizer) and its compiled loss computation.
+
+    Args:
+      hps: hyper-parameters of the model.
+      vocab_size: `Vocab.size()`.
+      jit_compile: compile the evaluation step with XLA.
+    """
+
+    def __init__(self, hps: HParams, vocab_size: int, jit_compile: bool = False):
+        self.hps = hps
+        self.model = PointerGeneratorModel(hps, vocab_size).build_weights()
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self.checkpoint = tf.train.Checkpoint(model=self.model, step=self.step)
+        self._jit_compile = jit_compile
+        self._eval = None
+
+    def load(self, path: str) -> None:
+        """Restore weights and step from a training checkpoint (its extras are ignored)."""
+        checkpointing.restore(self.checkpoint, path, self.model)
+
+    def evaluate(self, batch) -> dict:
+        """Losses of one batch of model inputs as Python floats.
+
+        `loss`, `coverage_loss`, `total_loss`, `p_gen_mean` are the batch values (as the
+        training step defines them); `example_loss_sum`, `example_coverage_sum`,
+        `examples`, `token_nll_sum`, `tokens` are sums for exact averages over many
+        batches.
+        """
+        if self._eval is None:
+            # Batches differ in encoder length (and the last one in size): one trace with
+            # every dimension left open instead of one per shape.
+            spec = {k: tf.TensorSpec([None] * len(v.shape), tf.as_dtype(v.dtype))
+                    for k, v in batch.items()}
+            self._eval = tf.function(self._eval_batch, input_signature=[spec],
+                                     jit_compile=self._jit_compile)
+        return {k: float(v) for k, v in self._eval(batch).items()}
+
+    def _eval_batch(self, batch):
+        out = self.model(batch, training=False)
+        mask = batch["dec_padding_mask"]
+        lengths = tf.reduce_sum(mask, axis=1)
+        # Per-example averages as the original's _mask_and_avg makes them.
+        per_example = tf.reduce_sum(out["step_nll"] * mask, axis=1) / tf.maximum(lengths, 1.0)
+        result = {k: out[k] for k in ("loss", "coverage_loss", "total_loss", "p_gen_mean")}
+        result.update(
+            example_loss_sum=tf.reduce_sum(per_example),
+            examples=tf.cast(tf.shape(mask)[0], tf.float32),
+            token_nll_sum=tf.reduce_sum(out["step_nll"] * mask),
+            tokens=tf.reduce_sum(mask))
+        if self.hps.coverage:
+            from pointer_generator import losses
+            cov_steps = losses.coverage_step_losses(out["attn_dists"])
+            result["example_coverage_sum"] = tf.reduce_sum(
+                tf.reduce_sum(cov_steps * mask, axis=1) / tf.maximum(lengths, 1.0))
+        else:
+            result["example_coverage_sum"] = tf.zeros([])
+        return result
+
+
+def main(hps: HParams, vocab, flags) -> dict | None:
+    """Eval mode: concurrent validation, or --single_pass evaluation."""
+    exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
+    os.makedirs(exp.eval_dir, exist_ok=True)
+    if flags.distribution_strategy != "default" or flags.tpu:
+        log.info("Eval runs on one device (--distribution_strategy applies to training)")
+    evaluator = Evaluator(hps, vocab.size(), jit_compile=flags.xla)
+    if flags.single_pass:
+        return single_pass(evaluator, vocab, exp, flags.data_path)
+    concurrent(evaluator, vocab, exp, flags.data_path, flags.eval_interval_secs,
+               flags.max_eval_iterations)
+    return None
+
+
+def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool):
+    from pointer_generator import input_pipeline
+
+    if single_pass:
+        # Static shapes would drop the final partial batch; an exact average needs it.
+        hps = hps.replace(static_shapes=False)
+    dataset = input_pipeline.make_dataset(data_path, vocab, hps, "eval", single_pass)
+    return dataset.map(input_pipeline.model_inputs)
+
+
+def concurrent(evaluator: Evaluator, vocab, exp: Experiment, data_path: str,
+               interval_secs: float, max_iterations: int = 0) -> float | None:
+    """The original's eval loop; returns the final running average (None if none)."""
+    from pointer_generator.input_pipeline import data_errors
+
+    hps = evaluator.hps
+    best_models = checkpointing.BestModels(exp.eval_dir, evaluator.checkpoint)
+    writer = summaries.ScalarWriter(exp.eval_dir)
+    batches = iter(_dataset(data_path, vocab, hps, single_pass=False))
+    running_avg, best, loaded, done = None, None, None, 0
+    waiting_logged = False
+    try:
+        while not max_iterations or done < max_iterations:
+            latest = checkpointing.latest_checkpoint(exp.train_dir)
+            if latest is None:
+                if not waiting_logged:
+                    log.info("Waiting for a checkpoint in %s ...", exp.train_dir)
+                    waiting_logged = True
+                time.sleep(interval_secs)
+                continue
+            if latest != loaded:
+                try:
+                    evaluator.load(latest)
+                except (CheckpointError, *checkpointing.TRANSIENT_ERRORS) as e:
+                    if _still_there(latest, exp.train_dir) and isinstance(e, CheckpointError):
+                        raise  # a real mismatch with the flags, not a race with training
+                    # Rotated away or replaced while being read: try the newest soon.
+                    log.info("Could not load %s (%s); retrying", latest, type(e).__name__)
+                    time.sleep(interval_secs)
+                    continue
+                loaded = latest
+            t0 = time.time()
+            with data_errors():
+                metrics = evaluator.evaluate(next(batches))
+            train_step = int(evaluator.step.numpy())
+            running_avg = running_avg_loss(metrics["loss"], running_avg)
+            metrics["running_avg_loss"] = running_avg
+            log.info("eval step %d (checkpoint %s): loss %.4f%s, running avg %.4f, %.2fs",
+                     train_step, os.path.basename(loaded), metrics["loss"],
+                     f", coverage loss {metrics['coverage_loss']:.4f}" if hps.coverage else "",
+                     running_avg, time.time() - t0)
+            writer.write(_summary_metrics(metrics, hps), train_step)
+            if best is None or running_avg < best:
+                best = running_avg
+                path = best_models.save(train_step)
+                log.info("New best running average %.4f: %s", best, path)
+            if train_step % FLUSH_EVERY_STEPS == 0:
+                writer.flush()
+            done += 1
+    finally:
+        writer.close()
+    return running_avg
+
+
+def _still_there(path: str, train_dir: str) -> bool:
+    """True if `path` is complete and still the newest checkpoint of `train_dir`."""
+    return (tf.io.gfile.exists(path + ".index")
+            and checkpointing.latest_checkpoint(train_dir) == path)
+
+
+def _summary_metrics(metrics: dict, hps: HParams) -> dict:
+    out = {"loss": metrics["loss"], "running_avg_loss": metrics["running_avg_loss"]}
+    if hps.coverage:
+        out["coverage_loss"] = metrics["coverage_loss"]
+        out["total_loss"] = metrics["total_loss"]
+    if hps.pointer_gen:
+        out["p_gen_mean"] = metrics["p_gen_mean"]
+    return out
+
+
+def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) -> dict:
+    """Exact losses of the newest train checkpoint over the whole of `data_path`.
+
+    The losses are those of one batch holding every example: pointer-mode NLL and the
+    coverage loss average per-example averages over the examples; the baseline NLL
+    averages over all real target tokens (the original's sequence_loss definition).
+    """
+    from pointer_generator.input_pipeline import data_errors
+
+    hps = evaluator.hps
+    path = checkpointing.latest_checkpoint(exp.train_dir)
+    if path is None:
+        raise CheckpointError(f"no checkpoint in {exp.train_dir} to evaluate; train first")
+    evaluator.load(path)
+    sums = {"example_loss_sum": 0.0, "example_coverage_sum": 0.0, "examples": 0.0,
+            "token_nll_sum": 0.0, "tokens": 0.0}
+    t0 = time.time()
+    with data_errors():
+        for batch in _dataset(data_path, vocab, hps, single_pass=True):
+            m = evaluator.evaluate(batch)
+            for k in sums:
+                sums[k] += m[k]
+    if not sums["examples"]:
+        raise DataError(f"--data_path {data_path!r} gave no example to evaluate")
+    if hps.pointer_gen:
+        loss = sums["example_loss_sum"] / sums["examples"]
+    else:
+        loss = sums["token_nll_sum"] / sums["tokens"]
+    result = {"checkpoint": path, "step": int(evaluator.step.numpy()),
+              "examples": int(sums["examples"]), "tokens": int(sums["tokens"]), "loss": loss}
+    if hps.coverage:
+        result["coverage_loss"] = sums["example_coverage_sum"] / sums["examples"]
+        result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
+    text = "".join(f"{k}: {v}\n" for k, v in result.items())
+    tmp = exp.single_pass_loss + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, exp.single_pass_loss)
+    line = (f"Single-pass eval of {os.path.basename(path)} (step {result['step']}) over "
+            f"{result['examples']} examples in {time.time() - t0:.1f}s: loss {loss:.6f}")
+    if hps.coverage:
+        line += f", coverage loss {result['coverage_loss']:.6f}"
+    print(line, flush=True)
+    print(f"Written to {exp.single_pass_loss}", flush=True)
+    log.info(line)
+    return result

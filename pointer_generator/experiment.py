@@ -1,0 +1,67 @@
+"""The experiment directory layout of the original release (spec 1.3).
+
+    <log_root>/<exp_name>/
+        train/   checkpoint, model.ckpt-<step>.*, events.out.tfevents.*,
+                 vocab_metadata.tsv, projector_config.pbtxt
+        eval/    checkpoint_best, bestmodel-<step>.*, events.out.tfevents.*,
+                 single_pass_loss.txt (eval --single_pass)
+        decode*/ written by decode mode
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from pointer_generator.errors import FlagError
+
+TRAIN_SUBDIR = "train"
+EVAL_SUBDIR = "eval"
+# Embedding projector files in train/ (spec 1.3).
+VOCAB_METADATA = "vocab_metadata.tsv"
+PROJECTOR_CONFIG = "projector_config.pbtxt"
+SINGLE_PASS_LOSS = "single_pass_loss.txt"
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """Paths of one experiment, `<log_root>/<exp_name>`."""
+
+    root: str
+
+    @property
+    def train_dir(self) -> str:
+        return os.path.join(self.root, TRAIN_SUBDIR)
+
+    @property
+    def eval_dir(self) -> str:
+        return os.path.join(self.root, EVAL_SUBDIR)
+
+    @property
+    def vocab_metadata(self) -> str:
+        return os.path.join(self.train_dir, VOCAB_METADATA)
+
+    @property
+    def projector_config(self) -> str:
+        return os.path.join(self.train_dir, PROJECTOR_CONFIG)
+
+    @property
+    def single_pass_loss(self) -> str:
+        return os.path.join(self.eval_dir, SINGLE_PASS_LOSS)
+
+
+def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:
+    """The experiment of `log_root/exp_name`; created in train mode, else it must exist.
+
+    Raises FlagError ("run in train mode to create it") for eval/decode of a missing
+    experiment, like the original's start-up (spec 1.2 step 3).
+    """
+    exp = Experiment(os.path.join(log_root, exp_name))
+    if mode == "train":
+        os.makedirs(exp.train_dir, exist_ok=True)
+    elif not os.path.isdir(exp.root):
+        raise FlagError(f"experiment directory {exp.root!r} does not exist; run in train "
+                        "mode to create it")
+    if mode == "eval":
+        os.makedirs(exp.eval_dir, exist_ok=True)
+    return exp

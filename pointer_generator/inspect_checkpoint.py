@@ -1,0 +1,113 @@
+"""`python -m pointer_generator.inspect_checkpoint <checkpoint prefix or directory>`.
+
+Reads every tensor of a checkpoint (this implementation's or an original TF1 one), prints
+the floating-point variables that are all finite, all non-finite, and partly non-finite,
+then `CHECK PASSED` (exit status 0) if none holds an inf or NaN, else `CHECK FAILED`
+(exit status 1). A directory means its newest checkpoint (`checkpoint` state file, or
+`checkpoint_best` in an eval directory). Unreadable input: `error: ...`, exit status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+ERROR_EXIT_CODE = 2
+
+
+@dataclasses.dataclass
+class Report:
+    """Variable names of one checkpoint by finiteness (non-float tensors are skipped)."""
+
+    path: str
+    finite: list[str] = dataclasses.field(default_factory=list)
+    all_nonfinite: list[str] = dataclasses.field(default_factory=list)
+    partly_nonfinite: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.all_nonfinite and not self.partly_nonfinite
+
+
+def resolve(path: str) -> str:
+    """A checkpoint prefix from a prefix, a `.index`/`.data-*` file name, or a directory."""
+    import tensorflow as tf
+
+    from pointer_generator.checkpointing import BEST_STATE_FILE, latest_checkpoint
+    from pointer_generator.errors import CheckpointError
+
+    if os.path.isdir(path):
+        found = latest_checkpoint(path) or latest_checkpoint(path, BEST_STATE_FILE)
+        if found is None:
+            raise CheckpointError(f"no checkpoint found in directory {path!r} (no "
+                                  f"'checkpoint' or '{BEST_STATE_FILE}' state file naming one)")
+        return found
+    for suffix in (".index", ".meta"):
+        if path.endswith(suffix):
+            path = path[:-len(suffix)]
+    if ".data-" in os.path.basename(path):
+        path = path[:path.rindex(".data-")]
+    if not tf.io.gfile.exists(path + ".index"):
+        raise CheckpointError(f"no checkpoint at {path!r} (expected {path}.index)")
+    return path
+
+
+def inspect(path: str) -> Report:
+    """Read every tensor of the checkpoint at prefix `path` and classify it."""
+    import numpy as np
+    import tensorflow as tf
+
+    from pointer_generator.errors import CheckpointError
+
+    report = Report(path)
+    try:
+        reader = tf.train.load_checkpoint(path)
+        names = sorted(reader.get_variable_to_shape_map())
+        dtypes = reader.get_variable_to_dtype_map()
+        for name in names:
+            if not dtypes[name].is_floating:
+                continue
+            finite = np.isfinite(np.asarray(reader.get_tensor(name)))
+            if finite.all():
+                report.finite.append(name)
+            elif not finite.any():
+                report.all_nonfinite.append(name)
+            else:
+                report.partly_nonfinite.append(name)
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"cannot read checkpoint {path!r}: "
+                              f"{getattr(e, 'message', e)}") from None
+    return report
+
+
+def format_report(report: Report) -> str:
+    lines = [f"Checkpoint {report.path}"]
+    for title, names in (("Finite variables", report.finite),
+                         ("Variables that are entirely inf/NaN", report.all_nonfinite),
+                         ("Variables that are partly inf/NaN", report.partly_nonfinite)):
+        lines.append(f"{title} ({len(names)}):")
+        lines += [f"  {n}" for n in names]
+    lines.append("CHECK PASSED" if report.passed else "CHECK FAILED")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print(__doc__.strip().splitlines()[0].strip("`"), file=sys.stderr)
+        return ERROR_EXIT_CODE
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from pointer_generator.errors import PointerGeneratorError
+
+    try:
+        report = inspect(resolve(argv[0]))
+    except PointerGeneratorError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return ERROR_EXIT_CODE
+    print(format_report(report))
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Console progress of long jobs: step, losses, speed and ETA."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+log = logging.getLogger(__name__)
+
+
+def format_duration(seconds: float) -> str:
+    """`1d 02:03:04` / `02:03:04` / `03:04` style duration."""
+    seconds = max(0, int(round(seconds)))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}:{secs:02d}" if hours or days else f"{minutes:02d}:{secs:02d}"
+    return f"{days}d {text}" if days else text
+
+
+class Progress:
+    """Measures training speed and logs one line every `log_every` steps.
+
+    Speed is an exponential moving average of the time per step, so a slow first step
+    (graph tracing and compilation) is forgotten quickly; it is not counted at all when
+    later steps exist to measure.
+
+    Args:
+      start_step: the global step training starts (or resumes) from.
+      max_steps: the step limit (0 = none, then no ETA).
+      examples_per_step: the global batch size.
+      log_every: log a line every N steps.
+    """
+
+    def __init__(self, start_step: int, max_steps: int, examples_per_step: int,
+                 log_every: int = 1, smoothing: float = 0.1):
+        self.max_steps = max_steps
+        self.examples_per_step = examples_per_step
+        self.log_every = max(1, log_every)
+        self.smoothing = smoothing
+        self._last_step = start_step
+        self._last_time = time.time()
+        self._sec_per_step: float | None = None
+        self._updates = 0
+
+    def update(self, step: int, metrics: dict) -> dict:
+        """Record that training reached `step`; returns {steps_per_sec, examples_per_sec}.
+
+        Logs `step N[/max] | loss .. | coverage loss .. | .. steps/s | .. examples/s |
+        ETA ..` when due.
+        """
+        now = time.time()
+        done = step - self._last_step
+        if done > 0:
+            sec = (now - self._last_time) / done
+            self._updates += 1
+            if self._sec_per_step is None or self._updates == 2:
+                # The second measurement replaces the first, which includes compilation.
+                self._sec_per_step = sec
+            else:
+                self._sec_per_step += self.smoothing * (sec - self._sec_per_step)
+            self._last_step, self._last_time = step, now
+        speed = self.speed()
+        if step % self.log_every == 0:
+            log.info(self.line(step, metrics, speed))
+        return speed
+
+    def speed(self) -> dict:
+        if not self._sec_per_step:
+            return {"steps_per_sec": None, "examples_per_sec": None}
+        steps_per_sec = 1.0 / self._sec_per_step
+        return {"steps_per_sec": steps_per_sec,
+                "examples_per_sec": steps_per_sec * self.examples_per_step}
+
+    def eta_seconds(self, step: int) -> float | None:
+        if not self.max_steps or not self._sec_per_step:
+            return None
+        return max(0, self.max_steps - step) * self._sec_per_step
+
+    def line(self, step: int, metrics: dict, speed: dict | None = None) -> str:
+        speed = speed or self.speed()
+        parts = [f"step {step}" + (f"/{self.max_steps}" if self.max_steps else "")]
+        if metrics.get("loss") is not None:
+            parts.append(f"loss {metrics['loss']:.4f}")
+        if metrics.get("coverage_loss") is not None:
+            parts.append(f"coverage loss {metrics['coverage_loss']:.4f}")
+        if speed.get("steps_per_sec"):
+            parts.append(f"{speed['steps_per_sec']:.2f} steps/s")
+            parts.append(f"{speed['examples_per_sec']:.1f} examples/s")
+        eta = self.eta_seconds(step)
+        if eta is not None:
+            parts.append(f"ETA {format_duration(eta)}")
+        return " | ".join(parts)

@@ -1,0 +1,109 @@
+"""TensorBoard event files and the embedding projector set-up (spec 1.3, 4.9).
+
+Scalars are written with `tf.summary.write` and the scalars plugin's metadata, which is
+what `tf.summary.scalar` produces, so they need no TensorBoard installation to write and
+show up in TensorBoard's Scalars tab.
+
+Tags (the original's where it had them; TF1 prefixed the loss tags with the name scope
+`seq2seq/loss/`, kept here explicitly), see METRIC_TAGS: loss, coverage loss, total loss,
+global_norm (before clipping), mean p_gen, global_step/sec, examples/sec (train/) and
+running_avg_loss/decay=0.990000 (eval/).
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+LOSS = "seq2seq/loss/loss"
+COVERAGE_LOSS = "seq2seq/loss/coverage_loss/coverage_loss"
+TOTAL_LOSS = "seq2seq/loss/total_loss"
+GLOBAL_NORM = "global_norm"
+P_GEN = "seq2seq/p_gen_mean"
+STEPS_PER_SEC = "global_step/sec"  # the original Supervisor's tag
+EXAMPLES_PER_SEC = "examples/sec"
+RUNNING_AVG_LOSS = "running_avg_loss/decay=0.990000"
+
+# Metric name (as the train/eval steps return them) -> tag.
+METRIC_TAGS = {
+    "loss": LOSS,
+    "coverage_loss": COVERAGE_LOSS,
+    "total_loss": TOTAL_LOSS,
+    "global_norm": GLOBAL_NORM,
+    "p_gen_mean": P_GEN,
+    "steps_per_sec": STEPS_PER_SEC,
+    "examples_per_sec": EXAMPLES_PER_SEC,
+    "running_avg_loss": RUNNING_AVG_LOSS,
+}
+
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+class ScalarWriter:
+    """Writes named metrics as TensorBoard scalars in one directory.
+
+    Args:
+      logdir: directory of the event files (train/ or eval/).
+      enabled: False makes every call a no-op (non-chief workers).
+    """
+
+    def __init__(self, logdir: str, enabled: bool = True):
+        self.logdir = logdir
+        self._writer = tf.summary.create_file_writer(logdir) if enabled else None
+
+    def write(self, metrics: dict, step: int) -> None:
+        """Write every metric that has a tag in METRIC_TAGS (others are ignored)."""
+        if self._writer is None:
+            return
+        with self._writer.as_default(step=int(step)):
+            for name, value in metrics.items():
+                tag = METRIC_TAGS.get(name)
+                if tag is not None and value is not None:
+                    tf.summary.write(tag, tf.constant(float(value), tf.float32),
+                                     metadata=_SCALAR_METADATA)
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) -> str:
+    """Write `logdir/projector_config.pbtxt` linking `tensor_name` to `metadata_file`.
+
+    `tensor_name` is the embedding's key in the training checkpoints (the projector reads
+    the newest checkpoint of `logdir`); `metadata_file` is relative to `logdir`. Uses
+    TensorBoard's projector API when it is installed, else writes the same text proto.
+    """
+    path = os.path.join(logdir, "projector_config.pbtxt")
+    try:
+        from tensorboard.plugins import projector
+    except ImportError:
+        projector = None
+    if projector is not None:
+        config = projector.ProjectorConfig()
+        emb = config.embeddings.add()
+        emb.tensor_name = tensor_name
+        emb.metadata_path = metadata_file
+        projector.visualize_embeddings(logdir, config)
+        return path
+    text = ("embeddings {\n"
+            f"  tensor_name: {_quote(tensor_name)}\n"
+            f"  metadata_path: {_quote(metadata_file)}\n"
+            "}\n")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

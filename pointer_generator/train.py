@@ -1,0 +1,596 @@
+"""Train mode (spec 1.4, 1.6, 1.7, 4.9, 4.10): the distribution-aware training loop.
+
+One training step, on every replica of a `tf.distribute` strategy:
+
+1. take this replica's rows of the global batch (every replica sees the same global
+   batch the single-device job would see, so the data order does not depend on the
+   number of devices);
+2. compute the loss scaled so that the sum over replicas is the single-device loss of
+   the global batch (see `Trainer._scaled_losses`), and its gradients;
+3. all-reduce (sum) the gradients and losses, take the global norm, clip with
+   `tf.clip_by_global_norm(grads, max_grad_norm)`;
+4. if the loss and the norm are finite, apply TF1's Adagrad update and increment the
+   global step; otherwise apply nothing (the loop then stops, see `main`).
+
+Checkpoints: every `--save_checkpoint_secs`, at `--max_steps`, on SIGTERM / Ctrl-C, and
+when a run starts from scratch (like the original's Supervisor). A restarted job resumes
+from the newest checkpoint: weights, Adagrad accumulators, step, and the input pipeline's
+position (the tf.data iterator is part of the checkpoint on single-worker jobs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import threading
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from pointer_generator import checkpointing, distribution, summaries
+from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError
+from pointer_generator.experiment import VOCAB_METADATA, Experiment
+from pointer_generator.flags import strategy_name
+from pointer_generator.hparams import HParams
+from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.progress import Progress
+
+log = logging.getLogger(__name__)
+
+FLUSH_EVERY_STEPS = 100  # the original flushed its summary writer every 100 steps
+SUM = tf.distribute.ReduceOp.SUM
+
+
+# ------------------------------------------------------------------------------ optimizer
+class Adagrad(tf.Module):
+    """TF1's `AdagradOptimizer` update: acc += g^2; w -= lr * g / sqrt(acc) (no epsilon).
+
+    It runs TF1's own kernel (`ResourceApplyAdagrad`), so the arithmetic is the
+    original's. (Keras' Adagrad with epsilon=0 computes the same rule, see
+    tests/test_train.py, but it all-reduces gradients itself inside `apply_gradients`,
+    which leaves no place to clip by the *global* norm of the all-reduced gradients.)
+
+    Accumulators are keyed by the model variable's path, the keys `tf1_checkpoint` uses
+    for converted TF1 slots.
+    """
+
+    def __init__(self, learning_rate: float, initial_accumulator_value: float,
+                 name: str = "adagrad"):
+        super().__init__(name=name)
+        self.learning_rate = float(learning_rate)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.accumulators = {}
+
+    def build(self, variables) -> None:
+        """Create one accumulator per variable (call under the strategy's scope)."""
+        for v in variables:
+            if v.path not in self.accumulators:
+                self.accumulators[v.path] = tf.Variable(
+                    tf.fill(v.shape, tf.constant(self.initial_accumulator_value, v.dtype)),
+                    trainable=False, name="accumulator")
+
+    def accumulator(self, variable) -> tf.Variable:
+        return self.accumulators[variable.path]
+
+    def assign_accumulators(self, values: dict) -> None:
+        """Set accumulators from {variable path: array} (e.g. converted TF1 slots)."""
+        unknown = sorted(set(values) - set(self.accumulators))
+        if unknown:
+            raise CheckpointError(f"accumulators for unknown variables: {', '.join(unknown)}")
+        for path, value in values.items():
+            self.accumulators[path].assign(np.asarray(value, np.float32))
+
+    def update(self, variable, gradient, accumulator):
+        """Apply one variable's update (per-device variables inside `extended.update`)."""
+        return tf.raw_ops.ResourceApplyAdagrad(
+            var=variable.handle, accum=accumulator.handle,
+            lr=tf.constant(self.learning_rate, variable.dtype), grad=gradient,
+            use_locking=False, update_slots=True)
+
+
+def _tf_variable(v):
+    """The tf.Variable (possibly distributed) behind a Keras variable."""
+    return v.value if isinstance(v, keras.Variable) else v
+
+
+# ------------------------------------------------------------------------------ trainer
+class Trainer:
+    """Model, optimizer, global step and the compiled train step under one strategy.
+
+    Args:
+      hps: hyper-parameters (batch_size is the global batch).
+      vocab_size: `Vocab.size()`.
+      strategy: a tf.distribute strategy (default: TensorFlow's default strategy).
+      jit_compile: compile each replica's forward/backward pass with XLA.
+    """
+
+    def __init__(self, hps: HParams, vocab_size: int,
+                 strategy: tf.distribute.Strategy | None = None, jit_compile: bool = False):
+        self.hps = hps
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.local_replicas = distribution.num_local_replicas(self.strategy)
+        self.num_workers = distribution.num_workers(self.strategy)
+        n = self.strategy.num_replicas_in_sync
+        if hps.batch_size % n:
+            raise FlagError(f"--batch_size={hps.batch_size} does not divide evenly over the "
+                            f"{n} replicas")
+        with self.strategy.scope():
+            self.model = PointerGeneratorModel(hps, vocab_size).build_weights()
+            self.optimizer = Adagrad(hps.lr, hps.adagrad_init_acc)
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self._grads = (tf.function(self._loss_and_grads, jit_compile=True) if jit_compile
+                       else self._loss_and_grads)
+        self._step_fn = tf.function(self._distributed_step)
+        self._agree_fn = tf.function(self._agree_replicas)
+
+    # ---------------------------------------------------------------- the train step
+    def train_step(self, iterator) -> dict:
+        """Run one step on the next batch of `iterator`; returns Python float metrics.
+
+        The iterator yields this worker's share of the global batch (model inputs only).
+        `metrics["finite"]` is False when the step was skipped for a non-finite loss.
+        """
+        out = self._step_fn(iterator)
+        metrics = {k: float(v) for k, v in out.items()}
+        metrics["finite"] = bool(metrics["finite"])
+        return metrics
+
+    def _distributed_step(self, iterator):
+        batch = next(iterator)
+        out = self.strategy.run(self._replica_step, args=(batch,))
+        # Every replica returns the same all-reduced values.
+        return {k: self.strategy.experimental_local_results(v)[0] for k, v in out.items()}
+
+    def _replica_batch(self, batch):
+        """This replica's rows of the worker batch (the same batch is given to all)."""
+        n = self.local_replicas
+        if n == 1:
+            return batch
+        ctx = tf.distribute.get_replica_context()
+        index = tf.math.floormod(tf.cast(ctx.replica_id_in_sync_group, tf.int32), n)
+
+        def rows(x):
+            if x.shape.rank == 0:
+                return x  # max_art_oovs: the worker batch's value is valid for every part
+            split = tf.reshape(x, tf.concat([[n, -1], tf.shape(x)[1:]], 0))
+            return tf.gather(split, index)
+
+        return {k: rows(v) for k, v in batch.items()}
+
+    def _replica_step(self, batch):
+        ctx = tf.distribute.get_replica_context()
+        batch = self._replica_batch(batch)
+        mask = batch["dec_padding_mask"]
+        examples = tf.cast(tf.shape(mask)[0], tf.float32)
+        global_examples, global_tokens = ctx.all_reduce(SUM, [examples, tf.reduce_sum(mask)])
+        metrics, grads = self._grads(batch, global_examples, global_tokens)
+        grads = ctx.all_reduce(SUM, grads)
+        metrics = ctx.all_reduce(SUM, metrics)
+        norm = tf.linalg.global_norm(grads)
+        finite = tf.math.is_finite(metrics["total_loss"]) & tf.math.is_finite(norm)
+        clipped, _ = tf.clip_by_global_norm(grads, self.hps.max_grad_norm, use_norm=norm)
+        # A skipped step applies exact zeros: Adagrad then changes nothing at all.
+        clipped = [tf.where(finite, g, tf.zeros_like(g)) for g in clipped]
+        ctx.merge_call(self._apply, args=(clipped, finite))
+        metrics["global_norm"] = norm
+        metrics["finite"] = tf.cast(finite, tf.float32)
+        return metrics
+
+    def _loss_and_grads(self, batch, global_examples, global_tokens):
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            metrics = self._scaled_losses(batch, global_examples, global_tokens)
+        grads = tape.gradient(metrics["total_loss"], variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, variables, strict=True)]
+        return metrics, grads
+
+    def _scaled_losses(self, batch, global_examples, global_tokens):
+        """This replica's share of the global batch's losses (they sum to the global ones).
+
+        Pointer mode (and the coverage loss) average per-example averages, so a replica's
+        mean is weighted by its share of the examples. Baseline mode averages over all
+        real tokens of the batch, so a replica divides its token sum by the global count.
+        """
+        hps = self.hps
+        out = self.model(batch, training=True)
+        mask = batch["dec_padding_mask"]
+        share = tf.cast(tf.shape(mask)[0], tf.float32) / global_examples
+        if hps.pointer_gen:
+            loss = out["loss"] * share
+        else:
+            loss = tf.reduce_sum(out["step_nll"] * mask) / (global_tokens + 1e-12)
+        coverage_loss = out["coverage_loss"] * share
+        total = loss + hps.cov_loss_wt * coverage_loss if hps.coverage else loss
+        p_gen = tf.reduce_sum(out["p_gens"] * mask) / tf.maximum(global_tokens, 1.0)
+        return {"loss": loss, "coverage_loss": coverage_loss, "total_loss": total,
+                "p_gen_mean": p_gen}
+
+    def _apply(self, strategy, grads, finite):
+        for var, grad in zip(self.model.trainable_variables, grads, strict=True):
+            strategy.extended.update(_tf_variable(var), self.optimizer.update,
+                                     args=(grad, self.optimizer.accumulator(var)), group=False)
+        strategy.extended.update(
+            self.step, lambda s, f: s.assign_add(tf.cast(f, tf.int64)), args=(finite,),
+            group=False)
+
+    # ---------------------------------------------------------------- multi-worker
+    def agree(self, *wanted: bool) -> list[bool]:
+        """Whether any worker wants each of `wanted` (all workers must call this).
+
+        Time- and signal-based decisions (save now, stop now) differ between machines;
+        acting on them alone would leave the others waiting in a collective.
+        """
+        if self.num_workers == 1:
+            return list(wanted)
+        out = self._agree_fn(tf.constant([float(w) for w in wanted]))
+        return [bool(v > 0) for v in self.strategy.experimental_local_results(out)[0].numpy()]
+
+    def _agree_replicas(self, wanted):
+        # tf.distribute has no MAX reduction; a sum of 0/1 flags is > 0 when any is set.
+        # (The identity places the input on the replica's device, which all_reduce needs.)
+        return self.strategy.run(
+            lambda w: tf.distribute.get_replica_context().all_reduce(SUM, tf.identity(w)),
+            args=(wanted,))
+
+    # ---------------------------------------------------------------- state
+    def checkpoint(self, data=None, data_config=None) -> tf.train.Checkpoint:
+        """The training checkpoint: model, optimizer, step (and the data iterator with the
+        settings it was made with)."""
+        objects = {"model": self.model, "optimizer": self.optimizer, "step": self.step}
+        if data is not None:
+            objects.update(data=data, data_config=data_config)
+        return tf.train.Checkpoint(**objects)
+
+    def weights_checkpoint(self) -> tf.train.Checkpoint:
+        """Model and step only (eval's best models; restores that reset Adagrad)."""
+        return tf.train.Checkpoint(model=self.model, step=self.step)
+
+    def load_tf1(self, path: str, *, allow_missing_coverage: bool = False,
+                 with_optimizer: bool = True) -> None:
+        """Start from an original TF1 checkpoint: weights, step, Adagrad slots if present."""
+        from pointer_generator import tf1_checkpoint
+
+        arrays = tf1_checkpoint.read_tf1_checkpoint(path)
+        has_slots = any(n.endswith(tf1_checkpoint.ADAGRAD_SUFFIX) for n in arrays)
+        result = tf1_checkpoint.tf1_arrays_to_model(
+            self.model, arrays, include_optimizer=with_optimizer and has_slots,
+            allow_missing_coverage=allow_missing_coverage, path=path)
+        if result.adagrad_slots:
+            self.optimizer.assign_accumulators(result.adagrad_slots)
+        if result.global_step is not None:
+            self.step.assign(result.global_step)
+        log.info("Loaded TF1 checkpoint %s (TF %s names, step %s%s)", path, result.tf_version,
+                 result.global_step, ", with Adagrad slots" if result.adagrad_slots else "")
+
+    def all_finite(self) -> bool:
+        return all(bool(np.all(np.isfinite(v.numpy()))) for v in self.model.weights)
+
+
+# ------------------------------------------------------------------------------ helpers
+class StopRequest:
+    """SIGTERM and the first Ctrl-C ask the loop to stop after the current step.
+
+    The loop then saves a checkpoint and exits normally; a second Ctrl-C interrupts at
+    once (KeyboardInterrupt).
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = {}
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        log.warning("Received %s: stopping after this step and saving a checkpoint",
+                    signal.Signals(signum).name)
+        if signum == signal.SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def make_iterator(data_path: str, vocab, hps: HParams, trainer: Trainer, seed: int):
+    """This worker's training batches (model inputs only), as a checkpointable iterator."""
+    from pointer_generator import input_pipeline
+
+    worker_batch = hps.batch_size // trainer.num_workers
+    dataset = input_pipeline.make_dataset(
+        data_path, vocab, hps.replace(batch_size=worker_batch), "train", single_pass=False,
+        seed=seed, num_replicas=trainer.num_workers,
+        replica_index=distribution.worker_index(trainer.strategy))
+    options = tf.data.Options()
+    # The pipeline's lookup tables and logging ops hold no position: saving the iterator
+    # may ignore them (they are rebuilt from the flags when the job restarts).
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    return iter(dataset.map(input_pipeline.model_inputs).with_options(options))
+
+
+def write_projector_files(exp: Experiment, vocab, checkpoint_path: str) -> None:
+    """vocab_metadata.tsv + projector_config.pbtxt pointing at the embedding (spec 4.3)."""
+    key = checkpointing.embedding_key(checkpointing.variable_shapes(checkpoint_path))
+    if key is None:
+        log.warning("No embedding found in %s; projector config not written", checkpoint_path)
+        return
+    vocab.write_metadata(exp.vocab_metadata)
+    summaries.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
+
+
+def _worker_directory(exp: Experiment, trainer: Trainer) -> str:
+    """Where this worker saves: train/ on the chief, a scratch directory elsewhere.
+
+    Every multi-worker replica must take part in saving; the others' copies are deleted.
+    """
+    if distribution.is_chief(trainer.strategy):
+        return exp.train_dir
+    index = distribution.worker_index(trainer.strategy)
+    return os.path.join(exp.root, f".worker_{index}_scratch")
+
+
+# ------------------------------------------------------------------------------ modes
+def main(hps: HParams, vocab, flags) -> None:
+    """Train mode: a one-off conversion, or the training loop."""
+    exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
+    if flags.convert_to_coverage_model:
+        return convert_to_coverage_model(hps, vocab, exp, flags.tf1_checkpoint)
+    if flags.restore_best_model:
+        return restore_best_model(hps, vocab, exp)
+    strategy = distribution.make_strategy(strategy_name(flags), flags.tpu)
+    keras.utils.set_random_seed(hps.seed)
+    if flags.debug:
+        tf.debugging.enable_check_numerics()
+    try:
+        trainer = Trainer(hps, vocab.size(), strategy, jit_compile=flags.xla)
+        log.info("%s; %s", trainer.model.parameter_summary(), distribution.describe(strategy))
+        print(trainer.model.parameter_summary(), flush=True)
+        train_loop(trainer, vocab, exp, flags)
+    finally:
+        if flags.debug:
+            tf.debugging.disable_check_numerics()
+
+
+def _start(trainer: Trainer, vocab, exp: Experiment, flags):
+    """Restore or initialise the state; returns (iterator, checkpoints, fresh_start)."""
+    chief = distribution.is_chief(trainer.strategy)
+    latest = checkpointing.latest_checkpoint(exp.train_dir)
+    if latest:
+        checkpointing.restore(trainer.checkpoint(), latest, trainer.model)
+        log.info("Resuming from %s (step %d)", latest, int(trainer.step.numpy()))
+        if flags.tf1_checkpoint:
+            log.warning("--tf1_checkpoint ignored: train/ already has checkpoints")
+    elif flags.tf1_checkpoint:
+        trainer.load_tf1(flags.tf1_checkpoint)
+    keep_data = flags.checkpoint_data_position and trainer.num_workers == 1
+    iterator, data_config = training_data(trainer, vocab, flags, latest if keep_data else None)
+    directory = _worker_directory(exp, trainer)
+    if keep_data:
+        checkpoint = trainer.checkpoint(iterator, tf.Variable(data_config, trainable=False))
+    else:
+        checkpoint = trainer.checkpoint()
+    ckpts = checkpointing.TrainCheckpoints(directory, checkpoint, trainer.step,
+                                           fallback=trainer.checkpoint() if keep_data else None)
+    if not chief:
+        os.makedirs(directory, exist_ok=True)
+    return iterator, ckpts, latest is None
+
+
+def pipeline_settings(flags, vocab, trainer: Trainer) -> dict:
+    """What a saved data position depends on (the seed is stored next to it)."""
+    hps = trainer.hps
+    return {"data_path": os.path.abspath(flags.data_path),
+            "worker_batch_size": hps.batch_size // trainer.num_workers,
+            "max_enc_steps": hps.max_enc_steps, "max_dec_steps": hps.max_dec_steps,
+            "pointer_gen": hps.pointer_gen, "vocab_size": vocab.size(),
+            "static_shapes": hps.static_shapes, "max_oovs": hps.max_oovs}
+
+
+def training_data(trainer: Trainer, vocab, flags, latest: str | None):
+    """The training batches, continuing at `latest`'s data position when it can.
+
+    The position is used only if the data settings are unchanged (a restored tf.data
+    state would otherwise keep serving the old files and batch shapes for a while).
+    Without a usable position a resumed job reshuffles with seed `seed + step` rather
+    than replaying the first batches of the run.
+    Returns (iterator, data config JSON to save with the position).
+    """
+    settings = pipeline_settings(flags, vocab, trainer)
+    saved = checkpointing.saved_data_config(latest) if latest else None
+    if saved is not None:
+        if saved.get("pipeline") == settings:
+            iterator = make_iterator(flags.data_path, vocab, trainer.hps, trainer, saved["seed"])
+            if checkpointing.restore_data_position(iterator, latest):
+                return iterator, json.dumps(saved, sort_keys=True)
+        else:
+            log.warning("The data settings changed since %s; the input pipeline starts "
+                        "afresh", latest)
+    step = int(trainer.step.numpy())
+    seed = trainer.hps.seed + step
+    iterator = make_iterator(flags.data_path, vocab, trainer.hps, trainer, seed)
+    return iterator, json.dumps({"pipeline": settings, "seed": seed}, sort_keys=True)
+
+
+def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
+    """Train until --max_steps, a stop signal, or a non-finite loss; save at the end."""
+    from pointer_generator.input_pipeline import data_errors
+
+    chief = distribution.is_chief(trainer.strategy)
+    iterator, ckpts, fresh = _start(trainer, vocab, exp, flags)
+    if fresh:
+        ckpts.save()  # like the Supervisor: a checkpoint at once, for eval/decode jobs
+    if chief and ckpts.latest:
+        write_projector_files(exp, vocab, ckpts.latest)
+    step = int(trainer.step.numpy())
+    if flags.max_steps and step >= flags.max_steps:
+        log.info("Step %d already reached --max_steps=%d; nothing to train", step,
+                 flags.max_steps)
+        if not chief:
+            tf.io.gfile.rmtree(ckpts.directory)
+        return
+    writer = summaries.ScalarWriter(exp.train_dir, enabled=chief)
+    try:
+        with StopRequest() as stop, data_errors():
+            reason = _run_steps(trainer, iterator, ckpts, writer, stop, flags)
+    except NonFiniteLossError:
+        writer.close()  # and no save: the newest checkpoint stays the last good one
+        raise
+    except tf.errors.InvalidArgumentError as e:
+        writer.close()
+        if flags.debug and "Infinity or NaN" in (e.message or ""):
+            raise NonFiniteLossError(
+                f"--debug: {_check_numerics_summary(e.message)} in training step "
+                f"{int(trainer.step.numpy()) + 1}; nothing of that step was applied or "
+                f"saved; last good checkpoint: {ckpts.latest}") from None
+        raise
+    except KeyboardInterrupt:
+        reason = "interrupted"
+    except Exception:
+        # The state is consistent between steps: keep what was trained (one worker only;
+        # the others of a multi-worker job may be gone).
+        if trainer.num_workers == 1:
+            try:
+                ckpts.save()
+            except Exception as save_error:  # the original error matters more
+                log.error("Could not save a checkpoint after the error: %s", save_error)
+        writer.close()
+        raise
+    path = ckpts.save()
+    writer.close()
+    if not chief:
+        tf.io.gfile.rmtree(ckpts.directory)
+        path = "written by the chief worker"
+    log.info("Training stopped at step %d (%s); newest checkpoint: %s",
+             int(trainer.step.numpy()), reason, path or ckpts.latest)
+
+
+def _run_steps(trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, flags) -> str:
+    """The step loop; returns why it ended. Raises NonFiniteLossError."""
+    hps = trainer.hps
+    step = int(trainer.step.numpy())
+    progress = Progress(step, flags.max_steps, hps.batch_size, flags.log_every_n_steps)
+    while True:
+        metrics = trainer.train_step(iterator)
+        if not metrics["finite"]:
+            raise _non_finite(metrics, step + 1, ckpts.latest)
+        step = int(trainer.step.numpy())
+        shown = {"loss": metrics["loss"],
+                 "coverage_loss": metrics["coverage_loss"] if hps.coverage else None}
+        metrics.update(progress.update(step, shown))
+        writer.write(_summary_metrics(metrics, hps), step)
+        if step % FLUSH_EVERY_STEPS == 0:
+            writer.flush()
+        done = bool(flags.max_steps) and step >= flags.max_steps
+        save, halt = trainer.agree(ckpts.seconds_since_save() >= flags.save_checkpoint_secs,
+                                   stop.requested)
+        if done:
+            return "reached --max_steps"
+        if halt:
+            return "stop requested"
+        if save:
+            ckpts.save()
+            writer.flush()
+
+
+def _check_numerics_summary(message: str) -> str:
+    """`op "MatMul" (dtype float32, shape (None, 32)) produced -Inf and +Inf values`
+    from the long report of tf.debugging.enable_check_numerics."""
+    op = re.search(r'graph op "([^"]+)"', message)
+    values = re.search(r"Tensor had ([^\n]+?) values", message)
+    node = re.search(r"\{\{node ([^}]+)\}\}", message)
+    text = f'op "{op.group(1)}"' if op else "an op"
+    if node:
+        text += f" ({node.group(1)})"
+    return text + f" produced {values.group(1) if values else 'non-finite'} values"
+
+
+def _summary_metrics(metrics: dict, hps: HParams) -> dict:
+    """The metrics the original wrote (coverage/total loss only with coverage), plus
+    p_gen (pointer mode) and the speed."""
+    out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec",
+                                       "examples_per_sec")}
+    if hps.coverage:
+        out["coverage_loss"] = metrics["coverage_loss"]
+        out["total_loss"] = metrics["total_loss"]
+    if hps.pointer_gen:
+        out["p_gen_mean"] = metrics["p_gen_mean"]
+    return out
+
+
+def _non_finite(metrics: dict, step: int, last_good: str | None) -> NonFiniteLossError:
+    where = (f"last good checkpoint: {last_good}" if last_good
+             else "no checkpoint was written yet")
+    return NonFiniteLossError(
+        f"loss is not finite at training step {step} (loss={metrics['loss']}, "
+        f"global_norm={metrics['global_norm']}); that update was not applied and nothing "
+        f"after the last checkpoint was saved; {where}. Restart from it (e.g. with a lower "
+        "--lr) or start from the eval job's best model with --restore_best_model=1")
+
+
+def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment,
+                              tf1_path: str = "") -> str:
+    """Spec 1.6: newest non-coverage checkpoint -> `<it>_cov_init` with a fresh w_c.
+
+    The step is kept; every Adagrad accumulator restarts at --adagrad_init_acc (as in
+    the original, which restored no Adagrad slot). The next train run resumes from it.
+    """
+    trainer = Trainer(hps.replace(coverage=True), vocab.size())
+    latest = checkpointing.latest_checkpoint(exp.train_dir)
+    if latest:
+        shapes = checkpointing.variable_shapes(latest)
+        if any(checkpointing.is_coverage_key(k) for k in shapes):
+            raise CheckpointError(f"{latest} already has coverage weights; nothing to "
+                                  "convert (train on with --coverage=1)")
+        # Restore into a model without coverage (every weight must be found), then copy
+        # into the coverage model, whose w_c keeps its initial value.
+        source = Trainer(hps.replace(coverage=False), vocab.size())
+        checkpointing.restore(source.weights_checkpoint(), latest, source.model)
+        weights = {v.path: v for v in source.model.weights}
+        for v in trainer.model.weights:
+            if v.path in weights:
+                v.assign(weights[v.path].numpy())
+        trainer.step.assign(source.step)
+        source_name = latest
+    elif tf1_path:
+        trainer.load_tf1(tf1_path, allow_missing_coverage=True, with_optimizer=False)
+        source_name = os.path.join(exp.train_dir, f"{checkpointing.TRAIN_CHECKPOINT_NAME}-"
+                                                  f"{int(trainer.step.numpy())}")
+    else:
+        raise CheckpointError(f"no checkpoint in {exp.train_dir} to convert; train without "
+                              "coverage first (or give --tf1_checkpoint)")
+    prefix = os.path.join(exp.train_dir,
+                          os.path.basename(source_name) + checkpointing.COVERAGE_INIT_SUFFIX)
+    path = checkpointing.write_named(trainer.checkpoint(), prefix)
+    msg = f"Wrote coverage model {path}; now run training with --coverage=1"
+    log.info(msg)
+    print(msg, flush=True)
+    return path
+
+
+def restore_best_model(hps: HParams, vocab, exp: Experiment) -> str:
+    """Spec 1.7: eval/bestmodel-<step> -> train/model-<step> with fresh Adagrad slots."""
+    best = checkpointing.latest_checkpoint(exp.eval_dir, checkpointing.BEST_STATE_FILE)
+    if best is None:
+        raise CheckpointError(f"no best model in {exp.eval_dir} (its "
+                              f"'{checkpointing.BEST_STATE_FILE}' names none); run an eval "
+                              "job alongside training first")
+    trainer = Trainer(hps, vocab.size())
+    checkpointing.restore(trainer.weights_checkpoint(), best, trainer.model)
+    name = os.path.basename(best).replace(checkpointing.BEST_CHECKPOINT_NAME, "model", 1)
+    path = checkpointing.write_named(trainer.checkpoint(), os.path.join(exp.train_dir, name))
+    msg = f"Restored best model {best} as {path}; training resumes from it"
+    log.info(msg)
+    print(msg, flush=True)
+    return path

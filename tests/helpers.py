@@ -1,0 +1,241 @@
+"""Tiny vocabularies, `.bin` data, batches, flags and event readers for tests.
+
+Everything is sized for a 2-core CPU: ~100 words, hidden 8, emb 8, batch 2-4,
+max_enc_steps 20, max_dec_steps 8. Shareable by every test module.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+
+from pointer_generator import binfile
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Model/data sizes of the tiny configuration (flag name -> value).
+TINY = {
+    "hidden_dim": 8,
+    "emb_dim": 8,
+    "batch_size": 4,
+    "max_enc_steps": 20,
+    "max_dec_steps": 8,
+    "vocab_size": 100,
+    "min_dec_steps": 2,
+    "beam_size": 2,
+    # The fused XLA loops compile once per batch shape: too slow for tests whose batches
+    # vary in length (tests of the fused path set it explicitly).
+    "fused_recurrence": False,
+}
+
+
+# ------------------------------------------------------------------------------ files
+def write_vocab(path: str, n_words: int = 150) -> list[str]:
+    """A `word count` vocab file of `n_words` made-up words, most frequent first."""
+    words = [f"w{i}" for i in range(n_words)]
+    with open(path, "w", encoding="utf-8") as f:
+        for i, w in enumerate(words):
+            f.write(f"{w} {10 * (n_words - i)}\n")
+    return words
+
+
+def make_pairs(n: int, words: list[str], seed: int = 0, art_len=(6, 20), abs_len=(2, 7),
+               oov_rate: float = 0.1) -> list[tuple[str, str]]:
+    """`n` (article, abstract) pairs; abstracts copy article words, some words are OOV.
+
+    The abstract is in the `.bin` format `<s> sent . </s> <s> ... </s>`.
+    """
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for k in range(n):
+        length = int(rng.integers(*art_len, endpoint=True))
+        art = []
+        for _ in range(length):
+            if rng.random() < oov_rate:
+                art.append(f"oov{int(rng.integers(0, 30))}")
+            else:
+                art.append(words[int(rng.integers(0, min(len(words), 90)))])
+        m = int(rng.integers(*abs_len, endpoint=True))
+        picks = [art[int(i)] for i in rng.integers(0, len(art), size=m)]
+        half = max(1, m // 2)
+        abstract = (f"<s> {' '.join(picks[:half])} . </s>"
+                    + (f" <s> {' '.join(picks[half:])} . </s>" if picks[half:] else ""))
+        pairs.append((" ".join(art) + f" . {k}", abstract))
+    return pairs
+
+
+def write_data(out_dir: str, set_name: str, n: int, words: list[str], seed: int = 0,
+               chunk_size: int = 1000) -> str:
+    """Write `n` pairs as `<out_dir>/<set_name>_NNN.bin`; returns the data_path glob."""
+    os.makedirs(out_dir, exist_ok=True)
+    binfile.write_chunked(out_dir, set_name, make_pairs(n, words, seed), chunk_size)
+    return os.path.join(out_dir, f"{set_name}_*")
+
+
+def tiny_setup(tmp_path, n_train: int = 40, n_val: int = 12) -> types.SimpleNamespace:
+    """vocab file, train/val data and a log_root under `tmp_path`."""
+    tmp = str(tmp_path)
+    vocab_path = os.path.join(tmp, "vocab")
+    words = write_vocab(vocab_path)
+    return types.SimpleNamespace(
+        vocab_path=vocab_path, words=words,
+        train_path=write_data(os.path.join(tmp, "data"), "train", n_train, words, seed=1),
+        val_path=write_data(os.path.join(tmp, "data"), "val", n_val, words, seed=2),
+        log_root=os.path.join(tmp, "logs"), exp_name="exp")
+
+
+# ------------------------------------------------------------------------------ flags
+def flag_defaults() -> dict:
+    """{flag name: default} of every flag this project defines."""
+    from pointer_generator import flags as flags_lib
+
+    fv = flags_lib.define_flags(_fresh_flag_values())
+    return {name: fv[name].default for name in fv}
+
+
+def _fresh_flag_values():
+    from absl import flags
+
+    return flags.FlagValues()
+
+
+def flag_namespace(**overrides) -> types.SimpleNamespace:
+    """A flags-like object: every default, the TINY sizes, then `overrides`."""
+    values = flag_defaults()
+    values.update(TINY)
+    unknown = set(overrides) - set(values)
+    if unknown:
+        raise KeyError(f"unknown flags {sorted(unknown)}")
+    values.update(overrides)
+    return types.SimpleNamespace(**values)
+
+
+def hparams(**overrides):
+    """HParams with the TINY sizes (and overrides)."""
+    from pointer_generator.hparams import HParams
+
+    fields = dict(TINY)
+    fields.update(overrides)
+    return HParams(**fields)
+
+
+def cli_args(**flags) -> list[str]:
+    """`--name=value` arguments (booleans as 0/1), TINY sizes first."""
+    values = dict(TINY)
+    values.update(flags)
+    return [f"--{k}={int(v) if isinstance(v, bool) else v}" for k, v in values.items()]
+
+
+# ------------------------------------------------------------------------------ batches
+def numpy_batch(batch_size: int, vocab_size: int, enc_len: int = 12, dec_len: int = 8,
+                seed: int = 0, n_oovs: int = 2, pointer_gen: bool = True) -> dict:
+    """A model-input batch like the input pipeline's, built directly in numpy.
+
+    Rows have different encoder and decoder lengths (padding with id 1 and mask 0); in
+    pointer mode some article positions and targets use extended (OOV) ids.
+    """
+    rng = np.random.default_rng(seed)
+    enc_lens = rng.integers(enc_len // 2, enc_len + 1, size=batch_size)
+    enc_lens[0] = enc_len
+    dec_lens = rng.integers(2, dec_len + 1, size=batch_size)
+    enc = np.ones((batch_size, enc_len), np.int32)
+    ext = np.ones((batch_size, enc_len), np.int32)
+    dec = np.ones((batch_size, dec_len), np.int32)
+    tgt = np.ones((batch_size, dec_len), np.int32)
+    for b in range(batch_size):
+        n = enc_lens[b]
+        ids = rng.integers(4, vocab_size, size=n)
+        ext_ids = ids.copy()
+        if pointer_gen and n_oovs:
+            pos = rng.choice(n, size=min(n_oovs, n), replace=False)
+            ids[pos] = 0
+            ext_ids[pos] = vocab_size + np.arange(len(pos))
+        enc[b, :n], ext[b, :n] = ids, ext_ids
+        m = dec_lens[b]
+        target = rng.choice(ext_ids, size=m) if pointer_gen else rng.integers(4, vocab_size,
+                                                                               size=m)
+        tgt[b, :m] = target
+        dec[b, 0] = 2  # [START]
+        dec[b, 1:m] = np.where(target[:m - 1] >= vocab_size, 0, target[:m - 1])
+    return {
+        "enc_batch": enc, "enc_lens": enc_lens.astype(np.int32),
+        "enc_padding_mask": (np.arange(enc_len)[None] < enc_lens[:, None]).astype(np.float32),
+        "enc_batch_extend_vocab": ext,
+        "max_art_oovs": np.int32(n_oovs if pointer_gen else 0),
+        "dec_batch": dec, "target_batch": tgt,
+        "dec_padding_mask": (np.arange(dec_len)[None] < dec_lens[:, None]).astype(np.float32),
+    }
+
+
+def repeat_iterator(batch: dict):
+    """An endless tf.data iterator yielding `batch` (for Trainer.train_step)."""
+    import tensorflow as tf
+
+    return iter(tf.data.Dataset.from_tensors(batch).repeat())
+
+
+# ------------------------------------------------------------------------------ outputs
+def read_scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
+    """{tag: [(step, value), ...]} of every scalar in the event files of `logdir`."""
+    import tensorflow as tf
+
+    out: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.HasField("tensor"):
+                    number = float(tf.make_ndarray(value.tensor))
+                else:
+                    number = float(value.simple_value)
+                out.setdefault(value.tag, []).append((int(event.step), number))
+    return out
+
+
+def checkpoint_steps(directory: str, name: str = "model.ckpt") -> list[int]:
+    """Steps of the `<name>-<step>` checkpoints (with an .index file) in `directory`."""
+    steps = []
+    for index in glob.glob(os.path.join(directory, f"{name}-*.index")):
+        tail = os.path.basename(index)[len(name) + 1:-len(".index")]
+        if tail.isdigit():
+            steps.append(int(tail))
+    return sorted(steps)
+
+
+def subprocess_env(**extra) -> dict:
+    """Environment for child processes: quiet TensorFlow, this checkout importable."""
+    env = dict(os.environ)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def run_python(args: list[str], timeout: float, **env) -> subprocess.CompletedProcess:
+    """Run `python args...` with a time limit; returns the completed process."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=timeout, env=subprocess_env(**env), cwd=REPO_ROOT)
+
+
+def run_cli(args: list[str], timeout: float = 120, **env) -> subprocess.CompletedProcess:
+    """`python -m pointer_generator.run_summarization args...` with a time limit."""
+    return run_python(["-m", "pointer_generator.run_summarization", *args], timeout, **env)
+
+
+def run_main_in_process(args: list[str]) -> int:
+    """run_summarization's flag parsing and main in this process (no TensorFlow import
+    cost); returns the exit status. The global flags are reset afterwards."""
+    from pointer_generator import run_summarization
+
+    try:
+        try:
+            run_summarization.main(run_summarization.parse_flags(["prog", *args]))
+        except SystemExit as e:
+            return int(e.code or 0)
+        return 0
+    finally:
+        run_summarization.FLAGS.unparse_flags()

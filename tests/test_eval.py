@@ -1,0 +1,142 @@
+"""Eval mode: running average, best models, waiting for checkpoints, single-pass loss."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_generator import checkpointing, evaluate, summaries, train
+from pointer_generator.experiment import Experiment
+from pointer_generator.input_pipeline import make_dataset, model_inputs
+from pointer_generator.vocab import Vocab
+from tests import helpers
+
+
+def test_running_average_follows_the_original_formula():
+    r = evaluate.running_avg_loss(5.0, None)
+    assert r == 5.0
+    r = evaluate.running_avg_loss(3.0, r)
+    assert r == pytest.approx(0.99 * 5.0 + 0.01 * 3.0)
+    assert evaluate.running_avg_loss(30.0, None) == 12.0  # clipped at 12
+    assert evaluate.running_avg_loss(100.0, 11.9) == 12.0
+
+
+def test_latest_checkpoint_ignores_a_state_file_naming_deleted_files(tmp_path):
+    trainer = train.Trainer(helpers.hparams(), 100)
+    ckpts = checkpointing.TrainCheckpoints(str(tmp_path), trainer.checkpoint(), trainer.step)
+    path = ckpts.save()
+    assert checkpointing.latest_checkpoint(str(tmp_path)) == path
+    checkpointing.delete_checkpoint_files(path)  # e.g. rotated away by the train job
+    assert checkpointing.latest_checkpoint(str(tmp_path)) is None
+
+
+# ------------------------------------------------------------------------------ concurrent
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("eval")
+    data = helpers.tiny_setup(root)
+    exp = Experiment(str(root / "exp"))
+    os.makedirs(exp.eval_dir)
+    hps = helpers.hparams(coverage=True)
+    trainer = train.Trainer(hps, 100)  # only writes "training" checkpoints
+    ckpts = checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step)
+    evaluator = evaluate.Evaluator(hps, 100)
+    return data, exp, trainer, ckpts, evaluator, Vocab(data.vocab_path, 100)
+
+
+def _save_train_checkpoint(trainer, ckpts, step, seed):
+    rng = np.random.default_rng(seed)
+    for v in trainer.model.trainable_variables:
+        v.assign(v.numpy() + rng.normal(scale=0.05, size=v.shape).astype(np.float32))
+    trainer.step.assign(step)
+    return ckpts.save()
+
+
+def test_concurrent_eval_waits_then_evaluates_and_keeps_best_models(setup):
+    data, exp, trainer, ckpts, evaluator, vocab = setup
+    # No checkpoint yet: the eval job waits; one appears 1.5 s later.
+    timer = threading.Timer(1.5, _save_train_checkpoint, (trainer, ckpts, 5, 0))
+    timer.start()
+    try:
+        avg = evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.2,
+                                  max_iterations=3)
+    finally:
+        timer.join()
+    assert int(evaluator.step.numpy()) == 5
+    scalars = helpers.read_scalars(exp.eval_dir)
+    running = scalars[summaries.RUNNING_AVG_LOSS]
+    losses = [v for _, v in scalars[summaries.LOSS]]
+    assert [s for s, _ in running] == [5, 5, 5]
+    # r1 = loss1, then r = 0.99 r + 0.01 loss: recompute from the logged losses.
+    want = losses[0]
+    for loss in losses[1:]:
+        want = 0.99 * want + 0.01 * loss
+    assert running[-1][1] == pytest.approx(want, rel=1e-6) and avg == pytest.approx(want)
+    assert summaries.COVERAGE_LOSS in scalars and summaries.TOTAL_LOSS in scalars
+    best = checkpointing.latest_checkpoint(exp.eval_dir, checkpointing.BEST_STATE_FILE)
+    assert best == os.path.join(exp.eval_dir, "bestmodel-5")
+    assert os.path.isfile(os.path.join(exp.eval_dir, "checkpoint_best"))
+    assert not os.path.exists(os.path.join(exp.eval_dir, "checkpoint"))
+
+
+def test_eval_reloads_new_checkpoints_and_keeps_the_3_newest_best(setup):
+    data, exp, trainer, ckpts, evaluator, vocab = setup
+    for step in (9, 13, 17):
+        _save_train_checkpoint(trainer, ckpts, step, seed=step)
+        evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.1,
+                            max_iterations=1)
+        assert int(evaluator.step.numpy()) == step
+        for a, b in zip(trainer.model.weights, evaluator.model.weights, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert helpers.checkpoint_steps(exp.eval_dir, "bestmodel") == [9, 13, 17]
+    state = tf.train.get_checkpoint_state(exp.eval_dir, "checkpoint_best")
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+        "bestmodel-9", "bestmodel-13", "bestmodel-17"]
+
+
+def test_eval_survives_a_checkpoint_vanishing_while_loading(setup, monkeypatch):
+    data, exp, trainer, ckpts, evaluator, vocab = setup
+    _save_train_checkpoint(trainer, ckpts, 21, seed=21)
+    real_load = evaluator.load
+    calls = []
+
+    def flaky_load(path):
+        calls.append(path)
+        if len(calls) == 1:
+            raise tf.errors.NotFoundError(None, None, f"{path}.data-00000-of-00001 is gone")
+        real_load(path)
+
+    monkeypatch.setattr(evaluator, "load", flaky_load)
+    evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05,
+                        max_iterations=1)
+    assert len(calls) == 2 and int(evaluator.step.numpy()) == 21
+
+
+# ------------------------------------------------------------------------------ single pass
+@pytest.mark.parametrize("pointer_gen", [True, False])
+def test_single_pass_loss_is_exact_over_a_partial_final_batch(tmp_path, pointer_gen):
+    words = helpers.write_vocab(str(tmp_path / "vocab"))
+    data_path = helpers.write_data(str(tmp_path / "data"), "val", 5, words, seed=4)
+    vocab = Vocab(str(tmp_path / "vocab"), 100)
+    exp = Experiment(str(tmp_path / "exp"))
+    os.makedirs(exp.eval_dir)
+    hps = helpers.hparams(pointer_gen=pointer_gen, coverage=pointer_gen, batch_size=2)
+    trainer = train.Trainer(hps, 100)
+    _save_train_checkpoint(trainer, checkpointing.TrainCheckpoints(
+        exp.train_dir, trainer.checkpoint(), trainer.step), 3, seed=1)
+    evaluator = evaluate.Evaluator(hps, 100)
+
+    result = evaluate.single_pass(evaluator, vocab, exp, data_path)
+
+    # The same 5 examples as one batch give the reference values.
+    whole = next(iter(make_dataset(data_path, vocab, hps.replace(batch_size=5), "eval",
+                                   single_pass=True).map(model_inputs)))
+    out = trainer.model(whole, training=False)
+    assert result["examples"] == 5 and result["step"] == 3
+    assert result["loss"] == pytest.approx(float(out["loss"]), rel=1e-5)
+    if pointer_gen:
+        assert result["coverage_loss"] == pytest.approx(float(out["coverage_loss"]), rel=1e-5)
+    text = open(exp.single_pass_loss, encoding="utf-8").read()
+    assert f"loss: {result['loss']}" in text and "examples: 5" in text

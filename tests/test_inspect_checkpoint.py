@@ -1,0 +1,72 @@
+"""inspect_checkpoint: finiteness report of TF2 and original TF1 checkpoints."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_generator import checkpointing, inspect_checkpoint, train
+from tests import helpers
+
+
+@pytest.fixture(scope="module")
+def tf2_checkpoint(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tf2")
+    trainer = train.Trainer(helpers.hparams(), 100)
+    trainer.step.assign(7)
+    path = checkpointing.TrainCheckpoints(str(directory), trainer.checkpoint(),
+                                          trainer.step).save()
+    return path
+
+
+def _tf1_checkpoint(prefix):
+    bad = np.ones((3, 2), np.float32)
+    bad[1, 0] = np.inf
+    tensors = {
+        "seq2seq/embedding/embedding": np.zeros((5, 2), np.float32),
+        "seq2seq/output_projection/v": np.full((5,), np.nan, np.float32),
+        "seq2seq/reduce_final_st/w_reduce_c": bad,
+        "global_step": np.int32(3),
+    }
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tensors[n] for n in names])
+    return prefix
+
+
+def test_finite_checkpoint_passes(tf2_checkpoint, capsys):
+    assert inspect_checkpoint.main([tf2_checkpoint]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("CHECK PASSED")
+    assert "model/embedding/_embeddings/.ATTRIBUTES/VARIABLE_VALUE" in out
+    assert "optimizer/accumulators/" in out
+
+
+def test_a_directory_means_its_newest_checkpoint(tf2_checkpoint):
+    directory = os.path.dirname(tf2_checkpoint)
+    assert inspect_checkpoint.resolve(directory) == tf2_checkpoint
+    assert inspect_checkpoint.resolve(tf2_checkpoint + ".index") == tf2_checkpoint
+
+
+def test_tf1_checkpoint_with_inf_and_nan_fails(tmp_path, capsys):
+    prefix = _tf1_checkpoint(str(tmp_path / "model.ckpt-3"))
+    report = inspect_checkpoint.inspect(prefix)
+    assert report.finite == ["seq2seq/embedding/embedding"]
+    assert report.all_nonfinite == ["seq2seq/output_projection/v"]
+    assert report.partly_nonfinite == ["seq2seq/reduce_final_st/w_reduce_c"]
+    assert inspect_checkpoint.main([prefix]) == 1
+    out = capsys.readouterr().out
+    assert out.strip().endswith("CHECK FAILED")
+    assert "entirely inf/NaN (1):\n  seq2seq/output_projection/v" in out
+
+
+def test_missing_checkpoint_is_an_error_line(tmp_path, capsys):
+    assert inspect_checkpoint.main([str(tmp_path / "nothing")]) == 2
+    assert capsys.readouterr().err.startswith("error: no checkpoint at ")
+
+
+def test_module_entry_point_without_a_path_prints_usage():
+    proc = helpers.run_python(["-m", "pointer_generator.inspect_checkpoint"], timeout=60)
+    assert proc.returncode == 2
+    assert "inspect_checkpoint <checkpoint prefix or directory>" in proc.stderr
