@@ -40,6 +40,10 @@ MAX_FILE_BYTES = 2**31 - 1 - _PREFIX_SIZE
 # them inside TensorFlow's "assertion failed: [...] [[node ...]]" text.
 _MARK_OPEN, _MARK_CLOSE = "PGDataError<<", ">>"
 _MARK_RE = re.compile(re.escape(_MARK_OPEN) + "(.*?)" + re.escape(_MARK_CLOSE), re.DOTALL)
+# tf.io.parse_example's errors do not name the file: this finds it.
+_FIND_IT = "`python -m pointer_generator.binfile '<--data_path>'` names the file and record"
+# tf.io.parse_example's error for a feature of another type than declared.
+_WRONG_TYPE_RE = re.compile(r"Key: (\w+), Index: (\d+)\.\s+Data types don't match")
 
 
 # ------------------------------------------------------------------------------ Python side
@@ -117,7 +121,43 @@ def data_errors():
             # not a protobuf; TF's message does not name the file.
             raise DataError("a .bin record is not a serialized tf.train.Example "
                             f"(TensorFlow: {e.message[:300]})") from None
+        wrong_type = _WRONG_TYPE_RE.search(e.message or "")
+        if wrong_type:
+            # An int64 or float feature where bytes are expected; TF's message gives the
+            # record index in its file but not the file.
+            key, index = wrong_type.groups()
+            raise DataError(f"a .bin record's {key!r} feature is not a bytes feature (record "
+                            f"{index} of its file; {_FIND_IT})") from None
+        if isinstance(e, tf.errors.InvalidArgumentError) and "ParseExample" in (e.message or ""):
+            # Any other protobuf tf.io.parse_example rejects (bytes that pass the header
+            # check but are not a valid Example, e.g. a feature of an unknown kind).
+            raise DataError("a .bin record is not a valid tf.train.Example (TensorFlow: "
+                            f"{_op_reason(e.message)}; {_FIND_IT})") from None
         raise
+    except UnicodeDecodeError as e:
+        # TensorFlow quotes the bad record in its error message, and that message cannot
+        # even be turned into a Python exception when the bytes are not UTF-8.
+        if _raised_in_tensorflow(e):
+            raise DataError("a .bin record is not a valid tf.train.Example (TensorFlow's "
+                            f"error message about it is not even text; {_FIND_IT})") from None
+        raise
+
+
+def _op_reason(message: str) -> str:
+    """The line of a TensorFlow op error that says what is wrong (the one before the
+    `[[{{node ...}}]]` line), without the Python traceback of where the op was made."""
+    lines = [line.strip() for line in message.splitlines()]
+    for i, line in enumerate(lines):
+        if line.startswith("[[{{node") and i and lines[i - 1]:
+            return lines[i - 1][:300]
+    return lines[0][:300] if lines else ""
+
+
+def _raised_in_tensorflow(error: BaseException) -> bool:
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}tensorflow{os.sep}" in tb.tb_frame.f_code.co_filename
 
 
 def _c_unescape(text: str) -> str:
@@ -272,6 +312,39 @@ def drop_empty_articles(path, examples):
         lambda: tf.constant(False))
     with tf.control_dependencies([warn]):
         return {k: tf.boolean_mask(v, keep) for k, v in examples.items()}
+
+
+# RE2 (UTF-8 mode) matches this class only with code points decoded from valid UTF-8 (no
+# surrogates, nothing past U+10FFFF, no overlong forms), so a full match is exactly Python's
+# strict `bytes.decode("utf-8")` check (tests/test_reliability_input.py), and fast.
+_VALID_UTF8 = r"[\x{0}-\x{D7FF}\x{E000}-\x{10FFFF}]*"
+
+
+def warn_non_utf8(path, examples):
+    """Warn once per file (per pass) about records whose text is not valid UTF-8.
+
+    Such text is used as it is, bytes and all, as the original (Python 2 byte strings)
+    did: the invalid words become OOVs and show as U+FFFD in decoded text. The warning
+    goes to stderr: `WARNING: pointer_generator input pipeline: <file>: N example(s)
+    whose text is not valid UTF-8 (first: record R); ...`.
+    """
+    ok = (tf.strings.regex_full_match(examples["article"], _VALID_UTF8)
+          & tf.strings.regex_full_match(examples["abstract"], _VALID_UTF8))
+    n_bad = tf.reduce_sum(tf.cast(tf.logical_not(ok), tf.int32))
+
+    def warn():
+        first = tf.gather(examples["record"], _first_bad(ok))
+        message = tf.strings.join([
+            "WARNING: pointer_generator input pipeline: ", path, ": ", _str(n_bad),
+            " example(s) whose text is not valid UTF-8 (first: record ", _str(first),
+            "); the bytes are used as they are (invalid ones show as U+FFFD in decoded "
+            "text)"])
+        with tf.control_dependencies([tf.print(message, output_stream=sys.stderr)]):
+            return tf.constant(True)
+
+    done = tf.cond(n_bad > 0, warn, lambda: tf.constant(False))
+    with tf.control_dependencies([done]):
+        return {k: tf.identity(v) for k, v in examples.items()}
 
 
 def _warn(path, n):

@@ -240,3 +240,30 @@ def write_chunked(out_dir: str, set_name: str, pairs: Iterable[tuple[str, str]],
     if buf:
         flush()
     return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pointer_generator.binfile FILE_OR_GLOB...`: check `.bin` files record by
+    record; prints one line per file and exits with status 1 if any file is malformed."""
+    import glob
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print("usage: python -m pointer_generator.binfile FILE_OR_GLOB...", file=sys.stderr)
+        return 2
+    bad = 0
+    for pattern in argv:
+        for path in sorted(glob.glob(pattern)) or [pattern]:
+            try:
+                n = sum(1 for _ in read_records(path))
+            except DataError as e:
+                print(f"error: {e}", flush=True)
+                bad += 1
+            else:
+                print(f"{path}: {n} records, all valid", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

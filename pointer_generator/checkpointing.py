@@ -25,7 +25,7 @@ import time
 
 import tensorflow as tf
 
-from pointer_generator.errors import CheckpointError
+from pointer_generator.errors import CheckpointError, OutputError
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,30 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
 
+def write_failure_reason(error: Exception) -> str:
+    """The operating system's reason in a failed write ("No space left on device").
+
+    TensorFlow's messages look like `{{function_node ...}} /path/file.tempstate123; No space
+    left on device [Op:SaveV2]`; the text after the last "; " is the reason.
+    """
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    text = _first_line(getattr(error, "message", None) or str(error))
+    text = re.sub(r"\s*\[Op:[^\]]*\].*$", "", text)
+    return text.rsplit("; ", 1)[-1].strip() or type(error).__name__
+
+
+def _remove_partial_write(prefix: str) -> None:
+    """Remove what a failed save of `prefix` left behind (its `_temp` directory and any
+    files of the unfinished checkpoint), freeing the space it took on a full disk."""
+    for leftover in tf.io.gfile.glob(prefix + "_temp*"):
+        try:
+            tf.io.gfile.rmtree(leftover)
+        except tf.errors.OpError:
+            pass
+    delete_checkpoint_files(prefix)
+
+
 # --------------------------------------------------------------------------- matching
 def _diagnose(shapes: dict, hps, vocab_size: int) -> list[str]:
     """What in the flags disagrees with a checkpoint of this implementation."""
@@ -153,7 +177,10 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, model):
     """
     check_compatible(path, model)
     try:
-        checkpoint.restore(path).assert_existing_objects_matched()
+        status = checkpoint.restore(path)
+        status.assert_existing_objects_matched()
+        # The checkpoint may hold more than `checkpoint` (see above): no warnings for that.
+        status.expect_partial()
     except (ValueError, AssertionError) as e:
         raise CheckpointError(f"checkpoint {path} does not match the model: "
                               f"{_first_line(str(e))}") from None
@@ -211,6 +238,15 @@ class TrainCheckpoints:
         self._fallback = fallback
         self._use(checkpoint)
         self.last_save_time = time.time()
+        # A job killed inside a save leaves the shards in `<prefix>_temp`; only one job
+        # writes this directory, so whatever is there now is garbage.
+        for leftover in tf.io.gfile.glob(os.path.join(directory,
+                                                      f"{TRAIN_CHECKPOINT_NAME}-*_temp*")):
+            log.info("Removing %s, left by a save that did not finish", leftover)
+            try:
+                tf.io.gfile.rmtree(leftover)
+            except tf.errors.OpError:
+                pass
 
     def _use(self, checkpoint: tf.train.Checkpoint) -> None:
         self.checkpoint = checkpoint
@@ -226,22 +262,37 @@ class TrainCheckpoints:
         return os.path.join(self.directory, f"{TRAIN_CHECKPOINT_NAME}-{step}")
 
     def save(self) -> str | None:
-        """Save at the current step; returns the path, or None if that step is saved."""
+        """Save at the current step; returns the path, or None if that step is saved.
+
+        Raises OutputError when the checkpoint cannot be written (disk full, read-only
+        file system); the earlier checkpoints and the state file are left as they were.
+        """
         step = int(self.step.numpy())
         self.last_save_time = time.time()
-        if tf.io.gfile.exists(self.prefix_for(step) + ".index"):
+        prefix = self.prefix_for(step)
+        if tf.io.gfile.exists(prefix + ".index"):
             return None
         try:
-            path = self.manager.save(checkpoint_number=step)
-        except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as e:
-            if self._fallback is None:
-                raise
-            # Typically an input pipeline whose position cannot be serialised.
-            log.warning("Cannot save the data position (%s); checkpoints will hold the "
-                        "model, optimizer and step only", _first_line(str(e)))
-            self._use(self._fallback)
-            self._fallback = None
-            path = self.manager.save(checkpoint_number=step)
+            try:
+                path = self.manager.save(checkpoint_number=step)
+            except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as e:
+                if self._fallback is None:
+                    raise
+                # Typically an input pipeline whose position cannot be serialised.
+                log.warning("Cannot save the data position (%s); checkpoints will hold the "
+                            "model, optimizer and step only", _first_line(str(e)))
+                self._use(self._fallback)
+                self._fallback = None
+                path = self.manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as e:
+            reason = write_failure_reason(e)
+            newest = self.latest
+            if newest == prefix:  # written and recorded; removing older ones failed
+                raise OutputError(f"saved checkpoint {prefix} but could not remove older "
+                                  f"ones in {self.directory}: {reason}") from None
+            _remove_partial_write(prefix)  # the state file still names the older ones
+            raise OutputError(f"cannot write checkpoint {prefix}: {reason}; the earlier "
+                              f"checkpoints are intact (newest: {newest})") from None
         log.info("Saved checkpoint %s", path)
         return path
 
@@ -294,8 +345,18 @@ def write_named(checkpoint: tf.train.Checkpoint, prefix: str,
                               "replaced")
     directory = os.path.dirname(prefix)
     checkpoint.save_counter  # noqa: B018  (created on access; `write` saves it only then)
-    path = checkpoint.write(prefix)
-    for old in add_to_state_file(directory, path, state_file, max_to_keep):
+    try:
+        path = checkpoint.write(prefix)
+    except (tf.errors.OpError, OSError) as e:
+        _remove_partial_write(prefix)
+        raise OutputError(f"cannot write checkpoint {prefix}: {write_failure_reason(e)}; "
+                          "the earlier checkpoints are intact") from None
+    try:
+        dropped = add_to_state_file(directory, path, state_file, max_to_keep)
+    except (tf.errors.OpError, OSError) as e:
+        raise OutputError(f"wrote {path} but cannot update {os.path.join(directory, state_file)}"
+                          f": {write_failure_reason(e)}") from None
+    for old in dropped:
         delete_checkpoint_files(old)
     return path
 

@@ -68,12 +68,13 @@ class BeamSearchDecoder:
     def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
         model, hps, k = self.model, self.hps, self.hps.beam_size
         enc = model.encode(enc_batch, enc_padding_mask)
-        enc_tiled = tile_beams(enc, k)
+        # The encoder tensors stay one row per article (the attention reads them once for
+        # all K beams); only the small extended ids are tiled to the B*K decoder rows.
         ext_tiled = tile_beams(enc_batch_extend_vocab, k)
         carry = tile_beams(model.initial_carry(enc), k)
 
         def step_fn(tokens, carry):
-            return model.decode_step(enc_tiled, ext_tiled, max_art_oovs, tokens, carry)
+            return model.decode_step(enc, ext_tiled, max_art_oovs, tokens, carry)
 
         # A Python int when the batch size is static; a tensor once retracing relaxed it.
         batch_size = enc_batch.shape[0]
@@ -97,8 +98,7 @@ class BeamSearchDecoder:
         for i in range(len(enc_lens)):
             n = int(out["lengths"][i])
             ids = [int(t) for t in out["tokens"][i, :n]]
-            oovs = [w.decode("utf-8") for w in art_oovs[i] if w] if self.hps.pointer_gen \
-                else None
+            oovs = [_text(w) for w in art_oovs[i] if w] if self.hps.pointer_gen else None
             words = outputids2words(ids, self.vocab, oovs)
             if STOP_DECODING in words:
                 words = words[:words.index(STOP_DECODING)]
@@ -107,10 +107,15 @@ class BeamSearchDecoder:
         return results
 
 
+def _text(x: bytes) -> str:
+    # Text that is not UTF-8 flows through the pipeline as bytes (as in the original, whose
+    # Python 2 strings were bytes; the pipeline warns about it); here it is shown with U+FFFD.
+    return x.decode("utf-8", errors="replace")
+
+
 def example_strings(batch: dict, i: int) -> dict:
     """Python strings of row i of a pipeline batch: article, abstract, sentences, OOVs."""
-    def text(x):
-        return x.decode("utf-8")
+    text = _text
     n_sents = int(batch["num_abstract_sents"][i])
     return {"article": text(batch["original_article"][i].numpy()),
             "abstract": text(batch["original_abstract"][i].numpy()),
@@ -166,11 +171,15 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     if done:
         log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir,
                  done)
+    if os.path.isdir(decode_dir):
+        decode_output.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
     progress = Progress(total, already=done)
     pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
     os.makedirs(decode_dir, exist_ok=True)
     index = 0
-    with open(os.path.join(decode_dir, P_GENS_FILE), "a", encoding="utf-8") as p_gen_file:
+    p_gens_path = os.path.join(decode_dir, P_GENS_FILE)
+    _drop_partial_last_line(p_gens_path)
+    with open(p_gens_path, "a", encoding="utf-8") as p_gen_file:
         for batch in dataset:
             n = int(batch["enc_lens"].shape[0])
             if index + n <= done:  # already written by an earlier, interrupted run
@@ -182,17 +191,20 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
                 if ex < done:
                     continue
                 strings = example_strings(batch, i)
-                decode_output.write_for_rouge(strings["abstract_sents"], summary.words, ex,
-                                              decode_dir, html_safe=html_safe)
+                # The p_gen line and the attention page come first and the decoded file
+                # last: an example counts as complete (and is skipped by a resumed run) only
+                # once everything of it is on disk. A resumed run may repeat a p_gen line.
                 if hps.pointer_gen and len(summary.p_gens):
                     p_gen_file.write("%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)),
                                                           len(summary.p_gens)))
+                    p_gen_file.flush()
                 if ex < attention_pages:
                     record = attention_record(strings, summary, vocab, hps.pointer_gen)
                     attention_html.write_attention_page(
                         os.path.join(pages_dir, "%06d.html" % ex), record,
                         title=f"Example {ex}: " + " ".join(summary.words[:12]))
-            p_gen_file.flush()
+                decode_output.write_for_rouge(strings["abstract_sents"], summary.words, ex,
+                                              decode_dir, html_safe=html_safe)
             progress.update(n - max(0, done - index))
             index += n
     progress.update(0, force=True)
@@ -204,6 +216,17 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     results = rouge.rouge_eval(os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
                                os.path.join(decode_dir, decode_output.DECODED_SUBDIR))
     return rouge.rouge_log(results, decode_dir)
+
+
+def _drop_partial_last_line(path: str) -> None:
+    """Cut a line that an interrupted run left half-written at the end of `path`."""
+    try:
+        with open(path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                f.truncate(data.rfind(b"\n") + 1)
+    except FileNotFoundError:
+        pass
 
 
 def log_example(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> str:

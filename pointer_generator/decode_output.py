@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 
 from pointer_generator.errors import FlagError
@@ -76,6 +77,23 @@ def atomic_write_text(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# The temporary names atomic_write_text uses: `.<name>.<pid>-<8 hex digits>.tmp`.
+_TEMPORARY_RE = re.compile(r"^\..+\.\d+-[0-9a-f]{8}\.tmp$")
+
+
+def remove_stale_temporaries(directory: str) -> int:
+    """Delete the temporaries a killed writer left in `directory` and its sub-directories
+    (only one decode job writes a decode directory); returns how many were removed."""
+    removed = 0
+    for dirpath, _, names in os.walk(directory):
+        for name in names:
+            if _TEMPORARY_RE.match(name):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(dirpath, name))
+                    removed += 1
+    return removed
 
 
 def write_for_rouge(reference_sents: list[str], decoded_words: list[str], ex_index: int,

@@ -28,3 +28,8 @@ class CheckpointError(PointerGeneratorError):
 
 class NonFiniteLossError(PointerGeneratorError):
     """Training produced a NaN or infinite loss."""
+
+
+class OutputError(PointerGeneratorError):
+    """An output (checkpoint, event file, experiment directory) cannot be written: the disk
+    is full, the file system is read-only, or the path is not a writable directory."""

@@ -11,9 +11,10 @@ import tensorflow as tf
 
 from pointer_generator.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID, Vocab
 
-# Non-greedy and dot-matches-newline: the text up to and including the first `<s>`.
-_UP_TO_OPEN_TAG = r"(?s)^.*?<s>"
-_HAS_OPEN_TAG = r"(?s).*<s>.*"
+# The text up to and including the first `<s>`, non-greedy. `\C` is any byte: RE2's `.`
+# does not match bytes that are not UTF-8, which would silently drop such sentences.
+_UP_TO_OPEN_TAG = r"^\C*?<s>"
+_HAS_OPEN_TAG = r"\C*<s>\C*"
 
 
 def vocab_table(vocab: Vocab) -> tf.lookup.StaticHashTable:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 
-from pointer_generator.errors import FlagError
+from pointer_generator.errors import FlagError, OutputError
 
 TRAIN_SUBDIR = "train"
 EVAL_SUBDIR = "eval"
@@ -54,14 +55,41 @@ def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:
     """The experiment of `log_root/exp_name`; created in train mode, else it must exist.
 
     Raises FlagError ("run in train mode to create it") for eval/decode of a missing
-    experiment, like the original's start-up (spec 1.2 step 3).
+    experiment, like the original's start-up (spec 1.2 step 3), and OutputError when the
+    directory the mode writes to cannot be created.
     """
     exp = Experiment(os.path.join(log_root, exp_name))
-    if mode == "train":
-        os.makedirs(exp.train_dir, exist_ok=True)
-    elif not os.path.isdir(exp.root):
+    if mode != "train" and not os.path.isdir(exp.root):
         raise FlagError(f"experiment directory {exp.root!r} does not exist; run in train "
                         "mode to create it")
-    if mode == "eval":
-        os.makedirs(exp.eval_dir, exist_ok=True)
+    made = {"train": exp.train_dir, "eval": exp.eval_dir}.get(mode)
+    if made:
+        try:
+            os.makedirs(made, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"cannot create {made!r} ({e.strerror or e}); check --log_root "
+                              "and --exp_name") from None
     return exp
+
+
+def output_dir(exp: Experiment, mode: str) -> str:
+    """Where a mode writes: train/ (checkpoints), eval/ (best models), or the experiment
+    directory itself (decode directories)."""
+    return {"train": exp.train_dir, "eval": exp.eval_dir}.get(mode, exp.root)
+
+
+def check_writable(directory: str) -> None:
+    """Create `directory` if needed and make sure a file can be created in it.
+
+    Raises OutputError naming the directory and the reason (read-only file system, a path
+    component that is a file, no permission). Permission bits are not consulted: a file is
+    really created and removed, which also gives the right answer for root.
+    """
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write_test_", dir=directory)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise OutputError(f"cannot write in {directory!r} ({e.strerror or e}); check "
+                          "--log_root and --exp_name") from None

@@ -45,6 +45,10 @@ class HParams:
     decode_attention: str = "original"
     # Numerically safe loss/attention (no log(0), no 0/0). False = the original formula.
     safe_numerics: bool = True
+    # Run the encoder and the training decoder loop as fused XLA loops with hand-written
+    # gradients (pointer_generator/recurrent.py); False = Keras layers and autodiff (same
+    # values, slower; numeric checks of --debug can see inside).
+    fused_recurrence: bool = True
 
     def __post_init__(self):
         if self.mode not in MODES:

@@ -199,7 +199,8 @@ def _stream_seed(seed, stream, index):
 # build several pipelines.
 @tf.function(autograph=False, input_signature=[tf.TensorSpec([], tf.string)])
 def _read_texts(path):
-    ex = bin_dataset.drop_empty_articles(path, bin_dataset.read_bin_file(path))
+    ex = bin_dataset.drop_empty_articles(
+        path, bin_dataset.warn_non_utf8(path, bin_dataset.read_bin_file(path)))
     return ex["article"], ex["abstract"]
 
 

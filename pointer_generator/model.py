@@ -13,7 +13,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from pointer_generator import losses
+from pointer_generator import losses, recurrent
 from pointer_generator.hparams import HParams
 from pointer_generator.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.layers import (
@@ -54,6 +54,36 @@ def lstm_step(cell: keras.layers.LSTMCell, x, h, c):
     c_new = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
     h_new = tf.sigmoid(o) * tf.tanh(c_new)
     return h_new, c_new
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
+    """`decode_final_distribution` in one fused XLA pass (compiled once per batch shape
+    and number of article OOVs: a small function, compiled in well under a second)."""
+    batch = tf.shape(logits)[0]
+    gen = p_gen * tf.nn.softmax(logits, axis=-1)
+    gen = tf.concat([gen, tf.zeros([batch, max_art_oovs], gen.dtype)], axis=1)
+    rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(enc_batch_extend_vocab))
+    indices = tf.stack([rows, enc_batch_extend_vocab], axis=2)
+    return gen + tf.scatter_nd(indices, (1.0 - p_gen) * attn, tf.shape(gen))
+
+
+def decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
+    """`FinalDistribution` of softmax(logits), for decoding: the same values in one pass.
+
+    Args:
+      logits [N, vocab]; attn [N, T]; p_gen [N, 1]; enc_batch_extend_vocab [N, T] int32;
+      max_art_oovs: int32 scalar.
+    Returns:
+      [N, vocab + max_art_oovs].
+    """
+    return _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs)
+
+
+def _cell_weights(cell: keras.layers.LSTMCell):
+    """(kernel, recurrent_kernel, bias) of a Keras LSTMCell as tensors."""
+    return tuple(tf.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel,
+                                                   cell.bias))
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")
@@ -142,10 +172,17 @@ class PointerGeneratorModel(keras.Model):
         enc_batch: [batch, enc_len] int32; enc_padding_mask: [batch, enc_len] float.
         """
         emb = self.embedding(enc_batch)
-        mask = enc_padding_mask > 0
-        outputs, h_fw, c_fw, h_bw, c_bw = self.encoder(emb, mask=mask)
-        # TF1's dynamic RNN emits zeros past each length; Keras repeats the last output.
-        states = outputs * enc_padding_mask[:, :, None]
+        if self.hps.fused_recurrence:
+            # Same weights and values as the Keras layer; one loop for both directions
+            # with a hand-written gradient (recurrent.py). Outputs are zero past each end.
+            states, h_fw, c_fw, h_bw, c_bw = recurrent.bidirectional_lstm(
+                emb, tf.cast(enc_padding_mask, emb.dtype),
+                _cell_weights(self.encoder.forward_layer.cell),
+                _cell_weights(self.encoder.backward_layer.cell))
+        else:
+            outputs, h_fw, c_fw, h_bw, c_bw = self.encoder(emb, mask=enc_padding_mask > 0)
+            # TF1's dynamic RNN emits zeros past each length; Keras repeats the last output.
+            states = outputs * enc_padding_mask[:, :, None]
         c0, h0 = self.reduce_state(c_fw, c_bw, h_fw, h_bw)
         features = self.attention.encoder_features(states)
         return EncoderOutput(states, features, enc_padding_mask, c0, h0)
@@ -170,6 +207,18 @@ class PointerGeneratorModel(keras.Model):
         # The embedding half of the input merge does not depend on the recurrence.
         y_part = tf.einsum("tbe,ek->tbk", emb_t, merge_w[:emb_dim]) + self.input_merge.bias
         ctx_w = merge_w[emb_dim:]
+        if self.hps.fused_recurrence:
+            att = self.attention
+            w_c = (tf.reshape(att.w_c, [-1]) if use_cov
+                   else tf.zeros([self.hps.attention_dim], y_part.dtype))
+            steps = recurrent.attention_decoder(
+                y_part, enc.states, enc.features, enc.padding_mask, enc.h, enc.c, ctx_w,
+                _cell_weights(self.decoder_cell),
+                (tf.convert_to_tensor(att.W_s), tf.convert_to_tensor(att.b_attn),
+                 tf.convert_to_tensor(att.v), w_c),
+                use_coverage=use_cov, safe=self.hps.safe_numerics)
+            names = ("x", "c", "h", "context", "attn")
+            return {n: tf.transpose(v, [1, 0, 2]) for n, v in zip(names, steps, strict=True)}
 
         def body(t, h, c, context, coverage, tas):
             x = y_part[t] + tf.matmul(context, ctx_w)
@@ -255,13 +304,25 @@ class PointerGeneratorModel(keras.Model):
     def initial_carry(self, enc: EncoderOutput) -> dict:
         """Decoder carry at the first decode step: LSTM state, previous context, coverage.
 
-        All [batch, ...]: c, h [batch, hidden], context [batch, 2*hidden] (zeros),
-        coverage [batch, enc_len] (zeros).
+        All [batch, ...]: c, h [batch, hidden], context [batch, 2*hidden], coverage
+        [batch, enc_len] (zeros). The context is zeros with "train_consistent"; with
+        "original" it is the attention context of the initial state s_0 (and, with
+        coverage, `attn` [batch, enc_len] is that attention; see `decode_step`).
         """
         batch = tf.shape(enc.states)[0]
-        return {"c": enc.c, "h": enc.h,
-                "context": tf.zeros([batch, 2 * self.hps.hidden_dim], enc.states.dtype),
-                "coverage": tf.zeros(tf.shape(enc.padding_mask), enc.states.dtype)}
+        carry = {"c": enc.c, "h": enc.h,
+                 "context": tf.zeros([batch, 2 * self.hps.hidden_dim], enc.states.dtype),
+                 "coverage": tf.zeros(tf.shape(enc.padding_mask), enc.states.dtype)}
+        if self.hps.decode_attention == "original":
+            # The attention of the current state, which the original recomputes at the
+            # start of the next step; carried instead (see `decode_step`).
+            context, attn = self.attention.beam_attention(
+                enc.states, enc.features, enc.padding_mask, tf.concat([enc.c, enc.h], 1),
+                carry["coverage"] if self.hps.coverage else None)
+            carry["context"] = context
+            if self.hps.coverage:
+                carry["attn"] = attn
+        return carry
 
     def decode_step(self, enc: EncoderOutput, enc_batch_extend_vocab, max_art_oovs, tokens,
                     carry: dict):
@@ -270,13 +331,17 @@ class PointerGeneratorModel(keras.Model):
         With `hps.decode_attention == "original"` it reproduces the TF1 decode graph
         (`initial_state_attention=True`): the attention is first recomputed from the
         previous state and coverage to get the context fed into the input merge, and that
-        attention is added to the coverage before the step's own attention. With
-        "train_consistent" it carries the previous context and coverage exactly as the
-        training loop does.
+        attention is added to the coverage before the step's own attention. (That
+        recomputation has the inputs of the previous step's own attention, so its result
+        is carried in `carry` rather than computed twice: same values, half the work.)
+        With "train_consistent" it carries the previous context and coverage exactly as
+        the training loop does.
 
         Args:
-          enc: encoder output with `batch` rows (already tiled to beams by the caller).
-          enc_batch_extend_vocab: [batch, enc_len] int32.
+          enc: encoder output with `batch` rows, or with `batch / K` rows for K beams per
+            article (row b*K + k of the decoder tensors is beam k of article b): the
+            attention then reads each article's encoder tensors once for all its beams.
+          enc_batch_extend_vocab: [batch, enc_len] int32 (one row per decoder row).
           max_art_oovs: int32 scalar.
           tokens: [batch] int32 previous tokens (all < vocab size).
           carry: dict from `initial_carry` or a previous step.
@@ -284,31 +349,34 @@ class PointerGeneratorModel(keras.Model):
           (final_dist [batch, vocab(+oovs)], attn [batch, enc_len], p_gen [batch], carry).
         """
         use_cov = self.hps.coverage
+        original = self.hps.decode_attention == "original"
         c, h, coverage = carry["c"], carry["h"], carry["coverage"]
-        if self.hps.decode_attention == "original":
-            prev_context, prev_attn = self.attention(
-                enc.states, enc.features, enc.padding_mask, tf.concat([c, h], 1),
-                coverage if use_cov else None)
-            if use_cov:
-                coverage = coverage + prev_attn
-        else:
-            prev_context = carry["context"]
+        prev_context = carry["context"]
+        if original and use_cov:
+            # The original recomputes the attention of the previous state here; its inputs
+            # (that state, the coverage) are those of the previous step's own attention,
+            # so the carry holds the result instead (`initial_carry` for the first step).
+            coverage = coverage + carry["attn"]
         x = self.input_merge(tf.concat([self.embedding(tokens), prev_context], 1))
         h, c = lstm_step(self.decoder_cell, x, h, c)
-        context, attn = self.attention(enc.states, enc.features, enc.padding_mask,
-                                       tf.concat([c, h], 1), coverage if use_cov else None)
-        if self.hps.decode_attention != "original" and use_cov:
+        context, attn = self.attention.beam_attention(
+            enc.states, enc.features, enc.padding_mask, tf.concat([c, h], 1),
+            coverage if use_cov else None)
+        if not original and use_cov:
             coverage = coverage + attn
         out = self.attn_output_projection(tf.concat([h, context], 1))
-        vocab_dist = tf.nn.softmax(self.output_projection(out), axis=-1)
+        logits = self.output_projection(out)
         if self.hps.pointer_gen:
             p_gen = self.p_gen_layer(context, c, h, x)  # [batch, 1]
-            final = self.final_distribution(vocab_dist, attn, p_gen, enc_batch_extend_vocab,
-                                            max_art_oovs)
+            final = decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab,
+                                              max_art_oovs)
             p_gen = p_gen[:, 0]
         else:
-            final, p_gen = vocab_dist, tf.ones_like(vocab_dist[:, 0])
+            final = tf.nn.softmax(logits, axis=-1)
+            p_gen = tf.ones_like(final[:, 0])
         new_carry = {"c": c, "h": h, "context": context, "coverage": coverage}
+        if original and use_cov:
+            new_carry["attn"] = attn
         return final, attn, p_gen, new_carry
 
     def get_config(self):

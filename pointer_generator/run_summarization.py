@@ -51,7 +51,7 @@ def main(argv: list[str]) -> None:
 
 def run_mode(argv: list[str]) -> None:
     """Start-up (spec 1.2) and dispatch to the mode's `main(hps, vocab, flags)`."""
-    from pointer_generator.experiment import open_experiment
+    from pointer_generator.experiment import check_writable, open_experiment, output_dir
     from pointer_generator.hparams import HParams
     from pointer_generator.vocab import Vocab
 
@@ -64,7 +64,9 @@ def run_mode(argv: list[str]) -> None:
         # The fused loops are XLA clusters, inside which numeric checks cannot look.
         absl_logging.info("--debug: using --fused_recurrence=0")
         hps = hps.replace(fused_recurrence=False)
-    open_experiment(FLAGS.log_root, FLAGS.exp_name, FLAGS.mode)
+    exp = open_experiment(FLAGS.log_root, FLAGS.exp_name, FLAGS.mode)
+    # A read-only or otherwise unwritable directory is reported now, not at the first save.
+    check_writable(output_dir(exp, FLAGS.mode))
     vocab = Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
     main_fn = mode_main(FLAGS.mode)
     # Devices are fixed before TensorFlow starts using them (GPU selection, memory growth,

@@ -12,10 +12,14 @@ running_avg_loss/decay=0.990000 (eval/).
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
+
+from pointer_generator.checkpointing import write_failure_reason
+from pointer_generator.errors import OutputError
 
 LOSS = "seq2seq/loss/loss"
 COVERAGE_LOSS = "seq2seq/loss/coverage_loss/coverage_loss"
@@ -48,17 +52,23 @@ class ScalarWriter:
     Args:
       logdir: directory of the event files (train/ or eval/).
       enabled: False makes every call a no-op (non-chief workers).
+
+    Writing errors (a full disk, a read-only file system) raise OutputError naming the
+    directory and the reason.
     """
 
     def __init__(self, logdir: str, enabled: bool = True):
         self.logdir = logdir
-        self._writer = tf.summary.create_file_writer(logdir) if enabled else None
+        self._writer = None
+        if enabled:
+            with self._output_errors():
+                self._writer = tf.summary.create_file_writer(logdir)
 
     def write(self, metrics: dict, step: int) -> None:
         """Write every metric that has a tag in METRIC_TAGS (others are ignored)."""
         if self._writer is None:
             return
-        with self._writer.as_default(step=int(step)):
+        with self._output_errors(), self._writer.as_default(step=int(step)):
             for name, value in metrics.items():
                 tag = METRIC_TAGS.get(name)
                 if tag is not None and value is not None:
@@ -67,12 +77,29 @@ class ScalarWriter:
 
     def flush(self) -> None:
         if self._writer is not None:
-            self._writer.flush()
+            with self._output_errors():
+                self._writer.flush()
 
     def close(self) -> None:
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            with self._output_errors():
+                writer.close()
+
+    def close_quietly(self) -> None:
+        """Close, ignoring write errors (on the way out after another error)."""
+        try:
+            self.close()
+        except OutputError:
+            pass
+
+    @contextlib.contextmanager
+    def _output_errors(self):
+        try:
+            yield
+        except (tf.errors.OpError, OSError) as e:
+            raise OutputError(f"cannot write TensorBoard summaries in {self.logdir}: "
+                              f"{write_failure_reason(e)}") from None
 
 
 def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) -> str:

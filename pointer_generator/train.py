@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_generator import checkpointing, distribution, summaries
-from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError
+from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError, OutputError
 from pointer_generator.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.flags import strategy_name
 from pointer_generator.hparams import HParams
@@ -326,8 +326,12 @@ def write_projector_files(exp: Experiment, vocab, checkpoint_path: str) -> None:
     if key is None:
         log.warning("No embedding found in %s; projector config not written", checkpoint_path)
         return
-    vocab.write_metadata(exp.vocab_metadata)
-    summaries.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
+    try:
+        vocab.write_metadata(exp.vocab_metadata)
+        summaries.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
+    except (OSError, tf.errors.OpError) as e:
+        raise OutputError(f"cannot write the embedding projector files in {exp.train_dir}: "
+                          f"{checkpointing.write_failure_reason(e)}") from None
 
 
 def _worker_directory(exp: Experiment, trainer: Trainer) -> str:
@@ -445,10 +449,10 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
         with StopRequest() as stop, data_errors():
             reason = _run_steps(trainer, iterator, ckpts, writer, stop, flags)
     except NonFiniteLossError:
-        writer.close()  # and no save: the newest checkpoint stays the last good one
+        writer.close_quietly()  # and no save: the newest checkpoint stays the last good one
         raise
     except tf.errors.InvalidArgumentError as e:
-        writer.close()
+        writer.close_quietly()
         if flags.debug and "Infinity or NaN" in (e.message or ""):
             raise NonFiniteLossError(
                 f"--debug: {_check_numerics_summary(e.message)} in training step "
@@ -457,6 +461,16 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
         raise
     except KeyboardInterrupt:
         reason = "interrupted"
+    except OutputError as e:
+        # A full disk or a read-only file system: stop with the reason. One last save is
+        # tried (it may fit where an event file did not); it never replaces a good one.
+        writer.close_quietly()
+        if trainer.num_workers == 1 and "cannot write checkpoint" not in str(e):
+            try:
+                ckpts.save()
+            except OutputError:
+                pass
+        raise _output_stopped(e, trainer, ckpts) from None
     except Exception:
         # The state is consistent between steps: keep what was trained (one worker only;
         # the others of a multi-worker job may be gone).
@@ -465,10 +479,14 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
                 ckpts.save()
             except Exception as save_error:  # the original error matters more
                 log.error("Could not save a checkpoint after the error: %s", save_error)
-        writer.close()
+        writer.close_quietly()
         raise
-    path = ckpts.save()
-    writer.close()
+    try:
+        path = ckpts.save()
+        writer.close()
+    except OutputError as e:
+        writer.close_quietly()
+        raise _output_stopped(e, trainer, ckpts) from None
     if not chief:
         tf.io.gfile.rmtree(ckpts.directory)
         path = "written by the chief worker"
@@ -502,6 +520,14 @@ def _run_steps(trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, fla
         if save:
             ckpts.save()
             writer.flush()
+
+
+def _output_stopped(error: OutputError, trainer: Trainer, ckpts) -> OutputError:
+    """`error` with where training stopped and which checkpoint to resume from."""
+    text = f"{error}; training stopped at step {int(trainer.step.numpy())}"
+    if "newest" not in text:
+        text += f"; newest checkpoint: {ckpts.latest or 'none'}"
+    return OutputError(text)
 
 
 def _check_numerics_summary(message: str) -> str:

@@ -1,0 +1,280 @@
+"""Beam-search decoding throughput at the paper's test settings: batched vs one at a time.
+
+    python -m experiments.benchmarks.decode [--batch_size 32] [--articles 64]
+
+Settings of the paper's test decode: beam 4, max_enc_steps 400, max_dec_steps 120,
+min_dec_steps 35, pointer-generator with coverage, vocabulary 50,000 from
+../shared/data/vocab_200k, real CNN/DM articles from ../shared/data (single-pass decode
+batches of distinct articles, in file order).
+
+Weights: random (the initialisers; `--seed`) unless `--train_dir` or `--tf1_checkpoint`
+gives trained ones. An untrained model practically never emits [STOP], so every article
+runs the full 120 steps: the worst case (a trained model stops most summaries earlier).
+The figures report the average number of decoder steps per article.
+
+Measured in one run, after a warm-up (tracing and compilation) of each:
+  * batched: `decode.BeamSearchDecoder.decode_batch` on `--articles` articles in batches
+    of `--batch_size` (B articles x 4 beams per compiled step);
+  * one at a time: `beam_search_single`, the original's algorithm (a Python loop over
+    steps calling the compiled one-step decoder for the 4 beams of one article), on
+    `--single_articles` articles; and the batched search with one article per batch.
+Figures: articles/s of each, the ratios, decoder steps per article, the vocabulary
+projection's share (its FLOPs at this machine's matmul rate, measured in the same run:
+the ceiling for a matmul-bound decoder), and the peak resident memory. Targets: >= 4
+articles/s batched, >= 10x the one-at-a-time search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from experiments.benchmarks import common, flops
+
+TARGET_ARTICLES_PER_S = 4.0
+TARGET_SPEEDUP = 10.0
+
+
+def _articles(data_path: str, vocab, hps, n: int, batch_size: int, tmp: str) -> list:
+    """Decode-mode batches (distinct articles, file order) holding n articles in all."""
+    from experiments.benchmarks.pipeline import _write_chunks
+    from pointer_generator import input_pipeline
+
+    pattern = data_path
+    if pattern.endswith(".jsonl.gz"):
+        pattern = _write_chunks(pattern, tmp)
+    ds = input_pipeline.make_dataset(pattern, vocab, hps.replace(batch_size=batch_size),
+                                     "decode", single_pass=True)
+    return list(ds.take(max(1, n // batch_size)))
+
+
+def _slice(batch: dict, i: int, j: int) -> dict:
+    """Rows i:j of a decode batch, trimmed to their longest article."""
+    import tensorflow as tf
+    rows = {k: (v if v.shape.rank == 0 else v[i:j]) for k, v in batch.items()}
+    n = int(tf.reduce_max(rows["enc_lens"]))
+    for k in ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab"):
+        rows[k] = rows[k][:, :n]
+    return rows
+
+
+def reference_search(model, vocab, hps):
+    """The batched search as it decoded before the performance work, for comparison: the
+    encoder tensors tiled to the B*K beams, the "original" attention recomputed at the
+    start of every step, the final distribution by the `FinalDistribution` layer (and
+    no XLA). Pointer-generator, decode_attention "original" only."""
+    import tensorflow as tf
+
+    from pointer_generator.beam_search import batched_beam_search, tile_beams
+    from pointer_generator.model import lstm_step
+    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
+
+    use_cov, k = hps.coverage, hps.beam_size
+
+    def step(enc, ext, max_art_oovs, tokens, carry):
+        c, h, coverage = carry["c"], carry["h"], carry["coverage"]
+        prev_context, prev_attn = model.attention(enc.states, enc.features, enc.padding_mask,
+                                                  tf.concat([c, h], 1),
+                                                  coverage if use_cov else None)
+        if use_cov:
+            coverage = coverage + prev_attn
+        x = model.input_merge(tf.concat([model.embedding(tokens), prev_context], 1))
+        h, c = lstm_step(model.decoder_cell, x, h, c)
+        context, attn = model.attention(enc.states, enc.features, enc.padding_mask,
+                                        tf.concat([c, h], 1), coverage if use_cov else None)
+        out = model.attn_output_projection(tf.concat([h, context], 1))
+        vocab_dist = tf.nn.softmax(model.output_projection(out), axis=-1)
+        p_gen = model.p_gen_layer(context, c, h, x)
+        final = model.final_distribution(vocab_dist, attn, p_gen, ext, max_art_oovs)
+        return final, attn, p_gen[:, 0], {"c": c, "h": h, "coverage": coverage}
+
+    @tf.function(reduce_retracing=True)
+    def search(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
+        enc = model.encode(enc_batch, enc_padding_mask)
+        enc_k, ext_k = tile_beams(enc, k), tile_beams(enc_batch_extend_vocab, k)
+        carry = tile_beams({"c": enc.c, "h": enc.h,
+                            "coverage": tf.zeros(tf.shape(enc_padding_mask))}, k)
+        return batched_beam_search(
+            lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry), carry,
+            batch_size=tf.shape(enc_batch)[0], beam_size=k, vocab_size=vocab.size(),
+            max_dec_steps=hps.max_dec_steps, min_dec_steps=hps.min_dec_steps,
+            start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID)
+
+    return lambda b: search(b["enc_batch"], b["enc_padding_mask"],
+                            b["enc_batch_extend_vocab"], b["max_art_oovs"])
+
+
+def _threads(args) -> str:
+    parts = [f"{name} {n}" for name, n in (("intra-op threads", args.intra_op_threads),
+                                           ("inter-op threads", args.inter_op_threads)) if n]
+    return ", " + ", ".join(parts) if parts else ""
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    data = common.shared_data_dir()
+    p.add_argument("--data_path", default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
+                   help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files")
+    p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
+    p.add_argument("--vocab_size", type=int, default=50000)
+    p.add_argument("--batch_size", type=int, default=16, help="articles per batched search")
+    p.add_argument("--articles", type=int, default=32, help="articles decoded batched")
+    p.add_argument("--single_articles", type=int, default=2,
+                   help="articles decoded one at a time (each way)")
+    p.add_argument("--decode_attention", default="original",
+                   choices=("original", "train_consistent"))
+    p.add_argument("--no_coverage", action="store_true")
+    p.add_argument("--xla", action="store_true", help="compile the whole search with XLA")
+    p.add_argument("--compare_reference", type=int, default=1,
+                   help="also run the pre-optimisation batched search (see reference_search)"
+                        " on the same batches, alternating with the current one")
+    p.add_argument("--train_dir", default="", help="load the newest checkpoint of this dir")
+    p.add_argument("--tf1_checkpoint", default="", help="load an original TF1 checkpoint")
+    p.add_argument("--seed", type=int, default=111)
+    p.add_argument("--intra_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    p.add_argument("--inter_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    p.add_argument("--matmul_seconds", type=float, default=2.0)
+    p.add_argument("--out_json", default=None,
+                   help="default: experiments/results/decode_<hostname>.json")
+    args = p.parse_args(argv)
+    if not args.data_path or not args.vocab_path or not os.path.exists(args.vocab_path):
+        print("SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
+              "is absent; pass --data_path and --vocab_path", file=sys.stderr)
+        return 0
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    if args.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+    if args.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+
+    from pointer_generator import decode
+    from pointer_generator.beam_search import beam_search_single, tile_beams
+    from pointer_generator.hparams import HParams
+    from pointer_generator.model import PointerGeneratorModel
+    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID, Vocab
+
+    hps = HParams(mode="decode", batch_size=args.batch_size, max_enc_steps=400,
+                  max_dec_steps=120, min_dec_steps=35, beam_size=4, pointer_gen=True,
+                  coverage=not args.no_coverage, decode_attention=args.decode_attention,
+                  seed=args.seed)
+    vocab = Vocab(args.vocab_path, args.vocab_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        batches = _articles(args.data_path, vocab, hps, args.articles, args.batch_size, tmp)
+    n_articles = sum(int(b["enc_lens"].shape[0]) for b in batches)
+    print(f"{n_articles} articles in {len(batches)} batches; encoder lengths "
+          f"{[int(b['enc_batch'].shape[1]) for b in batches]}", flush=True)
+
+    tf.keras.utils.set_random_seed(args.seed)
+    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    weights = "random (untrained)"
+    if args.train_dir or args.tf1_checkpoint:
+        weights = decode.load_weights(model, args.train_dir, args.tf1_checkpoint or None,
+                                      wait=False)
+    print(model.parameter_summary(), f"- weights: {weights}", flush=True)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla)
+    rss_model = common.peak_rss_mib()
+
+    # --- batched (alternating batch by batch with the pre-optimisation search)
+    start = time.perf_counter()
+    decoder.decode_batch(batches[0])
+    warmup_s = time.perf_counter() - start
+    reference = None
+    if args.compare_reference:
+        reference = reference_search(model, vocab, hps)
+        reference(batches[0])
+    steps, batched_s, reference_s = 0, 0.0, 0.0
+    for batch in batches:
+        start = time.perf_counter()
+        summaries = decoder.decode_batch(batch)
+        batched_s += time.perf_counter() - start
+        steps += sum(len(s.p_gens) for s in summaries)
+        if reference is not None:
+            start = time.perf_counter()
+            reference(batch)["tokens"].numpy()
+            reference_s += time.perf_counter() - start
+    batched_rate = n_articles / batched_s
+    load_batched = os.getloadavg()[0]
+    print(f"batched (B={args.batch_size}): {batched_rate:.3f} articles/s, "
+          f"{steps / n_articles:.1f} steps/article (warm-up {warmup_s:.1f} s)", flush=True)
+    if reference is not None:
+        print(f"pre-optimisation batched search: {n_articles / reference_s:.3f} articles/s",
+              flush=True)
+    rss_batched = common.peak_rss_mib()
+
+    # --- one article at a time: the original's Python search over the 4 beams
+    step_fn = tf.function(model.decode_step, reduce_retracing=True)
+
+    def single(batch: dict) -> int:
+        enc = model.encode(batch["enc_batch"], batch["enc_padding_mask"])
+        k = hps.beam_size
+        ext_k = tile_beams(batch["enc_batch_extend_vocab"], k)
+        carry = tile_beams(model.initial_carry(enc), k)
+        hyp = beam_search_single(  # the same step function as the batched search
+            lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
+            carry, beam_size=k, vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
+            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
+            unk_id=UNK_ID)
+        return len(hyp.tokens) - 1
+
+    singles = [_slice(batches[0], i, i + 1) for i in range(args.single_articles + 1)]
+    single(singles[0])  # warm-up
+    start = time.perf_counter()
+    single_steps = sum(single(b) for b in singles[1:])
+    single_s = time.perf_counter() - start
+    single_rate = args.single_articles / single_s
+    print(f"one at a time (Python beam search): {single_rate:.3f} articles/s, "
+          f"{single_steps / args.single_articles:.1f} steps/article", flush=True)
+
+    # --- the batched search with one article per batch
+    decoder.decode_batch(singles[0])  # warm-up (new shapes)
+    start = time.perf_counter()
+    for b in singles[1:]:
+        decoder.decode_batch(b)
+    batch1_rate = args.single_articles / (time.perf_counter() - start)
+    print(f"batched search, one article per batch: {batch1_rate:.3f} articles/s", flush=True)
+
+    load = (load_batched + os.getloadavg()[0]) / 2
+    rate = flops.measured_matmul_rate(args.matmul_seconds)
+    vocab_flop_per_article = (2.0 * hps.hidden_dim * vocab.size() * hps.beam_size
+                              * steps / n_articles)
+    ceiling = rate / vocab_flop_per_article
+    figures = {
+        "batched_articles_per_s": round(batched_rate, 3),
+        "single_articles_per_s": round(single_rate, 3),
+        "speedup_vs_single": round(batched_rate / single_rate, 1),
+        "batch1_articles_per_s": round(batch1_rate, 3),
+        "speedup_vs_batch1": round(batched_rate / batch1_rate, 1),
+        "steps_per_article": round(steps / n_articles, 1),
+        **({"reference_articles_per_s": round(n_articles / reference_s, 3),
+            "speedup_vs_reference": round(reference_s / batched_s, 2)} if reference else {}),
+        "matmul_gflop_per_s": round(rate / 1e9, 2),
+        "vocab_matmul_ceiling_articles_per_s": round(ceiling, 2),
+        "share_of_ceiling": round(batched_rate / ceiling, 3),
+        "warmup_s": round(warmup_s, 1),
+        "rss_after_model_mib": round(rss_model, 1),
+        "rss_after_batched_mib": round(rss_batched, 1),
+        "load_avg_1min": round(load, 2),
+    }
+    config = (f"beam {hps.beam_size}, enc {hps.max_enc_steps}, dec {hps.max_dec_steps} (min "
+              f"{hps.min_dec_steps}), vocab {vocab.size()}, pointer"
+              f"{' + coverage' if hps.coverage else ''}, decode_attention "
+              f"{hps.decode_attention}{', whole-search XLA' if args.xla else ''}"
+              f"{_threads(args)}; weights "
+              f"{weights}; batched: {n_articles} articles in batches of {args.batch_size}; "
+              f"one at a time: {args.single_articles} articles")
+    common.record("decode", config, figures, args.out_json)
+    print(f"decoding: {batched_rate:.2f} articles/s batched "
+          f"({'meets' if batched_rate >= TARGET_ARTICLES_PER_S else 'MISSES'} the "
+          f"{TARGET_ARTICLES_PER_S:g}/s target), {batched_rate / single_rate:.1f}x one at a "
+          f"time ({'meets' if batched_rate / single_rate >= TARGET_SPEEDUP else 'MISSES'} "
+          f"the {TARGET_SPEEDUP:g}x target)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Training throughput at the paper configuration, against this machine's matmul rate.
+
+    python -m experiments.benchmarks.train_step [--impl fused|reference|both] [--steps N]
+
+Paper configuration: batch 16, max_enc_steps 400, max_dec_steps 100, vocabulary 50,000
+from ../shared/data/vocab_200k, hidden 256, embedding 128, pointer and coverage on. Real
+batches: the CNN/DM sample in ../shared/data is written as `.bin` chunks to a temporary
+directory and read by the train-mode input pipeline (length-bucketed, so a few batches
+are shorter than 400 tokens); `--batches` of them are cached and cycled through.
+
+Each step is the trainer's full step (`pointer_generator.train.Trainer.train_step`:
+forward, backward, gradient clipping, Adagrad update). One pass over the cached batches
+warms up (tracing, and XLA compiling the recurrent loops once per batch shape); then
+`--steps` steps are timed in rounds, each followed by a measurement of this machine's
+dense float32 matmul rate (`flops.measured_matmul_rate`), so that both see the same load.
+
+Figures: steps/s, examples/s, the analytical FLOPs per step (`flops.train_step_flops`,
+matrix products only, backward = 2x forward), achieved FLOP/s, the matmul rate and the
+ratio achieved/possible (target >= 0.40), the time of a first step on a new batch shape
+(XLA compilation), and the peak resident memory (target < 4 GiB).
+
+`--impl both` alternates the fused recurrence (`hps.fused_recurrence`, the default) and
+the reference implementation (Keras LSTM layers, autodiff'd while loop) step by step on
+the same batches and prints the speed ratio; memory is then that of both models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from experiments.benchmarks import common, flops
+
+TARGET_RATIO = 0.40
+TARGET_PEAK_MIB = 4096.0
+
+
+def _batches(data_path: str, vocab, hps, n: int, tmp: str) -> list:
+    """n real train-mode batches (model inputs only), as eager tensors."""
+    from experiments.benchmarks.pipeline import _write_chunks
+    from pointer_generator import input_pipeline
+
+    pattern = data_path
+    if pattern.endswith(".jsonl.gz"):
+        pattern = _write_chunks(pattern, tmp)
+    ds = input_pipeline.make_dataset(pattern, vocab, hps, "train", single_pass=False)
+    return list(ds.map(input_pipeline.model_inputs).take(n))
+
+
+def _batch_flops(batch, hps, vocab_size: int) -> float:
+    b, t = batch["enc_batch"].shape
+    return flops.train_step_flops(batch=b, enc_len=t, dec_len=batch["dec_batch"].shape[1],
+                                  vocab=vocab_size, hidden=hps.hidden_dim, emb=hps.emb_dim,
+                                  pointer_gen=hps.pointer_gen)
+
+
+def _threads(args) -> str:
+    parts = [f"{name} {n}" for name, n in (("intra-op threads", args.intra_op_threads),
+                                           ("inter-op threads", args.inter_op_threads)) if n]
+    return " (" + ", ".join(parts) + ")" if parts else ""
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    data = common.shared_data_dir()
+    p.add_argument("--data_path", default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
+                   help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files")
+    p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
+    p.add_argument("--vocab_size", type=int, default=50000)
+    p.add_argument("--batch_size", type=int, default=16)
+    p.add_argument("--max_enc_steps", type=int, default=400)
+    p.add_argument("--max_dec_steps", type=int, default=100)
+    p.add_argument("--no_coverage", action="store_true", help="pointer-generator only")
+    p.add_argument("--impl", choices=("fused", "reference", "both"), default="fused")
+    p.add_argument("--xla", action="store_true",
+                   help="compile the whole forward/backward pass with XLA (train --xla)")
+    p.add_argument("--batches", type=int, default=8, help="real batches cached and cycled")
+    p.add_argument("--steps", type=int, default=16, help="timed steps (per implementation)")
+    p.add_argument("--rounds", type=int, default=4,
+                   help="timed steps are split in this many rounds, each followed by a "
+                        "matmul-rate measurement")
+    p.add_argument("--matmul_seconds", type=float, default=1.5)
+    p.add_argument("--intra_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    p.add_argument("--inter_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    p.add_argument("--out_json", default=None,
+                   help="default: experiments/results/train_step_<hostname>.json")
+    args = p.parse_args(argv)
+    if not args.data_path or not args.vocab_path or not os.path.exists(args.vocab_path):
+        print("SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
+              "is absent; pass --data_path and --vocab_path", file=sys.stderr)
+        return 0
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    if args.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+    if args.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+
+    from pointer_generator.hparams import HParams
+    from pointer_generator.train import Trainer
+    from pointer_generator.vocab import Vocab
+
+    hps = HParams(batch_size=args.batch_size, max_enc_steps=args.max_enc_steps,
+                  max_dec_steps=args.max_dec_steps, pointer_gen=True,
+                  coverage=not args.no_coverage)
+    vocab = Vocab(args.vocab_path, args.vocab_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        batches = _batches(args.data_path, vocab, hps, args.batches, tmp)
+    shapes = sorted({int(b["enc_batch"].shape[1]) for b in batches})
+    print(f"{len(batches)} real batches, encoder lengths {shapes}", flush=True)
+
+    impls = ("fused", "reference") if args.impl == "both" else (args.impl,)
+    trainers = {impl: Trainer(hps.replace(fused_recurrence=impl == "fused"), vocab.size(),
+                              jit_compile=args.xla) for impl in impls}
+    print(next(iter(trainers.values())).model.parameter_summary(), flush=True)
+    start_rss = common.peak_rss_mib()
+
+    class Cycle:  # the trainer's step takes an iterator and calls next() on it
+        def __init__(self):
+            self.i = 0
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            batch = batches[self.i % len(batches)]
+            self.i += 1
+            return batch
+
+    iters = {impl: Cycle() for impl in impls}
+
+    def step(impl: str) -> tuple[float, float]:
+        batch = batches[iters[impl].i % len(batches)]
+        start = time.perf_counter()
+        metrics = trainers[impl].train_step(iters[impl])
+        assert metrics["finite"], metrics
+        return time.perf_counter() - start, _batch_flops(batch, hps, vocab.size())
+
+    # Warm-up: every cached batch once (one trace / XLA compilation per shape), per impl.
+    first_shape_s = {impl: [] for impl in impls}
+    for impl in impls:
+        seen = set()
+        for _ in range(len(batches)):
+            t_len = int(batches[iters[impl].i % len(batches)]["enc_batch"].shape[1])
+            dt, _ = step(impl)
+            if t_len not in seen:
+                first_shape_s[impl].append(dt)
+                seen.add(t_len)
+            print(f"warm-up {impl}: {dt:.2f} s (enc_len {t_len})", flush=True)
+
+    timed = {impl: [0.0, 0.0, 0] for impl in impls}  # seconds, flops, steps
+    rates, loads = [], []
+    per_round = max(1, args.steps // args.rounds)
+    for r in range(args.rounds):
+        for _ in range(per_round):
+            for impl in impls:  # alternate implementations step by step
+                dt, fl = step(impl)
+                timed[impl][0] += dt
+                timed[impl][1] += fl
+                timed[impl][2] += 1
+        loads.append(os.getloadavg()[0])
+        rates.append(flops.measured_matmul_rate(args.matmul_seconds))
+        msg = ", ".join(f"{impl} {timed[impl][2] / timed[impl][0]:.3f} steps/s"
+                        for impl in impls)
+        print(f"round {r + 1}/{args.rounds}: {msg}; matmul {rates[-1] / 1e9:.1f} GFLOP/s, "
+              f"load {loads[-1]:.2f}", flush=True)
+
+    rate = sum(rates) / len(rates)
+    main_impl = impls[0]
+    seconds, total_flops, n = timed[main_impl]
+    achieved = total_flops / seconds
+    nominal = flops.train_step_flops(batch=hps.batch_size, enc_len=hps.max_enc_steps,
+                                     dec_len=hps.max_dec_steps, vocab=vocab.size(),
+                                     hidden=hps.hidden_dim, emb=hps.emb_dim,
+                                     pointer_gen=hps.pointer_gen)
+    figures = {
+        "steps_per_s": round(n / seconds, 4),
+        "examples_per_s": round(n * hps.batch_size / seconds, 2),
+        "s_per_step": round(seconds / n, 3),
+        "gflop_per_step_paper_shape": round(nominal / 1e9, 1),
+        "achieved_gflop_per_s": round(achieved / 1e9, 2),
+        "matmul_gflop_per_s": round(rate / 1e9, 2),
+        "ratio_achieved_over_matmul": round(achieved / rate, 3),
+        "first_step_new_shape_s": round(max(first_shape_s[main_impl]), 2),
+        "timed_steps": n,
+        "load_avg_1min": round(sum(loads) / len(loads), 2),
+        "rss_after_model_build_mib": round(start_rss, 1),
+    }
+    if len(impls) == 2:
+        ref_s, _, ref_n = timed["reference"]
+        figures["reference_s_per_step"] = round(ref_s / ref_n, 3)
+        figures["speedup_vs_reference"] = round((ref_s / ref_n) / (seconds / n), 2)
+    config = (f"impl {args.impl}{' + whole-step XLA' if args.xla else ''}"
+              f"{_threads(args)}: batch {hps.batch_size}, enc "
+              f"{hps.max_enc_steps}, dec {hps.max_dec_steps}, vocab {vocab.size()}, hidden "
+              f"{hps.hidden_dim}, emb {hps.emb_dim}, pointer"
+              f"{' + coverage' if hps.coverage else ''}; {len(batches)} real batches (enc "
+              f"lengths {shapes}), {n} timed steps after {len(batches)} warm-up")
+    common.record("train_step", config, figures, args.out_json)
+    ratio = figures["ratio_achieved_over_matmul"]
+    peak = common.peak_rss_mib()
+    print(f"training: {figures['examples_per_s']} examples/s, {ratio:.0%} of the measured "
+          f"matmul rate ({'meets' if ratio >= TARGET_RATIO else 'MISSES'} the "
+          f"{TARGET_RATIO:.0%} target); peak RSS {peak:.0f} MiB "
+          f"({'meets' if peak < TARGET_PEAK_MIB else 'MISSES'} the 4 GiB target)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

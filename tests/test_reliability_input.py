@@ -1,0 +1,281 @@
+"""Bad input through the command line: one clear `error:` line (exit status 2) naming the
+file or flag and the problem, or a warning where the data is still used; good data is
+never skipped silently. (The fuzz tests are in test_fuzz.py; the table of what each
+problem gives is in docs/reliability.md.)
+
+The runs are in process (`helpers.run_main_in_process`), which is the command line minus
+the interpreter start; most of them stop before any TensorFlow tracing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+import pytest
+
+from pointer_generator import binfile, checkpointing, train
+from pointer_generator.errors import VocabError
+from pointer_generator.experiment import Experiment
+from pointer_generator.vocab import Vocab
+from tests import helpers
+
+GOOD = binfile.encode_record("w1 w2 w3 w4 .", "<s> w1 w2 . </s>")
+
+
+def _record(payload: bytes) -> bytes:
+    return struct.pack("q", len(payload)) + payload
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return binfile._len_field(number, payload)
+
+
+# An Example whose `article` feature holds int64 values (Feature field 3) instead of bytes.
+INT64_ARTICLE = _field(1, _field(1, _field(1, b"article")
+                                 + _field(2, _field(3, _field(1, b"\x05"))))
+                       + _field(1, _field(1, b"abstract")
+                                + _field(2, _field(1, _field(1, b"<s> a </s>")))))
+
+
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad_input")
+    return helpers.tiny_setup(root, n_train=8, n_val=6)
+
+
+def _run(capture, setup, mode="train", **flags):
+    values = dict(data_path=setup.train_path, vocab_path=setup.vocab_path,
+                  log_root=setup.log_root, exp_name=setup.exp_name, max_steps=1)
+    values.update(flags)
+    status = helpers.run_main_in_process(helpers.cli_args(mode=mode, **values))
+    captured = capture.readouterr()
+    assert "Traceback" not in captured.err, captured.err[-3000:]
+    return status, _errors(captured.err), captured.err, captured.out
+
+
+# ------------------------------------------------------------------------------ .bin files
+BAD_BIN = [
+    ("truncated_record", GOOD * 3 + GOOD[:-5],
+     f"record 3 claims {len(GOOD) - 8} bytes but only {len(GOOD) - 13} remain in the file "
+     "(truncated, or not a .bin file)"),
+    ("prefix_larger_than_file", GOOD * 2 + struct.pack("q", 10**12) + b"xyz",
+     "record 2 claims 1000000000000 bytes but only 3 remain in the file"),
+    ("negative_prefix", GOOD + struct.pack("q", -5) + b"xyz",
+     "record 1 claims -5 bytes but only 3 remain in the file"),
+    ("truncated_prefix", GOOD + b"\x05\x00\x00",
+     "record 1 is truncated: 3 bytes left where an 8-byte length prefix was expected"),
+    ("not_an_example", GOOD + _record(b"\x0a\x05not an example at all") + GOOD,
+     "record 1 is not a serialized tf.train.Example"),
+    ("text_file", b"this is a plain text file, not a .bin file\n" * 3, "record 0 claims"),
+    ("no_article", GOOD + _record(binfile.encode_example({"abstract": b"<s> a </s>"})),
+     "record 1 has no 'article' bytes feature"),
+    ("no_abstract", GOOD + _record(binfile.encode_example({"article": b"w1 w2"})),
+     "record 1 has no 'abstract' bytes feature"),
+    ("empty_record", GOOD + _record(b""), "record 1 has no 'article' bytes feature"),
+    ("int64_article", GOOD + _record(INT64_ARTICLE),
+     "a .bin record's 'article' feature is not a bytes feature (record 1 of its file"),
+]
+
+
+@pytest.mark.parametrize("name, content, problem", BAD_BIN, ids=[c[0] for c in BAD_BIN])
+def test_bad_bin_file_is_one_error_naming_file_and_record(setup, capfd, tmp_path, name,
+                                                          content, problem):
+    path = tmp_path / f"{name}_000.bin"
+    path.write_bytes(content)
+    status, errors, err, out = _run(capfd, setup, data_path=str(path), exp_name=f"bin_{name}")
+    assert status == 2 and len(errors) == 1, err[-3000:]
+    assert problem in errors[0]
+    if name != "int64_article":  # TensorFlow's parse error does not say which file
+        assert errors[0].startswith(f"error: {path}: ")
+
+
+def test_glob_matching_nothing_names_the_flag(setup, capfd, tmp_path):
+    pattern = str(tmp_path / "nothing" / "train_*")
+    status, errors, _, _ = _run(capfd, setup, data_path=pattern)
+    assert status == 2 and errors == [f"error: --data_path {pattern!r} matches no files"]
+
+
+def test_files_without_a_usable_article_are_an_error_not_an_endless_wait(setup, capfd,
+                                                                         tmp_path):
+    path = tmp_path / "empty_articles_000.bin"
+    path.write_bytes(binfile.encode_record("", "<s> a </s>") * 3)
+    status, errors, _, _ = _run(capfd, setup, data_path=str(path), exp_name="no_articles")
+    assert status == 2
+    assert errors == [f"error: --data_path {str(path)!r}: no example with a non-empty article"]
+
+
+@pytest.fixture(scope="module")
+def mixed_data(setup, tmp_path_factory):
+    """A test file with an empty article (record 1) and non-UTF-8 text (record 3) among
+    good records, and an experiment with a checkpoint to evaluate and decode with."""
+    d = tmp_path_factory.mktemp("mixed_test")
+    records = [("w1 w2 w3 .", "<s> w1 w2 . </s>"), ("", "<s> w3 . </s>"),
+               ("w4 w5 w6 .", "<s> w5 . </s>")]
+    data = b"".join(binfile.encode_record(a, b) for a, b in records)
+    data += _record(binfile.encode_example({"article": b"w7 \xff\xfe w8 .",
+                                            "abstract": b"<s> w7 \xc3 . </s>"}))
+    data += binfile.encode_record("w9 w10 .", "<s> w9 . </s>")
+    path = d / "test_000.bin"
+    path.write_bytes(data)
+    exp = Experiment(os.path.join(setup.log_root, "mixed"))
+    trainer = train.Trainer(helpers.hparams(), 100)
+    trainer.step.assign(4)
+    checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step).save()
+    return str(path), exp
+
+
+def test_empty_article_and_non_utf8_text_are_reported_and_the_rest_is_used(setup, capfd,
+                                                                           mixed_data):
+    path, exp = mixed_data
+    status, errors, err, out = _run(capfd, setup, mode="eval", data_path=path, exp_name="mixed",
+                               single_pass=True)
+    assert status == 0 and errors == [], err[-3000:]
+    assert (f"WARNING: pointer_generator input pipeline: \"{path}\" : skipped 1 example(s) "
+            "with an empty article") in err
+    assert (f"WARNING: pointer_generator input pipeline: {path}: 1 example(s) whose text is "
+            "not valid UTF-8 (first: record 3)") in err
+    # 5 records: the empty article is skipped (as in the original), all others are used.
+    assert "(step 4) over 4 examples" in out
+    assert "examples: 4\n" in open(exp.single_pass_loss, encoding="utf-8").read()
+
+
+def test_decoding_non_utf8_text_writes_replacement_characters(setup, capfd, mixed_data):
+    path, exp = mixed_data
+    status, errors, err, out = _run(capfd, setup, mode="decode", data_path=path,
+                               exp_name="mixed", single_pass=True, attention_pages=4,
+                               max_dec_steps=4)
+    assert status == 0 and errors == [], err[-3000:]
+    decode_dir = os.path.join(exp.root, "decode_test_20maxenc_2beam_2mindec_4maxdec_ckpt-4")
+    # Records 0, 2, 3, 4 (record 1 has an empty article): the non-UTF-8 one is number 2.
+    with open(os.path.join(decode_dir, "reference", "000002_reference.txt"),
+              encoding="utf-8") as f:
+        assert f.read() == "w7 \ufffd ."
+    assert len(os.listdir(os.path.join(decode_dir, "decoded"))) == 4
+
+
+# ------------------------------------------------------------------------------ vocab
+def _vocab_file(tmp_path, lines, name="vocab") -> str:
+    path = tmp_path / name
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return str(path)
+
+
+GOOD_LINES = [f"w{i} {1000 - i}".encode() for i in range(120)]
+
+
+BAD_VOCAB = [
+    (GOOD_LINES[:5] + [b"w3 7"] + GOOD_LINES[5:], ":6: duplicate word 'w3'"),
+    (GOOD_LINES[:2] + [b"[UNK] 50"] + GOOD_LINES[2:],
+     ":3: the reserved token '[UNK]' must not appear in the vocab file"),
+    (GOOD_LINES[:2] + [b"<s> 50"] + GOOD_LINES[2:],
+     ":3: the reserved token '<s>' must not appear in the vocab file"),
+    (GOOD_LINES[:2] + [b"caf\xe9 12"] + GOOD_LINES[2:], ": not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize("lines, problem", BAD_VOCAB,
+                         ids=["duplicate", "special_token", "sentence_tag", "not_utf8"])
+def test_bad_vocab_file_is_one_error_naming_file_and_line(setup, capfd, tmp_path, lines,
+                                                          problem):
+    path = _vocab_file(tmp_path, lines)
+    status, errors, err, out = _run(capfd, setup, vocab_path=path, exp_name="vocab_errors")
+    assert status == 2 and len(errors) == 1, err[-3000:]
+    assert errors[0].startswith(f"error: {path}") and problem in errors[0]
+
+
+def test_missing_vocab_file_names_the_flag(setup, capfd, tmp_path):
+    path = str(tmp_path / "no_vocab")
+    status, errors, _, _ = _run(capfd, setup, vocab_path=path)
+    assert status == 2 and errors == [f"error: --vocab_path {path!r} is not a file"]
+
+
+def test_vocab_lines_without_count_and_a_short_file_are_warned_about(tmp_path, caplog):
+    path = _vocab_file(tmp_path, GOOD_LINES[:3] + [b"lonely"] + GOOD_LINES[3:10]
+                       + [b"too many fields 3"])
+    caplog.set_level(logging.WARNING)
+    vocab = Vocab(path, 50)
+    assert vocab.size() == 14 and vocab.skipped_lines == 2
+    assert f"{path}:4: expected 'word count', got 'lonely'; line skipped" in caplog.text
+    assert f"{path}:12: expected 'word count', got 'too many fields 3'" in caplog.text
+    assert (f"{path} holds only 14 words (with the 4 specials), fewer than vocab_size=50; "
+            "using all of them") in caplog.text
+
+
+def test_short_vocab_against_a_checkpoint_names_both_sizes(setup, capfd, caplog, tmp_path):
+    """A vocab file shorter than --vocab_size is a warning; with a checkpoint trained on
+    the full vocabulary it is also an error naming the sizes (not a shape traceback)."""
+    exp = Experiment(os.path.join(setup.log_root, "short_vocab"))
+    trainer = train.Trainer(helpers.hparams(), 100)
+    checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step).save()
+    path = _vocab_file(tmp_path, GOOD_LINES[:60])
+    caplog.set_level(logging.WARNING)
+    status, errors, err, out = _run(capfd, setup, vocab_path=path, exp_name="short_vocab")
+    assert status == 2 and len(errors) == 1, err[-3000:]
+    assert "fewer than vocab_size=100" in caplog.text
+    assert "it has a vocabulary of 100 words but the vocab file and --vocab_size give 64" \
+        in errors[0]
+
+
+def test_vocab_size_flag_larger_than_the_file_uses_the_whole_file(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    vocab = Vocab(_vocab_file(tmp_path, GOOD_LINES[:20]), 50000)
+    assert vocab.size() == 24 and "fewer than vocab_size=50000" in caplog.text
+
+
+def test_vocab_errors_are_the_projects_error_type(tmp_path):
+    with pytest.raises(VocabError, match="does not exist"):
+        Vocab(str(tmp_path / "absent"), 10)
+    with pytest.raises(VocabError, match="--vocab_size must be >= 0"):
+        Vocab(_vocab_file(tmp_path, GOOD_LINES[:3]), -1)
+
+
+# ------------------------------------------------------------------------------ flags
+@pytest.fixture(scope="module")
+def checkpoints(setup):
+    """Experiments holding one checkpoint each: without and with coverage, baseline."""
+    made = {}
+    for name, hp in (("plain", {}), ("covered", {"coverage": True}),
+                     ("baseline", {"pointer_gen": False})):
+        exp = Experiment(os.path.join(setup.log_root, f"ckpt_{name}"))
+        trainer = train.Trainer(helpers.hparams(**hp), 100)
+        trainer.step.assign(2)
+        checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(),
+                                       trainer.step).save()
+        made[name] = exp
+    return made
+
+
+MISMATCHES = [
+    ("plain", {"coverage": True}, "it was trained without coverage; convert it first with "
+                                  "--convert_to_coverage_model=1 --coverage=1 (or drop "
+                                  "--coverage)"),
+    ("covered", {"coverage": False}, "it was trained with coverage; add --coverage=1"),
+    ("baseline", {}, "it is a baseline model but --pointer_gen=1"),
+    ("plain", {"hidden_dim": 12}, "it has hidden_dim=8 but --hidden_dim=12"),
+    ("plain", {"emb_dim": 6, "vocab_size": 90},
+     "it has a vocabulary of 100 words but the vocab file and --vocab_size give 90; it has "
+     "emb_dim=8 but --emb_dim=6"),
+]
+
+
+@pytest.mark.parametrize("mode", ["train", "eval", "decode"])
+@pytest.mark.parametrize("exp_name, flags, problem", MISMATCHES,
+                         ids=["coverage_added", "coverage_dropped", "pointer_gen", "hidden_dim",
+                              "vocab_size_and_emb_dim"])
+def test_flags_that_do_not_match_the_checkpoint_name_the_flag(setup, checkpoints, capfd,
+                                                              mode, exp_name, flags, problem):
+    exp = checkpoints[exp_name]
+    data = setup.val_path if mode != "train" else setup.train_path
+    # The test data is labelled by its path for decode: it contains "val".
+    status, errors, err, out = _run(capfd, setup, mode=mode, exp_name=f"ckpt_{exp_name}",
+                               data_path=data, single_pass=mode != "train",
+                               max_eval_iterations=1, **flags)
+    assert status == 2 and len(errors) == 1, err[-3000:]
+    assert errors[0] == (f"error: checkpoint {checkpointing.latest_checkpoint(exp.train_dir)} "
+                         f"does not match the flags: {problem}")
