@@ -111,7 +111,7 @@ def decode_example(data: bytes) -> dict[str, list[bytes]]:
                     values = []
                     for f4, w4, lst in _fields(data, *kv):
                         if f4 == 1 and w4 == 2:  # bytes_list
-                            values = [data[a:b] for f5, w5, (a, b) in _fields(data, *lst)
+                            values = [data[v[0]:v[1]] for f5, w5, v in _fields(data, *lst)
                                       if f5 == 1 and w5 == 2]
             if key is None:
                 raise ValueError("feature map entry without a key")
