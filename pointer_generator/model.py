@@ -3,7 +3,10 @@
 Training runs the recurrent decoder in a `tf.while_loop` that carries only what the
 recurrence needs (LSTM state, previous context, coverage) and records the per-step
 tensors; everything that does not feed back (p_gen, the output projection, the 50k-way
-vocabulary softmax, the losses) is computed once for all steps after the loop.
+vocabulary softmax, the losses) is computed once for all steps after the loop. With
+`hps.fused_recurrence` (the default) the encoder and that loop run as XLA-compiled loops
+with hand-written gradients (`recurrent.py`); decoding uses XLA for the attention and the
+final distribution (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ def lstm_step(cell: keras.layers.LSTMCell, x, h, c):
 
 @tf.function(jit_compile=True, reduce_retracing=True)
 def _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
-    """`decode_final_distribution` in one fused XLA pass (compiled once per batch shape
-    and number of article OOVs: a small function, compiled in well under a second)."""
+    """`decode_final_distribution` in one fused XLA pass (a small function, compiled once
+    per batch shape and number of article OOVs)."""
     batch = tf.shape(logits)[0]
     gen = p_gen * tf.nn.softmax(logits, axis=-1)
     gen = tf.concat([gen, tf.zeros([batch, max_art_oovs], gen.dtype)], axis=1)
