@@ -47,6 +47,7 @@ _EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARI
 _HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
 _COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
 _POINTER_KEY = re.compile(r"^model/p_gen_layer/")
+_TRAIN_NAME = re.compile(r"^" + re.escape(TRAIN_CHECKPOINT_NAME) + r"-(\d+)$")
 
 
 # --------------------------------------------------------------------------- finding
@@ -238,15 +239,40 @@ class TrainCheckpoints:
         self._fallback = fallback
         self._use(checkpoint)
         self.last_save_time = time.time()
-        # A job killed inside a save leaves the shards in `<prefix>_temp`; only one job
-        # writes this directory, so whatever is there now is garbage.
-        for leftover in tf.io.gfile.glob(os.path.join(directory,
-                                                      f"{TRAIN_CHECKPOINT_NAME}-*_temp*")):
-            log.info("Removing %s, left by a save that did not finish", leftover)
-            try:
-                tf.io.gfile.rmtree(leftover)
-            except tf.errors.OpError:
-                pass
+        self._remove_unfinished_saves()
+
+    def _remove_unfinished_saves(self) -> None:
+        """Delete what saves cut short by a kill left behind (only one job writes here).
+
+        A save writes the shards to `<prefix>_temp/`, merges them into `<prefix>.*`, and
+        only then names `<prefix>` in the state file. Cut short, it leaves the `_temp`
+        directory, or a checkpoint newer than any the state file names: the resumed job
+        would never rotate it away, and would not save that step again (an existing
+        checkpoint is never written over).
+        """
+        pattern = os.path.join(self.directory, f"{TRAIN_CHECKPOINT_NAME}-*")
+        state = tf.train.get_checkpoint_state(self.directory)
+        listed = {os.path.basename(p) for p in state.all_model_checkpoint_paths} if state \
+            else set()
+        newest = max((int(m.group(1)) for m in map(_TRAIN_NAME.match, listed) if m),
+                     default=-1)
+        for path in tf.io.gfile.glob(pattern):
+            name = os.path.basename(path)
+            if "_temp" in name:
+                log.info("Removing %s, left by a save that did not finish", path)
+                try:
+                    tf.io.gfile.rmtree(path)
+                except tf.errors.OpError:
+                    pass
+                continue
+            prefix = _TRAIN_NAME.match(name.split(".index")[0].split(".data-")[0])
+            if prefix and int(prefix.group(1)) > newest and prefix.group(0) not in listed:
+                log.info("Removing %s, written by a save that did not finish (the state "
+                         "file does not name it)", path)
+                try:
+                    tf.io.gfile.remove(path)
+                except tf.errors.OpError:
+                    pass
 
     def _use(self, checkpoint: tf.train.Checkpoint) -> None:
         self.checkpoint = checkpoint

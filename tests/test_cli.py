@@ -47,7 +47,11 @@ def fake_subcommand(monkeypatch):
     return calls
 
 
-def test_subcommands_get_the_arguments_after_their_name(fake_subcommand):
+def test_subcommands_get_the_arguments_after_their_name(fake_subcommand, monkeypatch):
+    from pointer_generator import process_exit
+
+    # The real one ends the process (os._exit); tests/test_process_exit.py checks it.
+    monkeypatch.setattr(process_exit, "exit_now", lambda status: sys.exit(status))
     with pytest.raises(SystemExit) as done:
         cli.run(["pointer-generator", "summarize", "--text", "a b c"])
     assert done.value.code == 0

@@ -113,7 +113,7 @@ def test_files_without_a_usable_article_are_an_error_not_an_endless_wait(setup, 
 @pytest.fixture(scope="module")
 def mixed_data(setup, tmp_path_factory):
     """A test file with an empty article (record 1) and non-UTF-8 text (record 3) among
-    good records, and an experiment with a checkpoint to evaluate and decode with."""
+    good records, and an experiment with a checkpoint to evaluate."""
     d = tmp_path_factory.mktemp("mixed_test")
     records = [("w1 w2 w3 .", "<s> w1 w2 . </s>"), ("", "<s> w3 . </s>"),
                ("w4 w5 w6 .", "<s> w5 . </s>")]
@@ -143,20 +143,6 @@ def test_empty_article_and_non_utf8_text_are_reported_and_the_rest_is_used(setup
     # 5 records: the empty article is skipped (as in the original), all others are used.
     assert "(step 4) over 4 examples" in out
     assert "examples: 4\n" in open(exp.single_pass_loss, encoding="utf-8").read()
-
-
-def test_decoding_non_utf8_text_writes_replacement_characters(setup, capfd, mixed_data):
-    path, exp = mixed_data
-    status, errors, err, out = _run(capfd, setup, mode="decode", data_path=path,
-                               exp_name="mixed", single_pass=True, attention_pages=4,
-                               max_dec_steps=4)
-    assert status == 0 and errors == [], err[-3000:]
-    decode_dir = os.path.join(exp.root, "decode_test_20maxenc_2beam_2mindec_4maxdec_ckpt-4")
-    # Records 0, 2, 3, 4 (record 1 has an empty article): the non-UTF-8 one is number 2.
-    with open(os.path.join(decode_dir, "reference", "000002_reference.txt"),
-              encoding="utf-8") as f:
-        assert f.read() == "w7 \ufffd ."
-    assert len(os.listdir(os.path.join(decode_dir, "decoded"))) == 4
 
 
 # ------------------------------------------------------------------------------ vocab
@@ -279,3 +265,27 @@ def test_flags_that_do_not_match_the_checkpoint_name_the_flag(setup, checkpoints
     assert status == 2 and len(errors) == 1, err[-3000:]
     assert errors[0] == (f"error: checkpoint {checkpointing.latest_checkpoint(exp.train_dir)} "
                          f"does not match the flags: {problem}")
+
+
+# ------------------------------------------------------------------------------ the table
+def test_reliability_doc_names_only_tests_that_exist():
+    """Every test docs/reliability.md cites (`file.py::test_name`, or `::test_name` for
+    the file cited last in the same row) is defined in that file."""
+    import re
+
+    with open(os.path.join(helpers.REPO_ROOT, "docs", "reliability.md"),
+              encoding="utf-8") as f:
+        rows = [line for line in f if line.startswith("|")]
+    cited = []
+    for row in rows:
+        current = None
+        for cell in row.split("|"):
+            for file, name in re.findall(r"`(test_\w+\.py)?::(test_\w+|\*)", cell):
+                current = file or current
+                cited.append((current, name))
+    assert len(cited) > 40
+    for file, name in cited:
+        assert file is not None, name
+        with open(os.path.join(helpers.REPO_ROOT, "tests", file), encoding="utf-8") as f:
+            source = f.read()
+        assert name == "*" or f"def {name}(" in source, f"{file}::{name} does not exist"

@@ -107,6 +107,12 @@ def recipe_path(name_or_path: str) -> str:
     return path
 
 
+def _sibling(name: str, recipe_dir: str) -> str:
+    """`extends` names a recipe beside the extending one first, then a shipped one."""
+    beside = os.path.join(recipe_dir, name + ".json")
+    return beside if os.path.isfile(beside) else name
+
+
 def _flagfile(path: str, base_dir: str, where: str) -> str:
     """Flag file paths are relative to the recipes' parent dir (experiments/paper)."""
     full = path if os.path.isabs(path) else os.path.join(base_dir, path)
@@ -145,7 +151,8 @@ def load(name_or_path: str, _seen: tuple[str, ...] = ()) -> Recipe:
                           f"{sorted(RECIPE_KEYS)})")
     # Shipped recipes name the flag files of experiments/paper; others, files beside them.
     base_dir = PAPER_DIR if os.path.dirname(path) == RECIPES_DIR else os.path.dirname(path)
-    parent = load(data["extends"], _seen + (path,)) if data.get("extends") else None
+    parent = load(_sibling(data["extends"], os.path.dirname(path)), _seen + (path,)) \
+        if data.get("extends") else None
     exp_name = data.get("exp_name") or (parent.exp_name if parent else None)
     if not exp_name:
         raise RecipeError(f"{path}: 'exp_name' is required")

@@ -1,0 +1,162 @@
+"""Rerun every CPU-scale experiment and rewrite its report, in one command.
+
+    python -m experiments.cpu_scale.run_all --work_dir /tmp/cpu_scale \
+        [--report_dir experiments/results/cpu_scale] [--jobs 2] [--steps_scale 1.0]
+
+Steps (each skipped when already done, so an interrupted run continues where it stopped;
+the recipe runner resumes training from the newest checkpoint and decoding from the last
+complete example):
+
+1. `split_sample` of the shared 9,490-pair sample into `<work_dir>/data` (8,490 / 500 / 500);
+2. the recipes of `experiments/cpu_scale/recipes/` — `baseline` and
+   `pointer_generator_coverage` (which runs `pointer_generator` first) — through
+   `experiments.paper.run_recipe`, `--jobs` of them at a time, logs in `<work_dir>/logs/`;
+3. lead-3 on the test split (`experiments.lead3`);
+4. `experiments.report` over the four decode dirs, with learning curves, written to
+   `--report_dir` (markdown + PNG + JSON), followed by the checks of the paper's findings
+   (`findings`), each stated as held or not held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from experiments import report
+from experiments.cpu_scale import findings
+from experiments.cpu_scale.split_sample import default_input
+from pointer_generator.errors import PointerGeneratorError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECIPES = os.path.join(HERE, "recipes")
+REPO = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_REPORT_DIR = os.path.join(REPO, "experiments", "results", "cpu_scale")
+# recipe file -> (experiment dir, [(report row name, decode stage)])
+RUNS = {
+    "baseline": ("baseline", [("baseline_50k", "decode_test")]),
+    "pointer_generator_coverage": ("pointer_generator", [
+        ("pointer_generator", "decode_test"),
+        ("pointer_generator_coverage", "decode_test_coverage")]),
+}
+VOCAB_SIZE, MAX_ENC_STEPS = 20000, 200  # as recipes/cpu.flags
+
+
+class RunError(PointerGeneratorError):
+    pass
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def run(cmd: list[str], log_path: str | None = None) -> subprocess.Popen:
+    say(" ".join(cmd) + (f"  (log: {log_path})" if log_path else ""))
+    out = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if out else None,
+                            cwd=REPO)
+
+
+def wait_all(procs: list[tuple[str, subprocess.Popen]]) -> None:
+    failed = []
+    for name, proc in procs:
+        if proc.wait() != 0:
+            failed.append(f"{name} (exit {proc.returncode})")
+    if failed:
+        raise RunError("failed: " + ", ".join(failed) + "; see the logs, fix, and rerun the "
+                       "same command to continue")
+
+
+def split(args, data_dir: str) -> None:
+    if os.path.isfile(os.path.join(data_dir, "split.json")):
+        say(f"split: {data_dir} exists, kept")
+        return
+    source = args.input or default_input()
+    if not source:
+        raise RunError("the shared sample is not here: give --input PATH to "
+                       "cnndm_sample.jsonl.gz (or set POINTER_GENERATOR_SHARED_DATA)")
+    wait_all([("split_sample", run([args.python, "-m", "experiments.cpu_scale.split_sample",
+                                    "--input", source, "--out_dir", data_dir]))])
+
+
+def recipes(args, data_dir: str, runs_dir: str, logs_dir: str) -> None:
+    pending = list(RUNS)
+    while pending:
+        batch, pending = pending[:args.jobs], pending[args.jobs:]
+        procs = []
+        for name in batch:
+            cmd = [args.python, "-m", "experiments.paper.run_recipe",
+                   "--recipe", os.path.join(RECIPES, name + ".json"),
+                   "--data_dir", data_dir, "--log_root", runs_dir,
+                   "--steps_scale", str(args.steps_scale)]
+            cmd += [f"--set={s}" for s in args.set]
+            procs.append((name, run(cmd, os.path.join(logs_dir, name + ".log"))))
+        wait_all(procs)
+
+
+def decode_dirs(runs_dir: str) -> dict[str, str]:
+    out = {}
+    for exp_name, rows in RUNS.values():
+        state_path = os.path.join(runs_dir, exp_name, "recipe_state.json")
+        with open(state_path, encoding="utf-8") as f:
+            stages = json.load(f)["stages"]
+        for row, stage in rows:
+            d = stages.get(stage, {}).get("decode_dir")
+            if not d:
+                raise RunError(f"{state_path}: stage {stage} has no decode dir yet")
+            out[row] = d
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.cpu_scale.run_all",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work_dir", required=True, help="data, runs and logs go here")
+    parser.add_argument("--report_dir", default=DEFAULT_REPORT_DIR)
+    parser.add_argument("--input", default=None, help="default: ../shared/data sample")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="recipes run at the same time (2 uses 2 cores best: one "
+                             "training process keeps only ~1.2 cores busy)")
+    parser.add_argument("--steps_scale", type=float, default=1.0,
+                        help="multiply every training step count (smoke tests)")
+    parser.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
+                        help="extra CLI flag for every command (smoke tests)")
+    parser.add_argument("--python", default=sys.executable)
+    args = parser.parse_args(argv)
+    work = os.path.abspath(args.work_dir)
+    data_dir, runs_dir = os.path.join(work, "data"), os.path.join(work, "runs")
+    logs_dir = os.path.join(work, "logs")
+    os.makedirs(logs_dir, exist_ok=True)
+    try:
+        start = time.time()
+        split(args, data_dir)
+        recipes(args, data_dir, runs_dir, logs_dir)
+        test_glob = os.path.join(data_dir, "chunked", "test_*")
+        lead3_dir = os.path.join(work, "lead3")
+        if not os.path.isfile(os.path.join(lead3_dir, "ROUGE_results.txt")):
+            wait_all([("lead3", run([args.python, "-m", "experiments.lead3", "--data_path",
+                                     test_glob, "--out_dir", lead3_dir, "--overwrite"]))])
+        dirs = decode_dirs(runs_dir)
+        dirs["lead3"] = lead3_dir
+        vocab = report.Vocab(os.path.join(data_dir, "vocab"), VOCAB_SIZE)
+        systems = report.gather(dirs, test_glob, vocab, MAX_ENC_STEPS)
+        train_runs = {exp: report.read_scalars(os.path.join(runs_dir, exp))
+                      for exp, _ in RUNS.values()}
+        os.makedirs(args.report_dir, exist_ok=True)
+        out = os.path.join(args.report_dir, "report.md")
+        written = report.write_report(systems, out, train_runs=train_runs,
+                                      data_path="<work_dir>/data/chunked/test_*",
+                                      vocab_path=f"<work_dir>/data/vocab (first {VOCAB_SIZE:,})")
+        findings.add_to_report(out, systems, runs_dir, args, time.time() - start)
+        say(f"report: {written['markdown']}")
+    except (PointerGeneratorError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Ending a command-line process quickly once everything it wrote is on disk.
+
+A Python process that has imported TensorFlow and traced models spends seconds at exit
+tearing down modules and their C++ objects (4-5 s on an idle 2-core machine, over a
+minute under load, measured with a tiny model after Ctrl-C/SIGTERM). Nothing of value
+happens then: checkpoints, event files and decode outputs are closed before the mode's
+main returns. So the command-line entry points end with `os._exit` after flushing the
+standard streams and the logging handlers. Library callers (tests, notebooks) never get
+here; they call the modes' `main` functions, which return or raise normally.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+
+def status_of(exit_request: SystemExit) -> int:
+    """The process exit status `sys.exit(code)` would give (a message prints, status 1)."""
+    code = exit_request.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def exit_now(status: int) -> None:
+    """Flush what the process printed or logged, then end it with `status` at once."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or broken pipe: nothing more to save
+            pass
+    logging.shutdown()
+    os._exit(status)
+
+
+def run_and_exit(entry, *args) -> None:
+    """Call `entry(*args)` (which may `sys.exit`), then `exit_now` with its status."""
+    try:
+        result = entry(*args)
+        status = int(result or 0) if not isinstance(result, str) else 1
+    except SystemExit as e:
+        status = status_of(e)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        status = 130
+    exit_now(status)
