@@ -54,12 +54,14 @@ class BeamSearchDecoder:
       hps: beam_size, max_dec_steps, min_dec_steps, pointer_gen are read.
       trigram_blocking, length_penalty: optional extras (off = the original's search).
       jit_compile: compile the whole search with XLA.
+      top_k: the search's top-k function (default `beam_search.chunked_top_k`).
     """
 
     def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
                  trigram_blocking: bool = False, length_penalty: float | None = None,
-                 jit_compile: bool = False):
+                 jit_compile: bool = False, top_k=None):
         self.model, self.vocab, self.hps = model, vocab, hps
+        self.top_k = top_k
         self.trigram_blocking = trigram_blocking
         self.length_penalty = length_penalty
         self._search = tf.function(self._search_graph, reduce_retracing=True,
@@ -85,7 +87,7 @@ class BeamSearchDecoder:
             vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
             min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
             unk_id=UNK_ID, trigram_blocking=self.trigram_blocking,
-            length_penalty=self.length_penalty)
+            length_penalty=self.length_penalty, top_k=self.top_k)
 
     def decode_batch(self, batch: dict) -> list[Summary]:
         """Beam-search every article of a pipeline batch; returns one Summary per row."""

@@ -485,3 +485,44 @@ def test_print_timing_batched_vs_single():
     print(f"\n[beam_search] {batch} articles, K={k}, <= {steps} steps (mean length "
           f"{out['lengths'].numpy().mean():.1f}): batched {batched_s * 1e3:.0f} ms, "
           f"one at a time {single_s * 1e3:.0f} ms ({single_s / batched_s:.0f}x)")
+
+
+# ------------------------------------------------------------------------------ top-k
+def _numpy_top_k(values: np.ndarray, k: int):
+    """Largest k per row, ties by lower index (tf.math.top_k's documented order)."""
+    order = np.stack([np.lexsort((np.arange(row.size), -row))[:k] for row in values])
+    return np.take_along_axis(values, order, axis=1), order
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_top_k_equals_top_k_with_ties(seed):
+    from pointer_generator.beam_search import chunked_top_k
+
+    rng = np.random.default_rng(seed)
+    dynamic = tf.function(lambda x, k, c: chunked_top_k(x, k, c), reduce_retracing=True)
+    for _ in range(15):
+        rows, v = int(rng.integers(1, 9)), int(rng.integers(1, 700))
+        k = int(rng.integers(1, min(v, 12) + 1))
+        chunk = int(rng.choice([1, 2, 3, 8, 16, 64]))
+        # Few distinct values: ties everywhere, across chunk borders; zeros like the
+        # probabilities of trigram-blocked tokens; sometimes -inf like log(0).
+        values = rng.integers(0, 6, size=(rows, v)).astype(np.float32) / 5
+        if rng.random() < 0.3:
+            values[rng.random(values.shape) < 0.2] = -np.inf
+        want_v, want_i = _numpy_top_k(values, k)
+        for got_v, got_i in (chunked_top_k(values, k, chunk),
+                             dynamic(tf.constant(values), k, chunk)):
+            np.testing.assert_array_equal(got_i.numpy(), want_i, err_msg=(rows, v, k, chunk))
+            np.testing.assert_array_equal(got_v.numpy(), want_v)
+
+
+def test_chunked_top_k_on_a_vocabulary_sized_row():
+    from pointer_generator.beam_search import TOP_K_CHUNK, chunked_top_k
+
+    values = tf.nn.softmax(tf.random.stateless_normal([4, 50037], (3, 4)) * 4).numpy()
+    values[1, 1000:1010] = values[1].max()  # a tie at the top, inside one chunk
+    values[2, [5, TOP_K_CHUNK * 7 + 1, 49000]] = 1.0  # tied maxima in far-apart chunks
+    got_v, got_i = chunked_top_k(values, 8)
+    want_v, want_i = _numpy_top_k(values, 8)
+    np.testing.assert_array_equal(got_i.numpy(), want_i)
+    np.testing.assert_array_equal(got_v.numpy(), want_v)

@@ -101,7 +101,7 @@ def reference_search(model, vocab, hps):
             lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry), carry,
             batch_size=tf.shape(enc_batch)[0], beam_size=k, vocab_size=vocab.size(),
             max_dec_steps=hps.max_dec_steps, min_dec_steps=hps.min_dec_steps,
-            start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID)
+            start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID, top_k=tf.math.top_k)
 
     return lambda b: search(b["enc_batch"], b["enc_padding_mask"],
                             b["enc_batch_extend_vocab"], b["max_art_oovs"])
@@ -128,6 +128,9 @@ def main(argv=None) -> int:
                    choices=("original", "train_consistent"))
     p.add_argument("--no_coverage", action="store_true")
     p.add_argument("--xla", action="store_true", help="compile the whole search with XLA")
+    p.add_argument("--compare_plain_top_k", type=int, default=1,
+                   help="also time the batched search with tf.math.top_k instead of "
+                        "beam_search.chunked_top_k (alternating batch by batch)")
     p.add_argument("--compare_reference", type=int, default=1,
                    help="also run the pre-optimisation batched search (see reference_search)"
                         " on the same batches, alternating with the current one")
@@ -183,16 +186,26 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     decoder.decode_batch(batches[0])
     warmup_s = time.perf_counter() - start
-    reference = None
+    reference = plain = None
     if args.compare_reference:
         reference = reference_search(model, vocab, hps)
         reference(batches[0])
-    steps, batched_s, reference_s = 0, 0.0, 0.0
+    if args.compare_plain_top_k:
+        plain = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla,
+                                         top_k=tf.math.top_k)
+        plain.decode_batch(batches[0])
+    steps, batched_s, reference_s, plain_s = 0, 0.0, 0.0, 0.0
     for batch in batches:
         start = time.perf_counter()
         summaries = decoder.decode_batch(batch)
         batched_s += time.perf_counter() - start
         steps += sum(len(s.p_gens) for s in summaries)
+        if plain is not None:
+            start = time.perf_counter()
+            same = plain.decode_batch(batch)
+            plain_s += time.perf_counter() - start
+            if [s.words for s in same] != [s.words for s in summaries]:
+                raise AssertionError("tf.math.top_k and chunked_top_k searches differ")
         if reference is not None:
             start = time.perf_counter()
             reference(batch)["tokens"].numpy()
@@ -204,6 +217,9 @@ def main(argv=None) -> int:
     if reference is not None:
         print(f"pre-optimisation batched search: {n_articles / reference_s:.3f} articles/s",
               flush=True)
+    if plain is not None:
+        print(f"batched with tf.math.top_k: {n_articles / plain_s:.3f} articles/s "
+              f"(chunked top-k: {plain_s / batched_s:.2f}x, same summaries)", flush=True)
     rss_batched = common.peak_rss_mib()
 
     # --- one article at a time: the original's Python search over the 4 beams
@@ -250,6 +266,8 @@ def main(argv=None) -> int:
         "batch1_articles_per_s": round(batch1_rate, 3),
         "speedup_vs_batch1": round(batched_rate / batch1_rate, 1),
         "steps_per_article": round(steps / n_articles, 1),
+        **({"plain_top_k_articles_per_s": round(n_articles / plain_s, 3),
+            "speedup_vs_plain_top_k": round(plain_s / batched_s, 2)} if plain else {}),
         **({"reference_articles_per_s": round(n_articles / reference_s, 3),
             "speedup_vs_reference": round(reference_s / batched_s, 2)} if reference else {}),
         "matmul_gflop_per_s": round(rate / 1e9, 2),
