@@ -121,7 +121,7 @@ def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool):
     from pointer_generator import input_pipeline
 
     if single_pass:
-        # Static shapes would drop the final partial batch; an exact average needs it.
+        # Batches as long as their longest article: static shapes would only pad them.
         hps = hps.replace(static_shapes=False)
     dataset = input_pipeline.make_dataset(data_path, vocab, hps, "eval", single_pass)
     return dataset.map(input_pipeline.model_inputs)

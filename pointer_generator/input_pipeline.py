@@ -60,8 +60,9 @@ def make_dataset(data_path: str, vocab: Vocab, hps: HParams, mode: str, single_p
       mode: train/eval batches are length-bucketed (pools of 100 batches sorted by
         enc_len, batch order shuffled); decode batches hold distinct examples in read order.
       single_pass: read the files once in sorted order, no shuffling, keep the final
-        partial batch (unless static_shapes), then stop. Otherwise repeat forever, each
-        pass in a new shuffled file order.
+        partial batch (also with static_shapes: its batch dimension is then smaller, the
+        only dimension that is not fixed), then stop. Otherwise repeat forever, each pass
+        in a new shuffled file order.
       seed: seed of every shuffle; None uses hps.seed.
       num_replicas, replica_index: read only this replica's share (by file when there
         are at least as many files as replicas, else by example).
@@ -106,8 +107,11 @@ def make_dataset(data_path: str, vocab: Vocab, hps: HParams, mode: str, single_p
     elif mode in ("train", "eval") and not single_pass:
         groups = _bucketed(examples, b, seed)
     else:
-        groups = examples.ragged_batch(b, drop_remainder=hps.static_shapes)
-    pad = _graph_fn(lambda g: _pad_batch(g, hps))
+        # A single pass keeps every example: dropping the final partial batch would
+        # silently leave examples out of a decode or an evaluation.
+        groups = examples.ragged_batch(b, drop_remainder=hps.static_shapes and not single_pass)
+    fixed_batch = None if single_pass and not beam_copies else hps.batch_size
+    pad = _graph_fn(lambda g: _pad_batch(g, hps, fixed_batch))
     return (groups.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .prefetch(tf.data.AUTOTUNE))
 
@@ -262,8 +266,11 @@ def _bucketed(examples, batch_size, seed):
             .unbatch().ragged_batch(batch_size))
 
 
-def _pad_batch(g, hps: HParams) -> dict:
-    """Ragged group of examples -> the padded batch dict of the module docstring."""
+def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
+    """Ragged group of examples -> the padded batch dict of the module docstring.
+
+    With static_shapes every dimension is fixed, the batch one to `fixed_batch` (None: a
+    single pass, whose final batch may be smaller)."""
     static = hps.static_shapes
     pad = example_ops.PAD_VALUES
 
@@ -294,7 +301,7 @@ def _pad_batch(g, hps: HParams) -> dict:
         "num_abstract_sents": tf.cast(g["abstract_sents"].row_lengths(), tf.int32),
     }
     if static:
-        b = hps.batch_size
+        b = fixed_batch
         for key in ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab"):
             batch[key] = tf.ensure_shape(batch[key], [b, hps.max_enc_steps])
         for key in ("dec_batch", "target_batch", "dec_padding_mask"):
