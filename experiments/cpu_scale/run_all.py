@@ -42,7 +42,7 @@ RUNS = {
         ("pointer_generator", "decode_test"),
         ("pointer_generator_coverage", "decode_test_coverage")]),
 }
-VOCAB_SIZE, MAX_ENC_STEPS = 20000, 200  # as recipes/cpu.flags
+VOCAB_SIZE, MAX_ENC_STEPS = findings.VOCAB_WORDS, 200  # as recipes/cpu.flags
 
 
 class RunError(PointerGeneratorError):
