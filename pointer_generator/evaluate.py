@@ -188,13 +188,8 @@ def _still_there(path: str, train_dir: str) -> bool:
 
 
 def _summary_metrics(metrics: dict, hps: HParams) -> dict:
-    out = {"loss": metrics["loss"], "running_avg_loss": metrics["running_avg_loss"]}
-    if hps.coverage:
-        out["coverage_loss"] = metrics["coverage_loss"]
-        out["total_loss"] = metrics["total_loss"]
-    if hps.pointer_gen:
-        out["p_gen_mean"] = metrics["p_gen_mean"]
-    return out
+    return {"loss": metrics["loss"], "running_avg_loss": metrics["running_avg_loss"],
+            **summaries.model_metrics(metrics, hps)}
 
 
 def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) -> dict:

@@ -41,8 +41,7 @@ def exit_now(status: int) -> None:
 def run_and_exit(entry, *args) -> None:
     """Call `entry(*args)` (which may `sys.exit`), then `exit_now` with its status."""
     try:
-        result = entry(*args)
-        status = int(result or 0) if not isinstance(result, str) else 1
+        status = status_of(SystemExit(entry(*args)))  # a return value counts as sys.exit's
     except SystemExit as e:
         status = status_of(e)
     except KeyboardInterrupt:

@@ -46,6 +46,18 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
 
 
+def model_metrics(metrics: dict, hps) -> dict:
+    """The metrics that exist only for some models: coverage_loss and total_loss (with
+    coverage, as the original wrote them), p_gen_mean (pointer mode)."""
+    out = {}
+    if hps.coverage:
+        out["coverage_loss"] = metrics["coverage_loss"]
+        out["total_loss"] = metrics["total_loss"]
+    if hps.pointer_gen:
+        out["p_gen_mean"] = metrics["p_gen_mean"]
+    return out
+
+
 class ScalarWriter:
     """Writes named metrics as TensorBoard scalars in one directory.
 

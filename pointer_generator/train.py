@@ -547,12 +547,7 @@ def _summary_metrics(metrics: dict, hps: HParams) -> dict:
     p_gen (pointer mode) and the speed."""
     out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec",
                                        "examples_per_sec")}
-    if hps.coverage:
-        out["coverage_loss"] = metrics["coverage_loss"]
-        out["total_loss"] = metrics["total_loss"]
-    if hps.pointer_gen:
-        out["p_gen_mean"] = metrics["p_gen_mean"]
-    return out
+    return {**out, **summaries.model_metrics(metrics, hps)}
 
 
 def _non_finite(metrics: dict, step: int, last_good: str | None) -> NonFiniteLossError:

@@ -49,9 +49,8 @@ def test_cpu_recipes_have_the_cpu_settings(name, data_dir, tmp_path, capsys):  #
         # It extends the pointer_generator recipe beside it, not the paper's.
         assert names[5:] == ["convert_to_coverage", "train_coverage", "val_loss_coverage",
                              "decode_test_coverage", "score_test_coverage"]
-        cov = dict(stages[6][3][0][1][i].split("=", 1) for i in range(len(stages[6][3][0][1]))
-                   if "=" in stages[6][3][0][1][i])
-        assert cov["--max_steps"] == "<global step at the start of this stage + 500>"
+        assert "--max_steps=<global step at the start of this stage + 500>" in \
+            stages[6][3][0][1]
 
 
 def _decode_dir(root, name, summaries, references, articles_oov=0, p_gen=None,

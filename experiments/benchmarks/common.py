@@ -7,12 +7,14 @@ GPU) sit side by side in one table.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
 import platform
 import resource
 import socket
+import sys
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "results")
@@ -56,6 +58,49 @@ def shared_data_dir() -> str | None:
     path = os.environ.get("POINTER_GENERATOR_SHARED_DATA",
                           os.path.join(os.path.dirname(repo), "shared", "data"))
     return path if os.path.isdir(path) else None
+
+
+def add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """--data_path, --vocab_path (defaults: the shared sample and vocab) and --vocab_size."""
+    data = shared_data_dir()
+    p.add_argument("--data_path", default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
+                   help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files")
+    p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
+    p.add_argument("--vocab_size", type=int, default=50000)
+
+
+def add_thread_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--intra_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    p.add_argument("--inter_op_threads", type=int, default=0, help="0 = TensorFlow default")
+
+
+def data_missing(args, check_data_path: bool = False) -> bool:
+    """True (after saying why on stderr) when the benchmark's data is not there."""
+    present = bool(args.data_path and args.vocab_path) and os.path.exists(args.vocab_path)
+    if present and check_data_path:
+        present = (args.data_path.endswith(".bin") or "*" in args.data_path
+                   or os.path.exists(args.data_path))
+    if not present:
+        print("SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
+              "is absent; pass --data_path and --vocab_path", file=sys.stderr)
+    return not present
+
+
+def import_tensorflow(args=None):
+    """TensorFlow, quiet, with the thread counts of `add_thread_arguments` applied."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    if args is not None and args.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+    if args is not None and args.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+    return tf
+
+
+def thread_settings(args) -> list[str]:
+    """["intra-op threads N", ...] for the thread counts that were set."""
+    return [f"{name} {n}" for name, n in (("intra-op threads", args.intra_op_threads),
+                                          ("inter-op threads", args.inter_op_threads)) if n]
 
 
 def record(name: str, config: str, figures: dict, out_json: str | None = None) -> dict:

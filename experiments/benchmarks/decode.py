@@ -108,18 +108,13 @@ def reference_search(model, vocab, hps):
 
 
 def _threads(args) -> str:
-    parts = [f"{name} {n}" for name, n in (("intra-op threads", args.intra_op_threads),
-                                           ("inter-op threads", args.inter_op_threads)) if n]
+    parts = common.thread_settings(args)
     return ", " + ", ".join(parts) if parts else ""
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    data = common.shared_data_dir()
-    p.add_argument("--data_path", default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
-                   help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files")
-    p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
-    p.add_argument("--vocab_size", type=int, default=50000)
+    common.add_data_arguments(p)
     p.add_argument("--batch_size", type=int, default=16, help="articles per batched search")
     p.add_argument("--articles", type=int, default=32, help="articles decoded batched")
     p.add_argument("--single_articles", type=int, default=2,
@@ -137,23 +132,15 @@ def main(argv=None) -> int:
     p.add_argument("--train_dir", default="", help="load the newest checkpoint of this dir")
     p.add_argument("--tf1_checkpoint", default="", help="load an original TF1 checkpoint")
     p.add_argument("--seed", type=int, default=111)
-    p.add_argument("--intra_op_threads", type=int, default=0, help="0 = TensorFlow default")
-    p.add_argument("--inter_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    common.add_thread_arguments(p)
     p.add_argument("--matmul_seconds", type=float, default=2.0)
     p.add_argument("--out_json", default=None,
                    help="default: experiments/results/decode_<hostname>.json")
     args = p.parse_args(argv)
-    if not args.data_path or not args.vocab_path or not os.path.exists(args.vocab_path):
-        print("SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
-              "is absent; pass --data_path and --vocab_path", file=sys.stderr)
+    if common.data_missing(args):
         return 0
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-    if args.intra_op_threads:
-        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
-    if args.inter_op_threads:
-        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+    tf = common.import_tensorflow(args)
 
     from pointer_generator import decode
     from pointer_generator.beam_search import beam_search_single, tile_beams

@@ -68,28 +68,18 @@ def _rate(iterator, n_batches: int) -> tuple[float, float, int]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    data = common.shared_data_dir()
-    p.add_argument("--data_path", default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
-                   help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files")
-    p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
-    p.add_argument("--vocab_size", type=int, default=50000)
+    common.add_data_arguments(p)
     p.add_argument("--batch_size", type=int, default=16)
     p.add_argument("--warmup_batches", type=int, default=100)
     p.add_argument("--batches", type=int, default=500)
     p.add_argument("--out_json", default=None,
                    help="default: experiments/results/pipeline_<hostname>.json")
     args = p.parse_args(argv)
-    if not args.data_path or not args.vocab_path or not (
-            os.path.exists(args.vocab_path)
-            and (args.data_path.endswith(".bin") or "*" in args.data_path
-                 or os.path.exists(args.data_path))):
-        print("SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
-              "is absent; pass --data_path and --vocab_path", file=sys.stderr)
+    if common.data_missing(args, check_data_path=True):
         return 0
 
     pinning = _pin_to_one_core()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    tf = common.import_tensorflow()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.constant(0) + 1  # start the runtime, to separate its memory from the pipeline's

@@ -55,9 +55,10 @@ def say(text: str) -> None:
 
 def run(cmd: list[str], log_path: str | None = None) -> subprocess.Popen:
     say(" ".join(cmd) + (f"  (log: {log_path})" if log_path else ""))
-    out = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
-    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if out else None,
-                            cwd=REPO)
+    if not log_path:
+        return subprocess.Popen(cmd, cwd=REPO)
+    with open(log_path, "a", encoding="utf-8") as out:  # the child keeps its own copy
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
 
 def wait_all(procs: list[tuple[str, subprocess.Popen]]) -> None:

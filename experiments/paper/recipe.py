@@ -107,6 +107,13 @@ def recipe_path(name_or_path: str) -> str:
     return path
 
 
+def _check_keys(obj: dict, allowed: set, where: str) -> None:
+    unknown = set(obj) - allowed
+    if unknown:
+        raise RecipeError(f"{where}: unknown keys {sorted(unknown)} (allowed: "
+                          f"{sorted(allowed)})")
+
+
 def _sibling(name: str, recipe_dir: str) -> str:
     """`extends` names a recipe beside the extending one first, then a shipped one."""
     beside = os.path.join(recipe_dir, name + ".json")
@@ -145,10 +152,7 @@ def load(name_or_path: str, _seen: tuple[str, ...] = ()) -> Recipe:
         raise RecipeError(f"{path}: cannot read the recipe ({e})") from None
     if not isinstance(data, dict):
         raise RecipeError(f"{path}: a recipe is a JSON object")
-    unknown = set(data) - RECIPE_KEYS
-    if unknown:
-        raise RecipeError(f"{path}: unknown keys {sorted(unknown)} (allowed: "
-                          f"{sorted(RECIPE_KEYS)})")
+    _check_keys(data, RECIPE_KEYS, path)
     # Shipped recipes name the flag files of experiments/paper; others, files beside them.
     base_dir = PAPER_DIR if os.path.dirname(path) == RECIPES_DIR else os.path.dirname(path)
     parent = load(_sibling(data["extends"], os.path.dirname(path)), _seen + (path,)) \
@@ -182,10 +186,7 @@ def load(name_or_path: str, _seen: tuple[str, ...] = ()) -> Recipe:
 def _stage(raw, where: str, base_dir: str, recipe_files: tuple, recipe_flags: dict) -> Stage:
     if not isinstance(raw, dict):
         raise RecipeError(f"{where}: a stage is a JSON object")
-    unknown = set(raw) - STAGE_KEYS
-    if unknown:
-        raise RecipeError(f"{where}: unknown keys {sorted(unknown)} (allowed: "
-                          f"{sorted(STAGE_KEYS)})")
+    _check_keys(raw, STAGE_KEYS, where)
     name, kind = raw.get("name"), raw.get("kind")
     if not name or not isinstance(name, str) or "/" in name:
         raise RecipeError(f"{where}: 'name' must be a non-empty string without '/'")
