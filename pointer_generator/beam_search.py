@@ -6,7 +6,9 @@ The search knows nothing about the model. It drives a *step function*::
       tokens     int32 [N]           latest token of every hypothesis; article-OOV ids
                                      (>= vocab_size) are already replaced by [UNK]
       carry      nested tensors, each [N, ...]   (decoder state, coverage, ...)
-      probs      float32 [N, V_ext]  final distribution (extended vocab in pointer mode)
+      probs      float32 [N, V_ext]  final distribution (extended vocab in pointer mode),
+                 or `Candidates`     entries sure to hold its top 2K (not with trigram
+                                     blocking)
       attn       float32 [N, T]      attention of this step
       p_gen      float32 [N]         generation probability (ones in baseline mode)
       new_carry  same structure as carry
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -47,10 +49,9 @@ def chunked_top_k(values: tf.Tensor, k: int, chunk: int = TOP_K_CHUNK
     included: the lower index first), about 3x faster for V = 50k on a CPU.
 
     The row is cut into chunks of `chunk` entries; only the k chunks with the largest
-    maxima can hold the top k (any chunk holding one of them has a maximum >= the k-th
-    value, and on ties the lower chunk holds the lower index), so one reduce_max over
-    the row and two small top-ks replace the full one. Shapes: values [rows, V] ->
-    ([rows, k] float, [rows, k] int32).
+    maxima can hold the top k (see `top_k_of_chunks`), so one reduce_max over the row and
+    two small top-ks replace the full one. Shapes: values [rows, V] -> ([rows, k] float,
+    [rows, k] int32).
     """
     values = tf.convert_to_tensor(values)
     v_static = values.shape[-1]
@@ -61,12 +62,48 @@ def chunked_top_k(values: tf.Tensor, k: int, chunk: int = TOP_K_CHUNK
     fill = float("-inf") if values.dtype.is_floating else values.dtype.min
     padded = tf.pad(values, [[0, 0], [0, n_chunks * chunk - v]], constant_values=fill)
     chunks = tf.reshape(padded, [rows, n_chunks, chunk])
-    _, chosen = tf.math.top_k(tf.reduce_max(chunks, axis=-1), tf.minimum(k, n_chunks))
-    chosen = tf.sort(chosen, axis=-1)  # index order, so that ties resolve as in top_k
-    candidates = tf.reshape(tf.gather(chunks, chosen, batch_dims=1), [rows, -1])
+    return top_k_of_chunks(chunks, tf.reduce_max(chunks, axis=-1), k)
+
+
+def top_k_of_chunks(chunks: tf.Tensor, chunk_max: tf.Tensor, k: int
+                    ) -> tuple[tf.Tensor, tf.Tensor]:
+    """The top k of rows cut into equal chunks, given each chunk's maximum.
+
+    Any chunk holding one of the row's top k has a maximum >= the k-th value, so only the
+    k chunks with the largest maxima are searched (on ties the lower chunk holds the lower
+    index, and chunks are searched in index order: ties resolve as in `tf.math.top_k`).
+
+    chunks [rows, n_chunks, chunk], chunk_max [rows, n_chunks] ->
+    (values [rows, k], indices [rows, k] int32 into the flattened row).
+    """
+    chunk = tf.shape(chunks)[2]
+    _, chosen = tf.math.top_k(chunk_max, tf.minimum(k, tf.shape(chunks)[1]))
+    chosen = tf.sort(chosen, axis=-1)
+    candidates = tf.reshape(tf.gather(chunks, chosen, batch_dims=1), [tf.shape(chunks)[0], -1])
     top, pos = tf.math.top_k(candidates, k)
     index = tf.gather(chosen, pos // chunk, batch_dims=1) * chunk + pos % chunk
     return top, index
+
+
+class Candidates(NamedTuple):
+    """What a step function may return instead of the whole distribution [N, V_ext]: a
+    set of entries that is sure to hold its top 2K (`final_candidates` builds one).
+
+    probs [N, C] float32: P(id) of each candidate; entries < 0 are unused slots.
+    ids   [N, C] int32:   extended-vocab ids, each at most once per row among used slots.
+    """
+
+    probs: tf.Tensor
+    ids: tf.Tensor
+
+
+def top_of(dist: tf.Tensor | Candidates, k: int, top_k: Callable
+           ) -> tuple[tf.Tensor, tf.Tensor]:
+    """(top probabilities, their ids) [N, k] of a step's distribution or candidates."""
+    if isinstance(dist, Candidates):
+        probs, pos = tf.math.top_k(dist.probs, k)
+        return probs, tf.gather(dist.ids, pos, batch_dims=1)
+    return top_k(dist, k)
 
 
 def tile_beams(nested: Any, beam_size: int) -> Any:
@@ -99,7 +136,15 @@ class _Config:
         if self.min_dec_steps < 0:
             raise ValueError(f"min_dec_steps must be >= 0, got {self.min_dec_steps}")
 
-    def check_vocab(self, v_ext: int | None) -> None:
+    def check_dist(self, dist: tf.Tensor | Candidates) -> None:
+        """A step function's distribution (or candidates) must hold at least 2K entries;
+        trigram blocking must see the whole distribution."""
+        if isinstance(dist, Candidates):
+            if self.trigram_blocking:
+                raise ValueError("trigram blocking needs the step function's whole "
+                                 "distribution, not Candidates")
+            dist = dist.probs
+        v_ext = dist.shape[-1]
         if v_ext is not None and v_ext < 2 * self.beam_size:
             raise ValueError(f"the step function's distribution has {v_ext} entries; beam "
                              f"search takes the top 2*beam_size = {2 * self.beam_size}")
@@ -249,7 +294,7 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, voca
         tokens = tf.constant([h.latest_token if 0 <= h.latest_token < vocab_size else unk_id
                               for h in rows], tf.int32)
         probs, attn, p_gen, new_carry = step_fn(tokens, _stack_carries(rows))
-        cfg.check_vocab(probs.shape[-1])
+        cfg.check_dist(probs)
         n_expand = 1 if steps == 0 else len(hyps)
         blocked = [_repeated_trigram_ends(h.tokens[1:]) if trigram_blocking else set()
                    for h in hyps[:n_expand]]
@@ -257,7 +302,7 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, voca
             probs = np.array(probs, dtype=np.float32)
             for i, ids in enumerate(blocked):
                 probs[i, sorted(ids)] = 0.0
-        top_p, top_ids = tf.math.top_k(probs, 2 * k)
+        top_p, top_ids = top_of(probs, 2 * k, tf.math.top_k)
         top_logp = tf.math.log(top_p).numpy()
         top_ids = top_ids.numpy()
         attn = np.asarray(attn, dtype=np.float32)
@@ -380,14 +425,14 @@ def _batched_graph(step_fn: StepFn, init_carry: Any, batch: int | tf.Tensor, cfg
         ta_tok, ta_par, ta_attn, ta_pgen = tas
         feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
         probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry)
-        cfg.check_vocab(probs.shape[-1])
-        probs = tf.reshape(probs, [b, k, -1])
+        cfg.check_dist(probs)
         attn = tf.reshape(attn, [b, k, -1])
         p_gen = tf.reshape(p_gen, [b, k])
         if cfg.trigram_blocking:
+            probs = tf.reshape(probs, [b, k, -1])
             blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
-            probs = tf.where(blocked, tf.zeros_like(probs), probs)
-        top_p, top_ids = cfg.top_k(tf.reshape(probs, [n, -1]), two_k)
+            probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
+        top_p, top_ids = top_of(probs, two_k, cfg.top_k)
         top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
         top_ids = tf.reshape(top_ids, [b, k, two_k])
         cand_sum = beam_sum[:, :, None] + tf.math.log(top_p)

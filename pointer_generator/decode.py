@@ -54,14 +54,20 @@ class BeamSearchDecoder:
       hps: beam_size, max_dec_steps, min_dec_steps, pointer_gen are read.
       trigram_blocking, length_penalty: optional extras (off = the original's search).
       jit_compile: compile the whole search with XLA.
-      top_k: the search's top-k function (default `beam_search.chunked_top_k`).
+      top_k: the search's top-k function over a whole distribution (default
+        `beam_search.chunked_top_k`).
+      full_final_dist: build the whole extended-vocabulary distribution at every step
+        and search it, as the original; by default (and unless trigram blocking needs
+        it) only the entries that can be in its top 2K are computed
+        (final_candidates.py: same summaries up to float rounding, faster).
     """
 
     def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
                  trigram_blocking: bool = False, length_penalty: float | None = None,
-                 jit_compile: bool = False, top_k=None):
+                 jit_compile: bool = False, top_k=None, full_final_dist: bool = False):
         self.model, self.vocab, self.hps = model, vocab, hps
         self.top_k = top_k
+        self.full_final_dist = full_final_dist or trigram_blocking
         self.trigram_blocking = trigram_blocking
         self.length_penalty = length_penalty
         self._search = tf.function(self._search_graph, reduce_retracing=True,
@@ -74,9 +80,11 @@ class BeamSearchDecoder:
         # all K beams); only the small extended ids are tiled to the B*K decoder rows.
         ext_tiled = tile_beams(enc_batch_extend_vocab, k)
         carry = tile_beams(model.initial_carry(enc), k)
+        setup = (None if self.full_final_dist
+                 else model.candidate_setup(enc_batch_extend_vocab, enc_padding_mask, k))
 
         def step_fn(tokens, carry):
-            return model.decode_step(enc, ext_tiled, max_art_oovs, tokens, carry)
+            return model.decode_step(enc, ext_tiled, max_art_oovs, tokens, carry, setup)
 
         # A Python int when the batch size is static; a tensor once retracing relaxed it.
         batch_size = enc_batch.shape[0]
@@ -335,7 +343,8 @@ def main(hps: HParams, vocab: Vocab, flags) -> None:
     decoder = BeamSearchDecoder(
         model, vocab, hps, trigram_blocking=getattr(flags, "trigram_blocking", False),
         length_penalty=getattr(flags, "length_penalty", None) or None,
-        jit_compile=getattr(flags, "xla", False))
+        jit_compile=getattr(flags, "xla", False),
+        full_final_dist=getattr(flags, "full_final_dist", False))
     batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 16))
     with data_errors():
         dataset = make_dataset(flags.data_path, vocab, batch_hps, "decode", flags.single_pass,

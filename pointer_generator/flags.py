@@ -152,6 +152,10 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     flags.DEFINE_float("length_penalty", 0.0, "decode: length-normalisation exponent for "
                        "ranking hypotheses (0 = the original's average log-probability).",
                        flag_values=fv)
+    flags.DEFINE_boolean("full_final_dist", False, "decode: build the whole extended-"
+                         "vocabulary distribution at every step and take its top 2K, as the "
+                         "original (default: only the entries that can be in that top; same "
+                         "summaries up to float rounding, faster).", flag_values=fv)
     flags.DEFINE_integer("attention_pages", 100, "decode --single_pass: write attention "
                          "pages for the first N examples.", flag_values=fv)
     flags.DEFINE_integer("max_decode_examples", 0, "concurrent decode: stop after N "

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from pointer_generator import losses, recurrent
+from pointer_generator import final_candidates, losses, recurrent
 from pointer_generator.hparams import HParams
 from pointer_generator.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.layers import (
@@ -327,8 +327,18 @@ class PointerGeneratorModel(keras.Model):
                 carry["attn"] = attn
         return carry
 
+    def candidate_setup(self, enc_batch_extend_vocab, enc_padding_mask,
+                        beams: int) -> final_candidates.CandidateSetup:
+        """What `decode_step(candidates=...)` needs, built once per batch of B articles
+        decoded with `beams` rows each (enc tensors [B, enc_len])."""
+        projection = final_candidates.vocab_projection(self.output_projection.kernel,
+                                                       self.output_projection.bias)
+        words = (final_candidates.article_words(enc_batch_extend_vocab, enc_padding_mask,
+                                                beams) if self.hps.pointer_gen else None)
+        return final_candidates.CandidateSetup(projection, words, 2 * self.hps.beam_size)
+
     def decode_step(self, enc: EncoderOutput, enc_batch_extend_vocab, max_art_oovs, tokens,
-                    carry: dict):
+                    carry: dict, candidates: final_candidates.CandidateSetup | None = None):
         """One decoder step for beam search (spec 4.12).
 
         With `hps.decode_attention == "original"` it reproduces the TF1 decode graph
@@ -348,8 +358,12 @@ class PointerGeneratorModel(keras.Model):
           max_art_oovs: int32 scalar.
           tokens: [batch] int32 previous tokens (all < vocab size).
           carry: dict from `initial_carry` or a previous step.
+          candidates: from `candidate_setup`: return `beam_search.Candidates` (the entries
+            that can be in the distribution's top 2K, see final_candidates.py) instead of
+            the whole distribution; None = the whole distribution, as the original.
         Returns:
-          (final_dist [batch, vocab(+oovs)], attn [batch, enc_len], p_gen [batch], carry).
+          (final_dist [batch, vocab(+oovs)] or Candidates, attn [batch, enc_len],
+          p_gen [batch], carry).
         """
         use_cov = self.hps.coverage
         original = self.hps.decode_attention == "original"
@@ -368,14 +382,18 @@ class PointerGeneratorModel(keras.Model):
         if not original and use_cov:
             coverage = coverage + attn
         out = self.attn_output_projection(tf.concat([h, context], 1))
-        logits = self.output_projection(out)
-        if self.hps.pointer_gen:
+        if candidates is not None:
+            p_gen = self.p_gen_layer(context, c, h, x) if self.hps.pointer_gen else None
+            final = final_candidates.final_candidates(out, p_gen, attn, candidates)
+            p_gen = p_gen[:, 0] if p_gen is not None else tf.ones_like(out[:, 0])
+        elif self.hps.pointer_gen:
+            logits = self.output_projection(out)
             p_gen = self.p_gen_layer(context, c, h, x)  # [batch, 1]
             final = decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab,
                                               max_art_oovs)
             p_gen = p_gen[:, 0]
         else:
-            final = tf.nn.softmax(logits, axis=-1)
+            final = tf.nn.softmax(self.output_projection(out), axis=-1)
             p_gen = tf.ones_like(final[:, 0])
         new_carry = {"c": c, "h": h, "context": context, "coverage": coverage}
         if original and use_cov:

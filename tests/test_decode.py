@@ -45,11 +45,17 @@ def setup(tmp_path):
     return s
 
 
-@pytest.mark.parametrize("coverage,attention", [(False, "original"), (True, "original"),
-                                                (True, "train_consistent")])
-def test_batched_search_equals_one_article_search_for_the_model(setup, coverage, attention):
-    hps, vocab, model = _model(setup, coverage=coverage, decode_attention=attention)
-    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+@pytest.mark.parametrize("coverage,attention,full,pointer", [
+    (False, "original", False, True), (True, "original", False, True),
+    (True, "train_consistent", False, True), (True, "original", True, True),
+    (False, "original", False, False), (False, "original", True, False)])
+def test_batched_search_equals_one_article_search_for_the_model(setup, coverage, attention,
+                                                                 full, pointer):
+    """The batched decoder (with top candidates, or the whole distribution when `full`)
+    against the one-article search over the whole distribution, as the original."""
+    hps, vocab, model = _model(setup, coverage=coverage, decode_attention=attention,
+                               pointer_gen=pointer)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full)
     batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4),
                                    "decode", True)))
     batched = decoder.decode_batch(batch)

@@ -14,10 +14,15 @@ The figures report the average number of decoder steps per article.
 
 Measured in one run, after a warm-up (tracing and compilation) of each:
   * batched: `decode.BeamSearchDecoder.decode_batch` on `--articles` articles in batches
-    of `--batch_size` (B articles x 4 beams per compiled step);
+    of `--batch_size` (B articles x 4 beams per compiled step), with the top candidates
+    of each step's final distribution (final_candidates.py; the default);
+  * the same with the whole final distribution (`--full_final_dist`), alternating batch
+    by batch, and how many summaries came out identical (random weights give nearly flat
+    distributions, where float rounding can swap near-tied candidates);
   * one at a time: `beam_search_single`, the original's algorithm (a Python loop over
-    steps calling the compiled one-step decoder for the 4 beams of one article), on
-    `--single_articles` articles; and the batched search with one article per batch.
+    steps calling the compiled one-step decoder, whole final distribution, for the 4
+    beams of one article), on `--single_articles` articles; and the batched search with
+    one article per batch.
 Figures: articles/s of each, the ratios, decoder steps per article, the vocabulary
 projection's share (its FLOPs at this machine's matmul rate, measured in the same run:
 the ceiling for a matmul-bound decoder), and the peak resident memory. Targets: >= 4
@@ -115,17 +120,22 @@ def _threads(args) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_data_arguments(p)
-    p.add_argument("--batch_size", type=int, default=16, help="articles per batched search")
-    p.add_argument("--articles", type=int, default=32, help="articles decoded batched")
+    p.add_argument("--batch_size", type=int, default=32,
+                   help="articles per batched search (32 was the fastest of 16/32/64 here)")
+    p.add_argument("--articles", type=int, default=64, help="articles decoded batched")
     p.add_argument("--single_articles", type=int, default=2,
                    help="articles decoded one at a time (each way)")
     p.add_argument("--decode_attention", default="original",
                    choices=("original", "train_consistent"))
     p.add_argument("--no_coverage", action="store_true")
     p.add_argument("--xla", action="store_true", help="compile the whole search with XLA")
-    p.add_argument("--compare_plain_top_k", type=int, default=1,
-                   help="also time the batched search with tf.math.top_k instead of "
-                        "beam_search.chunked_top_k (alternating batch by batch)")
+    p.add_argument("--compare_full_dist", type=int, default=1,
+                   help="also time the batched search over the whole final distribution "
+                        "(--full_final_dist), alternating batch by batch")
+    p.add_argument("--compare_plain_top_k", type=int, default=0,
+                   help="also time the batched search over the whole distribution with "
+                        "tf.math.top_k instead of beam_search.chunked_top_k (alternating "
+                        "batch by batch; checked against --compare_full_dist's summaries)")
     p.add_argument("--compare_reference", type=int, default=1,
                    help="also run the pre-optimisation batched search (see reference_search)"
                         " on the same batches, alternating with the current one")
@@ -179,19 +189,29 @@ def main(argv=None) -> int:
         reference(batches[0])
     if args.compare_plain_top_k:
         plain = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla,
-                                         top_k=tf.math.top_k)
+                                         top_k=tf.math.top_k, full_final_dist=True)
         plain.decode_batch(batches[0])
-    steps, batched_s, reference_s, plain_s = 0, 0.0, 0.0, 0.0
+    full = None
+    if args.compare_full_dist:
+        full = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla,
+                                        full_final_dist=True)
+        full.decode_batch(batches[0])
+    steps, batched_s, reference_s, plain_s, full_s, identical = 0, 0.0, 0.0, 0.0, 0.0, 0
     for batch in batches:
         start = time.perf_counter()
         summaries = decoder.decode_batch(batch)
         batched_s += time.perf_counter() - start
         steps += sum(len(s.p_gens) for s in summaries)
+        if full is not None:
+            start = time.perf_counter()
+            whole = full.decode_batch(batch)
+            full_s += time.perf_counter() - start
+            identical += sum(a.words == b.words for a, b in zip(whole, summaries))
         if plain is not None:
             start = time.perf_counter()
             same = plain.decode_batch(batch)
             plain_s += time.perf_counter() - start
-            if [s.words for s in same] != [s.words for s in summaries]:
+            if full is not None and [s.words for s in same] != [s.words for s in whole]:
                 raise AssertionError("tf.math.top_k and chunked_top_k searches differ")
         if reference is not None:
             start = time.perf_counter()
@@ -204,9 +224,13 @@ def main(argv=None) -> int:
     if reference is not None:
         print(f"pre-optimisation batched search: {n_articles / reference_s:.3f} articles/s",
               flush=True)
+    if full is not None:
+        print(f"batched over the whole final distribution: {n_articles / full_s:.3f} "
+              f"articles/s (top candidates: {full_s / batched_s:.2f}x; identical summaries: "
+              f"{identical} of {n_articles})", flush=True)
     if plain is not None:
-        print(f"batched with tf.math.top_k: {n_articles / plain_s:.3f} articles/s "
-              f"(chunked top-k: {plain_s / batched_s:.2f}x, same summaries)", flush=True)
+        print(f"batched over the whole distribution with tf.math.top_k: "
+              f"{n_articles / plain_s:.3f} articles/s", flush=True)
     rss_batched = common.peak_rss_mib()
 
     # --- one article at a time: the original's Python search over the 4 beams
@@ -253,8 +277,10 @@ def main(argv=None) -> int:
         "batch1_articles_per_s": round(batch1_rate, 3),
         "speedup_vs_batch1": round(batched_rate / batch1_rate, 1),
         "steps_per_article": round(steps / n_articles, 1),
-        **({"plain_top_k_articles_per_s": round(n_articles / plain_s, 3),
-            "speedup_vs_plain_top_k": round(plain_s / batched_s, 2)} if plain else {}),
+        **({"full_dist_articles_per_s": round(n_articles / full_s, 3),
+            "speedup_vs_full_dist": round(full_s / batched_s, 2),
+            "identical_summaries_vs_full_dist": f"{identical}/{n_articles}"} if full else {}),
+        **({"plain_top_k_articles_per_s": round(n_articles / plain_s, 3)} if plain else {}),
         **({"reference_articles_per_s": round(n_articles / reference_s, 3),
             "speedup_vs_reference": round(reference_s / batched_s, 2)} if reference else {}),
         "matmul_gflop_per_s": round(rate / 1e9, 2),
