@@ -345,7 +345,7 @@ def main(hps: HParams, vocab: Vocab, flags) -> None:
         length_penalty=getattr(flags, "length_penalty", None) or None,
         jit_compile=getattr(flags, "xla", False),
         full_final_dist=getattr(flags, "full_final_dist", False))
-    batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 16))
+    batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 32))
     with data_errors():
         dataset = make_dataset(flags.data_path, vocab, batch_hps, "decode", flags.single_pass,
                                seed=hps.seed)

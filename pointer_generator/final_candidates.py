@@ -121,7 +121,8 @@ def vocab_logits(x, projection: VocabProjection):
 
     V' >= V is the padded width; log-normaliser = log sum_w exp(logit_w) (the softmax's).
     """
-    pieces = [tf.matmul(x, k) + b for k, b in zip(projection.kernels, projection.biases)]
+    pieces = [tf.matmul(x, k) + b
+              for k, b in zip(projection.kernels, projection.biases, strict=True)]
     stats = [_piece_stats(p) for p in pieces]
     chunk_max = tf.concat([s[0] for s in stats], axis=1)
     maxima = tf.stack([s[1] for s in stats], axis=1)  # [N, pieces]

@@ -145,8 +145,9 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
                          "(summaries are written every step regardless).", flag_values=fv)
 
     # ---- decode-mode additions (read by pointer_generator.decode) -----------------------
-    flags.DEFINE_integer("decode_batch_size", 16, "decode: articles decoded together "
-                         "(each with its own beam).", flag_values=fv)
+    flags.DEFINE_integer("decode_batch_size", 32, "decode: articles decoded together "
+                         "(each with its own beam; the summaries do not depend on it).",
+                         flag_values=fv)
     flags.DEFINE_boolean("trigram_blocking", False, "decode: forbid repeated trigrams in a "
                          "summary (not in the original).", flag_values=fv)
     flags.DEFINE_float("length_penalty", 0.0, "decode: length-normalisation exponent for "

@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
         model, vocab, hps, trigram_blocking=getattr(fv, "trigram_blocking", False),
         length_penalty=getattr(fv, "length_penalty", None) or None,
         full_final_dist=getattr(fv, "full_final_dist", False))
-    batch_size = min(getattr(fv, "decode_batch_size", 16), len(examples))
+    batch_size = min(getattr(fv, "decode_batch_size", 32), len(examples))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "summarize_000.bin")
         write_bin(path, examples)

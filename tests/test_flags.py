@@ -26,7 +26,8 @@ ADDED_DEFAULTS = {
     "save_checkpoint_secs": 60, "static_shapes": False, "max_oovs": 400,
     "decode_attention": "original", "safe_numerics": True, "eval_interval_secs": 10.0,
     "max_eval_iterations": 0, "checkpoint_data_position": True, "log_every_n_steps": 1,
-    "decode_batch_size": 16, "trigram_blocking": False, "length_penalty": 0.0,
+    "decode_batch_size": 32, "full_final_dist": False, "trigram_blocking": False,
+    "length_penalty": 0.0,
     "attention_pages": 100, "max_decode_examples": 0, "fused_recurrence": True,
 }
 

@@ -206,7 +206,7 @@ def main(argv=None) -> int:
             start = time.perf_counter()
             whole = full.decode_batch(batch)
             full_s += time.perf_counter() - start
-            identical += sum(a.words == b.words for a, b in zip(whole, summaries))
+            identical += sum(a.words == b.words for a, b in zip(whole, summaries, strict=True))
         if plain is not None:
             start = time.perf_counter()
             same = plain.decode_batch(batch)
