@@ -161,3 +161,17 @@ def test_summarize_prints_one_summary_per_file(setup, tmp_path):
                              capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == "error: /nonexistent/file.txt: no such file"
+
+
+def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
+    """Trigram blocking needs the whole distribution: the decoder switches to it."""
+    hps, vocab, model = _model(setup)
+    hps = hps.replace(max_dec_steps=12)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, trigram_blocking=True)
+    assert decoder.full_final_dist
+    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4),
+                                   "decode", True)))
+    for s in decoder.decode_batch(batch):
+        trigrams = [tuple(s.words[i:i + 3]) for i in range(len(s.words) - 2)]
+        assert len(trigrams) == len(set(trigrams))
+        assert len(s.words) >= 1
