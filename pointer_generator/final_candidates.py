@@ -37,8 +37,9 @@ PIECES = 4   # column pieces of the vocabulary projection
 class VocabProjection(NamedTuple):
     """The output projection's weights, padded to a whole number of chunks per piece.
 
-    kernels: `pieces` x [hidden, width]; biases: `pieces` x [width], -inf on the padding
-    columns (their logits are -inf: never in the top k, zero in the normaliser).
+    kernels: `pieces` x [hidden, width] in the compute dtype (float32, or bfloat16 for
+    mixed precision); biases: `pieces` x [width] float32, -inf on the padding columns
+    (their logits are -inf: never in the top k, zero in the normaliser).
     vocab_size: V, the real columns.
     """
 
@@ -74,9 +75,12 @@ class CandidateSetup(NamedTuple):
     k: int
 
 
-def vocab_projection(kernel, bias, pieces: int = PIECES) -> VocabProjection:
-    """Split a Dense layer's kernel [hidden, V] and bias [V] into padded column pieces."""
-    kernel, bias = tf.convert_to_tensor(kernel), tf.convert_to_tensor(bias)
+def vocab_projection(kernel, bias, pieces: int = PIECES,
+                     compute_dtype: tf.DType = tf.float32) -> VocabProjection:
+    """Split a Dense layer's kernel [hidden, V] and bias [V] into padded column pieces;
+    the kernel is cast to `compute_dtype` (the logits are float32 either way)."""
+    kernel = tf.cast(tf.convert_to_tensor(kernel), compute_dtype)
+    bias = tf.convert_to_tensor(bias)
     v = int(kernel.shape[-1])
     pieces = max(1, min(pieces, v // CHUNK))
     width = -(-v // (pieces * CHUNK)) * CHUNK
@@ -121,7 +125,8 @@ def vocab_logits(x, projection: VocabProjection):
 
     V' >= V is the padded width; log-normaliser = log sum_w exp(logit_w) (the softmax's).
     """
-    pieces = [tf.matmul(x, k) + b
+    x_in = tf.cast(x, projection.kernels[0].dtype)
+    pieces = [tf.cast(tf.matmul(x_in, k), b.dtype) + b
               for k, b in zip(projection.kernels, projection.biases, strict=True)]
     stats = [_piece_stats(p) for p in pieces]
     chunk_max = tf.concat([s[0] for s in stats], axis=1)

@@ -131,6 +131,11 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
                          "(same values; each new batch shape compiles once). False = Keras "
                          "layers and autodiff; --debug implies False so that its numeric "
                          "checks see inside the loops.", flag_values=fv)
+    flags.DEFINE_boolean("mixed_precision", False, "Compute the vocabulary projection "
+                         "(most of a step's FLOPs) with bfloat16 inputs; variables, logits, "
+                         "softmax, distributions and losses stay float32. For GPUs/TPUs "
+                         "with bfloat16 units (slower on CPUs without them). Changes the "
+                         "numbers slightly; off = float32 as the original.", flag_values=fv)
     flags.DEFINE_float("eval_interval_secs", 10.0, "Eval/decode: seconds to wait before "
                        "looking again when train/ has no (new) checkpoint (the original's "
                        "10 s retry).", flag_values=fv)

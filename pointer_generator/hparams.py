@@ -49,6 +49,9 @@ class HParams:
     # gradients (pointer_generator/recurrent.py); False = Keras layers and autodiff (same
     # values, slower; numeric checks of --debug can see inside).
     fused_recurrence: bool = True
+    # bfloat16 inputs for the vocabulary projection (most of a step's FLOPs), float32
+    # variables, logits, softmax, distributions and loss. For GPUs/TPUs with bf16 units.
+    mixed_precision: bool = False
 
     def __post_init__(self):
         if self.mode not in MODES:

@@ -261,7 +261,7 @@ class PointerGeneratorModel(keras.Model):
         dec_mask = batch["dec_padding_mask"]
         targets = batch["target_batch"]
         out = self.attn_output_projection(tf.concat([steps["h"], steps["context"]], -1))
-        vocab_logits = self.output_projection(out)
+        vocab_logits = self.vocab_logits(out)
         if hps.pointer_gen:
             p_gen_logit = self.p_gen_layer.logit(steps["context"], steps["c"], steps["h"],
                                                  steps["x"])[..., 0]
@@ -327,12 +327,26 @@ class PointerGeneratorModel(keras.Model):
                 carry["attn"] = attn
         return carry
 
+    def vocab_logits(self, out):
+        """Vocabulary scores (eq. 4 before the softmax): out [..., hidden] -> [..., vocab]
+        float32. With `hps.mixed_precision` the product takes bfloat16 inputs (the float32
+        variables are cast) and its result is cast back before the bias is added."""
+        if not self.hps.mixed_precision:
+            return self.output_projection(out)
+        kernel = tf.cast(self.output_projection.kernel, tf.bfloat16)
+        # A 2-D matmul: einsum's gradient over "...h" would broadcast [..., vocab, hidden].
+        flat = tf.reshape(tf.cast(out, tf.bfloat16), [-1, tf.shape(out)[-1]])
+        logits = tf.reshape(tf.matmul(flat, kernel),
+                            tf.concat([tf.shape(out)[:-1], [tf.shape(kernel)[1]]], 0))
+        return tf.cast(logits, tf.float32) + self.output_projection.bias
+
     def candidate_setup(self, enc_batch_extend_vocab, enc_padding_mask,
                         beams: int) -> final_candidates.CandidateSetup:
         """What `decode_step(candidates=...)` needs, built once per batch of B articles
         decoded with `beams` rows each (enc tensors [B, enc_len])."""
-        projection = final_candidates.vocab_projection(self.output_projection.kernel,
-                                                       self.output_projection.bias)
+        projection = final_candidates.vocab_projection(
+            self.output_projection.kernel, self.output_projection.bias,
+            compute_dtype=tf.bfloat16 if self.hps.mixed_precision else tf.float32)
         words = (final_candidates.article_words(enc_batch_extend_vocab, enc_padding_mask,
                                                 beams) if self.hps.pointer_gen else None)
         return final_candidates.CandidateSetup(projection, words, 2 * self.hps.beam_size)
@@ -387,13 +401,13 @@ class PointerGeneratorModel(keras.Model):
             final = final_candidates.final_candidates(out, p_gen, attn, candidates)
             p_gen = p_gen[:, 0] if p_gen is not None else tf.ones_like(out[:, 0])
         elif self.hps.pointer_gen:
-            logits = self.output_projection(out)
+            logits = self.vocab_logits(out)
             p_gen = self.p_gen_layer(context, c, h, x)  # [batch, 1]
             final = decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab,
                                               max_art_oovs)
             p_gen = p_gen[:, 0]
         else:
-            final = tf.nn.softmax(self.output_projection(out), axis=-1)
+            final = tf.nn.softmax(self.vocab_logits(out), axis=-1)
             p_gen = tf.ones_like(final[:, 0])
         new_carry = {"c": c, "h": h, "context": context, "coverage": coverage}
         if original and use_cov:

@@ -29,6 +29,7 @@ ADDED_DEFAULTS = {
     "decode_batch_size": 32, "full_final_dist": False, "trigram_blocking": False,
     "length_penalty": 0.0,
     "attention_pages": 100, "max_decode_examples": 0, "fused_recurrence": True,
+    "mixed_precision": False,
 }
 
 

@@ -128,6 +128,8 @@ def main(argv=None) -> int:
     p.add_argument("--decode_attention", default="original",
                    choices=("original", "train_consistent"))
     p.add_argument("--no_coverage", action="store_true")
+    p.add_argument("--mixed_precision", action="store_true",
+                   help="bfloat16 vocabulary projection (hps.mixed_precision; for GPUs/TPUs)")
     p.add_argument("--xla", action="store_true", help="compile the whole search with XLA")
     p.add_argument("--compare_full_dist", type=int, default=1,
                    help="also time the batched search over the whole final distribution "
@@ -161,7 +163,7 @@ def main(argv=None) -> int:
     hps = HParams(mode="decode", batch_size=args.batch_size, max_enc_steps=400,
                   max_dec_steps=120, min_dec_steps=35, beam_size=4, pointer_gen=True,
                   coverage=not args.no_coverage, decode_attention=args.decode_attention,
-                  seed=args.seed)
+                  seed=args.seed, mixed_precision=args.mixed_precision)
     vocab = Vocab(args.vocab_path, args.vocab_size)
     with tempfile.TemporaryDirectory() as tmp:
         batches = _articles(args.data_path, vocab, hps, args.articles, args.batch_size, tmp)
@@ -295,6 +297,7 @@ def main(argv=None) -> int:
               f"{hps.min_dec_steps}), vocab {vocab.size()}, pointer"
               f"{' + coverage' if hps.coverage else ''}, decode_attention "
               f"{hps.decode_attention}{', whole-search XLA' if args.xla else ''}"
+              f"{', bf16 vocabulary projection' if args.mixed_precision else ''}"
               f"{_threads(args)}; weights "
               f"{weights}; batched: {n_articles} articles in batches of {args.batch_size}; "
               f"one at a time: {args.single_articles} articles")

@@ -69,6 +69,8 @@ def main(argv=None) -> int:
     p.add_argument("--max_enc_steps", type=int, default=400)
     p.add_argument("--max_dec_steps", type=int, default=100)
     p.add_argument("--no_coverage", action="store_true", help="pointer-generator only")
+    p.add_argument("--mixed_precision", action="store_true",
+                   help="bfloat16 vocabulary projection (hps.mixed_precision; for GPUs/TPUs)")
     p.add_argument("--impl", choices=("fused", "reference", "both"), default="fused")
     p.add_argument("--xla", action="store_true",
                    help="compile the whole forward/backward pass with XLA (train --xla)")
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
 
     hps = HParams(batch_size=args.batch_size, max_enc_steps=args.max_enc_steps,
                   max_dec_steps=args.max_dec_steps, pointer_gen=True,
-                  coverage=not args.no_coverage)
+                  coverage=not args.no_coverage, mixed_precision=args.mixed_precision)
     vocab = Vocab(args.vocab_path, args.vocab_size)
     with tempfile.TemporaryDirectory() as tmp:
         batches = _batches(args.data_path, vocab, hps, args.batches, tmp)
@@ -182,6 +184,7 @@ def main(argv=None) -> int:
         figures["reference_s_per_step"] = round(ref_s / ref_n, 3)
         figures["speedup_vs_reference"] = round((ref_s / ref_n) / (seconds / n), 2)
     config = (f"impl {args.impl}{' + whole-step XLA' if args.xla else ''}"
+              f"{' + bf16 vocabulary projection' if args.mixed_precision else ''}"
               f"{_threads(args)}: batch {hps.batch_size}, enc "
               f"{hps.max_enc_steps}, dec {hps.max_dec_steps}, vocab {vocab.size()}, hidden "
               f"{hps.hidden_dim}, emb {hps.emb_dim}, pointer"
