@@ -164,7 +164,8 @@ def decode_dir_name(data_path: str, hps, ckpt_name: str, trigram_blocking: bool 
 
     `hps` needs max_enc_steps, beam_size, min_dec_steps, max_dec_steps; `ckpt_name` is the
     loaded checkpoint path (or just its name). Decoding options the original lacked are
-    appended so their outputs never mix with faithful ones: `_triblock`, `_lp<value>`.
+    appended so their outputs never mix with faithful ones: `_triblock`, `_lp<value>`,
+    `_bf16` (hps.mixed_precision).
     """
     name = "decode_%s_%imaxenc_%ibeam_%imindec_%imaxdec_ckpt-%s" % (
         dataset_label(data_path), hps.max_enc_steps, hps.beam_size, hps.min_dec_steps,
@@ -173,6 +174,8 @@ def decode_dir_name(data_path: str, hps, ckpt_name: str, trigram_blocking: bool 
         name += "_triblock"
     if length_penalty is not None:
         name += "_lp%r" % float(length_penalty)
+    if getattr(hps, "mixed_precision", False):
+        name += "_bf16"
     return name
 
 

@@ -126,6 +126,8 @@ def test_decode_dir_name_suffixes_for_options_the_original_lacked():
                               length_penalty=0.6) == base + "_triblock_lp0.6"
     assert do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=False,
                               length_penalty=None) == base
+    assert do.decode_dir_name("test.bin", hps.replace(mixed_precision=True), "m-5",
+                              trigram_blocking=True) == base + "_triblock_bf16"
 
 
 @pytest.fixture
