@@ -72,10 +72,10 @@ def test_missing_subcommand_module_is_a_clear_error(monkeypatch, capsys):
 def test_missing_mode_module_is_a_flag_error(monkeypatch):
     real_import = run_summarization.importlib.import_module
 
-    def fake_import(name):
+    def fake_import(name, package=None):  # importlib's own signature: others call it too
         if name == "pointer_generator.decode":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return real_import(name)
+        return real_import(name, package)
 
     monkeypatch.setattr(run_summarization.importlib, "import_module", fake_import)
     with pytest.raises(FlagError, match="--mode=decode is not available"):
