@@ -127,10 +127,12 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     flags.DEFINE_boolean("safe_numerics", True, "Guard log(0) and 0/0 in the loss and "
                          "attention (False = the original formulas).", flag_values=fv)
     flags.DEFINE_boolean("fused_recurrence", True, "Run the encoder and the training "
-                         "decoder as fused XLA-compiled loops with hand-written gradients "
-                         "(same values; each new batch shape compiles once). False = Keras "
-                         "layers and autodiff; --debug implies False so that its numeric "
-                         "checks see inside the loops.", flag_values=fv)
+                         "decoder as fused XLA-compiled loops with hand-written gradients, "
+                         "and the vocabulary projection + log P_vocab(target) as one "
+                         "operation with a hand-written gradient (same values; each new "
+                         "batch shape compiles once). False = Keras layers, log-softmax and "
+                         "autodiff; --debug implies False so that its numeric checks see "
+                         "inside the loops.", flag_values=fv)
     flags.DEFINE_boolean("mixed_precision", False, "Compute the vocabulary projection "
                          "(most of a step's FLOPs) with bfloat16 inputs; variables, logits, "
                          "softmax, distributions and losses stay float32. For GPUs/TPUs "

@@ -46,8 +46,9 @@ class HParams:
     # Numerically safe loss/attention (no log(0), no 0/0). False = the original formula.
     safe_numerics: bool = True
     # Run the encoder and the training decoder loop as fused XLA loops with hand-written
-    # gradients (pointer_generator/recurrent.py); False = Keras layers and autodiff (same
-    # values, slower; numeric checks of --debug can see inside).
+    # gradients (pointer_generator/recurrent.py), and the vocabulary projection + loss
+    # with one (losses.vocab_logits_and_gold); False = Keras layers, log-softmax and
+    # autodiff (same values, slower; numeric checks of --debug can see inside).
     fused_recurrence: bool = True
     # bfloat16 inputs for the vocabulary projection (most of a step's FLOPs), float32
     # variables, logits, softmax, distributions and loss. For GPUs/TPUs with bf16 units.

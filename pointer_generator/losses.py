@@ -3,8 +3,15 @@
 The pointer-mode NLL needs only P(w*_t), the probability of each gold token, which is
   p_gen * P_vocab(w*_t) + (1 - p_gen) * sum_{i: w_i = w*_t} a_i      (paper eq. 9)
 so training never builds the [batch, dec_len, vocab + oovs] final distribution: the
-vocabulary term is a gather from the log-softmax and the copy term a masked sum over the
-article positions.
+vocabulary term is log P_vocab(w*_t) and the copy term a masked sum over the article
+positions.
+
+`fused_gold_log_prob` computes log P_vocab(w*_t) with a hand-written gradient through
+the vocabulary projection (the default; `hps.fused_recurrence`): the [batch * dec_len,
+vocab] gradient of the logits is never scaled, summed or scattered, its per-row factor
+is folded into the small operands of the two backward matmuls instead.
+`gold_vocab_log_prob` (a gather from the log-softmax, autodiff'd) is the plain version
+that the tests and `--fused_recurrence=0` use.
 """
 
 import math
@@ -61,12 +68,67 @@ def gold_vocab_log_prob(vocab_log_probs, targets):
     return tf.where(in_vocab, gathered, tf.constant(-1e30, vocab_log_probs.dtype))
 
 
-def pointer_nll(vocab_logits, p_gen_logit, attn, enc_batch_extend_vocab, targets, dec_mask,
+def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
+    """log P_vocab of the targets from logits = out @ kernel + bias, with a hand-written
+    gradient that goes straight to out, kernel and bias and never touches the
+    [rows, vocab] matrix elementwise.
+
+    Forward: TensorFlow's fused sparse softmax cross-entropy of the logits, which also
+    yields softmax - onehot(target) per row. Backward, with g the gradient of the gold
+    log-probabilities [rows]: d logits = -g * (softmax - onehot), so d kernel =
+    (-g * out)^T (softmax - onehot), d out = -g * ((softmax - onehot) kernel^T) and
+    d bias = (softmax - onehot)^T (-g): the per-row factor scales the [rows, hidden]
+    operands, not the [rows, vocab] one. The logits themselves get no gradient from here
+    (whatever else reads them differentiates them as usual).
+
+    Args:
+      logits: [batch, dec_len, vocab], computed by the caller from out, kernel and bias.
+      out: [batch, dec_len, hidden] decoder outputs.
+      kernel: [hidden, vocab]; bias: [vocab] (variables or tensors).
+      targets: [batch, dec_len] int32 extended ids; ids >= vocab (article OOVs) get
+        log P_vocab = -1e30 and no gradient, as in `gold_vocab_log_prob`.
+      compute_dtype: the backward matmuls' input dtype (bfloat16 for mixed precision);
+        None = the kernel's dtype. Gradients have the dtypes of out, kernel and bias.
+    Returns:
+      [batch, dec_len] log P_vocab(targets).
+    """
+    shape = tf.shape(targets)
+    labels = tf.reshape(targets, [-1])
+    vocab = tf.shape(logits)[-1]
+    in_vocab = labels < vocab
+    # Variables as tensors: custom_gradient then treats them as inputs (each read is on
+    # the tape, so their gradients reach them as usual).
+    kernel, bias = tf.convert_to_tensor(kernel), tf.convert_to_tensor(bias)
+    compute_dtype = compute_dtype or kernel.dtype
+
+    @tf.custom_gradient
+    def run(flat_logits, x, kernel, bias):
+        ce, backprop = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
+            features=flat_logits, labels=tf.minimum(labels, vocab - 1))
+
+        def grad(d_gold):
+            g = -tf.where(in_vocab, d_gold, tf.zeros_like(d_gold))  # [rows]
+            bp = tf.cast(backprop, compute_dtype)
+            k_c = tf.cast(kernel, compute_dtype)
+            d_x = g[:, None] * tf.cast(tf.matmul(bp, k_c, transpose_b=True), x.dtype)
+            d_k = tf.matmul(tf.cast(x * g[:, None], compute_dtype), bp, transpose_a=True)
+            d_b = tf.linalg.matvec(backprop, g, transpose_a=True)
+            return None, d_x, tf.cast(d_k, kernel.dtype), d_b
+
+        return tf.where(in_vocab, -ce, tf.constant(-1e30, ce.dtype)), grad
+
+    flat = run(tf.reshape(logits, [-1, vocab]), tf.reshape(out, [-1, tf.shape(out)[-1]]),
+               kernel, bias)
+    return tf.reshape(flat, shape)
+
+
+def pointer_nll(gold_vocab, p_gen_logit, attn, enc_batch_extend_vocab, targets, dec_mask,
                 safe: bool = True):
     """Pointer-mode loss: per-example average of -log P(w*_t), then batch mean.
 
     Args:
-      vocab_logits: [batch, dec_len, vocab] pre-softmax vocabulary scores.
+      gold_vocab: [batch, dec_len] log P_vocab(w*_t), -1e30 for article OOVs
+        (`gold_vocab_log_prob` or `fused_gold_log_prob`).
       p_gen_logit: [batch, dec_len] pre-sigmoid generation probability.
       attn: [batch, dec_len, enc_len] attention distributions.
       enc_batch_extend_vocab: [batch, enc_len] int32.
@@ -77,8 +139,6 @@ def pointer_nll(vocab_logits, p_gen_logit, attn, enc_batch_extend_vocab, targets
     Returns:
       (loss scalar, per-step NLL [batch, dec_len]).
     """
-    vocab_log_probs = tf.nn.log_softmax(vocab_logits, axis=-1)
-    gold_vocab = gold_vocab_log_prob(vocab_log_probs, targets)
     mass = copy_mass(attn, enc_batch_extend_vocab, targets)
     if safe:
         log_gen = tf.math.log_sigmoid(p_gen_logit) + gold_vocab
@@ -92,18 +152,17 @@ def pointer_nll(vocab_logits, p_gen_logit, attn, enc_batch_extend_vocab, targets
     return mask_and_avg(step_nll, dec_mask, safe), step_nll
 
 
-def baseline_nll(vocab_logits, targets, dec_mask):
+def baseline_nll(gold_vocab, dec_mask):
     """Baseline loss: token-level average cross-entropy over all real tokens of the batch
     (the original's `sequence_loss`), dividing by (number of real tokens + 1e-12).
 
     Args:
-      vocab_logits: [batch, dec_len, vocab]; targets: [batch, dec_len] int32 (< vocab);
-      dec_mask: [batch, dec_len] float.
+      gold_vocab: [batch, dec_len] log P_vocab(target) (targets are < vocab in baseline
+        mode); dec_mask: [batch, dec_len] float.
     Returns:
       (loss scalar, per-step NLL [batch, dec_len]).
     """
-    step_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets,
-                                                              logits=vocab_logits)
+    step_nll = -gold_vocab
     total = tf.reduce_sum(step_nll * dec_mask)
     return total / (tf.reduce_sum(dec_mask) + 1e-12), step_nll
 

@@ -261,16 +261,16 @@ class PointerGeneratorModel(keras.Model):
         dec_mask = batch["dec_padding_mask"]
         targets = batch["target_batch"]
         out = self.attn_output_projection(tf.concat([steps["h"], steps["context"]], -1))
-        vocab_logits = self.vocab_logits(out)
+        vocab_logits, gold_vocab = self.vocab_logits_and_gold(out, targets)
         if hps.pointer_gen:
             p_gen_logit = self.p_gen_layer.logit(steps["context"], steps["c"], steps["h"],
                                                  steps["x"])[..., 0]
-            loss, step_nll = losses.pointer_nll(vocab_logits, p_gen_logit, steps["attn"],
+            loss, step_nll = losses.pointer_nll(gold_vocab, p_gen_logit, steps["attn"],
                                                 batch["enc_batch_extend_vocab"], targets,
                                                 dec_mask, safe=hps.safe_numerics)
             p_gens = tf.sigmoid(p_gen_logit)
         else:
-            loss, step_nll = losses.baseline_nll(vocab_logits, targets, dec_mask)
+            loss, step_nll = losses.baseline_nll(gold_vocab, dec_mask)
             p_gens = tf.ones_like(dec_mask)
         result = {"loss": loss, "attn_dists": steps["attn"], "p_gens": p_gens,
                   "vocab_logits": vocab_logits, "step_nll": step_nll}
@@ -339,6 +339,20 @@ class PointerGeneratorModel(keras.Model):
         logits = tf.reshape(tf.matmul(flat, kernel),
                             tf.concat([tf.shape(out)[:-1], [tf.shape(kernel)[1]]], 0))
         return tf.cast(logits, tf.float32) + self.output_projection.bias
+
+    def vocab_logits_and_gold(self, out, targets):
+        """(vocabulary logits [..., vocab], log P_vocab(targets) [...]) for training:
+        out [batch, dec_len, hidden], targets [batch, dec_len] extended ids (-1e30 for
+        article OOVs). With `hps.fused_recurrence` the log-probabilities have a
+        hand-written gradient (`losses.fused_gold_log_prob`), else log-softmax and
+        gather, autodiff'd.
+        """
+        logits = self.vocab_logits(out)
+        if self.hps.fused_recurrence:
+            return logits, losses.fused_gold_log_prob(
+                logits, out, self.output_projection.kernel, self.output_projection.bias,
+                targets, tf.bfloat16 if self.hps.mixed_precision else None)
+        return logits, losses.gold_vocab_log_prob(tf.nn.log_softmax(logits, axis=-1), targets)
 
     def candidate_setup(self, enc_batch_extend_vocab, enc_padding_mask,
                         beams: int) -> final_candidates.CandidateSetup:
