@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_generator import recurrent
 from pointer_generator.hparams import HParams
 from pointer_generator.model import PointerGeneratorModel
 
@@ -39,8 +40,12 @@ def _run(model, batch):
     return out, [tf.convert_to_tensor(g).numpy() for g in grads]
 
 
-@pytest.mark.parametrize("pointer_gen,coverage,safe", [(True, True, True), (False, False, False)])
-def test_fused_recurrence_equals_keras_and_autodiff(pointer_gen, coverage, safe):
+@pytest.mark.parametrize("pointer_gen,coverage,safe,row_chunk", [
+    (True, True, True, recurrent.ROW_CHUNK), (False, False, False, recurrent.ROW_CHUNK),
+    (True, True, True, 2)])  # 3 rows as chunks of 2 + 1: each runs the loops on its own
+def test_fused_recurrence_equals_keras_and_autodiff(pointer_gen, coverage, safe, row_chunk,
+                                                    monkeypatch):
+    monkeypatch.setattr(recurrent, "ROW_CHUNK", row_chunk)
     hps = HParams(hidden_dim=8, emb_dim=6, pointer_gen=pointer_gen, coverage=coverage,
                   safe_numerics=safe, rand_unif_init_mag=0.5, trunc_norm_init_std=0.5)
     tf.keras.utils.set_random_seed(1)
