@@ -7,9 +7,8 @@ vocabulary term is log P_vocab(w*_t) and the copy term a masked sum over the art
 positions.
 
 `fused_gold_log_prob` computes log P_vocab(w*_t) with a hand-written gradient through
-the vocabulary projection (the default; `hps.fused_recurrence`): the [batch * dec_len,
-vocab] gradient of the logits is never scaled, summed or scattered, its per-row factor
-is folded into the small operands of the two backward matmuls instead.
+the vocabulary projection (the default; `hps.fused_recurrence`): one fused pass over
+the [batch * dec_len, vocab] logits forward and one backward, besides the matmuls.
 `gold_vocab_log_prob` (a gather from the log-softmax, autodiff'd) is the plain version
 that the tests and `--fused_recurrence=0` use.
 """
@@ -68,17 +67,34 @@ def gold_vocab_log_prob(vocab_log_probs, targets):
     return tf.where(in_vocab, gathered, tf.constant(-1e30, vocab_log_probs.dtype))
 
 
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _row_log_sum_exp(logits):
+    """log sum_j exp(logits[r, j]) per row: [rows, V] -> [rows], one fused XLA pass
+    (TensorFlow's reduce_logsumexp materialises logits - max and its exp)."""
+    top = tf.reduce_max(logits, axis=1)
+    top = tf.where(tf.math.is_finite(top), top, tf.zeros_like(top))
+    return top + tf.math.log(tf.reduce_sum(tf.exp(logits - top[:, None]), axis=1))
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _scaled_softmax_minus_onehot(logits, log_norm, labels, scale):
+    """scale[r] * (softmax(logits[r]) - onehot(labels[r])): [rows, V], one fused pass."""
+    onehot = tf.equal(tf.range(tf.shape(logits)[1])[None, :], labels[:, None])
+    probs = tf.exp(logits - log_norm[:, None])
+    return scale[:, None] * tf.where(onehot, probs - 1.0, probs)
+
+
 def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
     """log P_vocab of the targets from logits = out @ kernel + bias, with a hand-written
-    gradient that goes straight to out, kernel and bias and never touches the
-    [rows, vocab] matrix elementwise.
+    gradient that goes straight to out, kernel and bias.
 
-    Forward: TensorFlow's fused sparse softmax cross-entropy of the logits, which also
-    yields softmax - onehot(target) per row. Backward, with g the gradient of the gold
-    log-probabilities [rows]: d logits = -g * (softmax - onehot), so d kernel =
-    (-g * out)^T (softmax - onehot), d out = -g * ((softmax - onehot) kernel^T) and
-    d bias = (softmax - onehot)^T (-g): the per-row factor scales the [rows, hidden]
-    operands, not the [rows, vocab] one. The logits themselves get no gradient from here
+    Forward: the log-normaliser of each row (one fused pass) and the target's logit.
+    Backward, with g the gradient of the gold log-probabilities [rows]: d logits =
+    -g * (softmax - onehot(target)), built in one fused pass, then d out = d logits
+    kernel^T, d kernel = out^T d logits, d bias = the column sums. Autodiff of
+    log-softmax + gather instead writes the log-softmax, a dense scatter of the gathered
+    gradient and the softmax gradient, each a [rows, vocab] pass (about 2x slower at the
+    paper's sizes; docs/performance.md). The logits themselves get no gradient from here
     (whatever else reads them differentiates them as usual).
 
     Args:
@@ -93,9 +109,10 @@ def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
       [batch, dec_len] log P_vocab(targets).
     """
     shape = tf.shape(targets)
-    labels = tf.reshape(targets, [-1])
     vocab = tf.shape(logits)[-1]
-    in_vocab = labels < vocab
+    targets = tf.reshape(targets, [-1])
+    in_vocab = targets < vocab
+    labels = tf.minimum(targets, vocab - 1)
     # Variables as tensors: custom_gradient then treats them as inputs (each read is on
     # the tape, so their gradients reach them as usual).
     kernel, bias = tf.convert_to_tensor(kernel), tf.convert_to_tensor(bias)
@@ -103,19 +120,19 @@ def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
 
     @tf.custom_gradient
     def run(flat_logits, x, kernel, bias):
-        ce, backprop = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
-            features=flat_logits, labels=tf.minimum(labels, vocab - 1))
+        log_norm = _row_log_sum_exp(flat_logits)
+        gold = tf.gather(flat_logits, labels, batch_dims=1) - log_norm
 
         def grad(d_gold):
-            g = -tf.where(in_vocab, d_gold, tf.zeros_like(d_gold))  # [rows]
-            bp = tf.cast(backprop, compute_dtype)
-            k_c = tf.cast(kernel, compute_dtype)
-            d_x = g[:, None] * tf.cast(tf.matmul(bp, k_c, transpose_b=True), x.dtype)
-            d_k = tf.matmul(tf.cast(x * g[:, None], compute_dtype), bp, transpose_a=True)
-            d_b = tf.linalg.matvec(backprop, g, transpose_a=True)
-            return None, d_x, tf.cast(d_k, kernel.dtype), d_b
+            scale = -tf.where(in_vocab, d_gold, tf.zeros_like(d_gold))  # [rows]
+            d_logits = _scaled_softmax_minus_onehot(flat_logits, log_norm, labels, scale)
+            d_b = tf.reduce_sum(d_logits, axis=0)
+            d_logits = tf.cast(d_logits, compute_dtype)
+            d_x = tf.matmul(d_logits, tf.cast(kernel, compute_dtype), transpose_b=True)
+            d_k = tf.matmul(tf.cast(x, compute_dtype), d_logits, transpose_a=True)
+            return None, tf.cast(d_x, x.dtype), tf.cast(d_k, kernel.dtype), d_b
 
-        return tf.where(in_vocab, -ce, tf.constant(-1e30, ce.dtype)), grad
+        return tf.where(in_vocab, gold, tf.constant(-1e30, gold.dtype)), grad
 
     flat = run(tf.reshape(logits, [-1, vocab]), tf.reshape(out, [-1, tf.shape(out)[-1]]),
                kernel, bias)
