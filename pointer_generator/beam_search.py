@@ -340,12 +340,30 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, voca
 # Batched: B articles x K beams in one compiled loop.
 
 
+# A batch is compacted down to this many articles: below it the step's fixed costs
+# dominate and each new size costs compilations (docs/performance.md).
+MIN_COMPACT_SIZE = 4
+
+
+def _segment_sizes(batch, min_size: int | None) -> list:
+    """Batch sizes the search runs through: [B, ceil(B/2), ...] while >= min_size (at
+    least [B]); just [B] without compaction or when B is only known at run time."""
+    sizes = [batch]
+    if min_size is None or not isinstance(batch, int):
+        return sizes
+    while sizes[-1] > 1 and -(-sizes[-1] // 2) >= max(min_size, 1):
+        sizes.append(-(-sizes[-1] // 2))
+    return sizes
+
+
 def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | tf.Tensor,
                         beam_size: int, vocab_size: int, max_dec_steps: int,
                         min_dec_steps: int, start_id: int, stop_id: int, unk_id: int,
                         trigram_blocking: bool = False, length_penalty: float | None = None,
                         pad_id: int = PAD_ID, jit_compile: bool = False,
-                        top_k: Callable | None = None) -> dict[str, tf.Tensor]:
+                        top_k: Callable | None = None, articles: Any = None,
+                        min_compact_size: int | None = MIN_COMPACT_SIZE
+                        ) -> dict[str, tf.Tensor]:
     """Beam search for a batch of articles in one `tf.while_loop` (N = B*K rows).
 
     Identical per article to `beam_search_single` with the same step function. Called
@@ -353,8 +371,16 @@ def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | t
     per call); for repeated decoding call it inside your own `tf.function` (with your
     own `jit_compile`; the argument here is then ignored).
 
+    Articles finish at different steps; without `articles` the loop computes every row
+    until the batch's last article ends. With `articles` (and a static batch size) the
+    search drops finished articles: once at most half of the rows are still running it
+    continues with half as many (B, B/2, ... down to `min_compact_size` rows), taking
+    the running articles' rows of the carry, of the search state and of `articles`.
+
     Args:
-      step_fn: the one-step decoder, called with N = batch_size * beam_size rows.
+      step_fn: the one-step decoder, called with N = batch_size * beam_size rows:
+        step_fn(tokens, carry), or step_fn(tokens, carry, articles) when `articles` is
+        given (then N = rows of `articles` * beam_size, which shrinks as articles finish).
       batch_size: B, a Python int or (inside a tf.function whose batch dimension is not
         static) a scalar int32 tensor such as `tf.shape(enc_batch)[0]`.
       init_carry: nested tensors [B*K, ...] (see `tile_beams`); row b*K is every beam's
@@ -362,6 +388,10 @@ def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | t
       pad_id: fills `tokens` after each summary's end.
       top_k: the top-k function, `chunked_top_k` by default (`tf.math.top_k` gives the
         same results, slower).
+      articles: nested tensors with one row per article [B, ...] (encoder outputs and
+        the like) that the step function reads; passed to it each step, with the rows
+        of the articles still decoded.
+      min_compact_size: the smallest batch the search compacts to; None = never compact.
       Other arguments as in `beam_search_single`.
 
     Returns:
@@ -376,11 +406,20 @@ def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | t
                   unk_id, trigram_blocking, length_penalty, top_k or chunked_top_k)
     if isinstance(batch_size, int) and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    sizes = _segment_sizes(batch_size, None if articles is None else min_compact_size)
+    if articles is None:
+        articles = ()  # an empty nest: nothing to gather when compacting
+
+        def call(tokens, carry, _):
+            return step_fn(tokens, carry)
+    else:
+        call = step_fn
     if tf.inside_function():
-        return _batched_graph(step_fn, init_carry, batch_size, cfg, pad_id)
-    fn = tf.function(lambda carry: _batched_graph(step_fn, carry, batch_size, cfg, pad_id),
+        return _batched_graph(call, init_carry, articles, batch_size, sizes, cfg, pad_id)
+    fn = tf.function(lambda carry, arts: _batched_graph(call, carry, arts, batch_size, sizes,
+                                                        cfg, pad_id),
                      jit_compile=jit_compile)
-    return fn(init_carry)
+    return fn(init_carry, articles)
 
 
 def _first_argmax(scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
@@ -400,122 +439,159 @@ def _select_rows(mask_rows: tf.Tensor, new: Any, old: Any) -> Any:
     return tf.nest.map_structure(pick, new, old)
 
 
-def _batched_graph(step_fn: StepFn, init_carry: Any, batch: int | tf.Tensor, cfg: _Config,
-                   pad_id: int) -> dict[str, tf.Tensor]:
-    """The graph of `batched_beam_search`.
+def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int | tf.Tensor,
+                   sizes: list, cfg: _Config, pad_id: int) -> dict[str, tf.Tensor]:
+    """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
 
     Loop state, per article b and beam slot k: latest token, carry row b*K + k, log-prob
     sum and alive flag [B, K]; finished flag, steps taken and results count [B]; K result
-    slots [B, K] (score, step of the [STOP], parent slot). Per step the new beam's tokens
-    and parent slots [B, K], attention [B, K, T] and p_gen [B, K] go to TensorArrays.
+    slots [B, K] (score, step of the [STOP], parent slot); the article rows and each
+    row's article index in the whole batch [B]. Per step the new beam's tokens and
+    parent slots [B, K], attention [B, K, T] and p_gen [B, K] go to TensorArrays, always
+    at the article's index in the whole batch. A loop ends when the batch is done, or
+    when few enough articles run to continue with the next, smaller size.
     """
-    b, k, m = batch, cfg.beam_size, cfg.max_dec_steps
-    n, two_k, c = b * k, 2 * cfg.beam_size, 2 * cfg.beam_size * cfg.beam_size
+    k, m = cfg.beam_size, cfg.max_dec_steps
+    two_k, c = 2 * cfg.beam_size, 2 * cfg.beam_size * cfg.beam_size
     norm = tf.constant(cfg.norm_table())
-    article_rows = tf.repeat(tf.range(b) * k, k)  # [N]: row b*K of each article
-    carry0 = tf.nest.map_structure(
-        lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry)
     beam_of_cand = tf.repeat(tf.range(k), two_k)  # [C]: candidates are hypothesis-major
     cand_index = tf.range(c)
     earlier = cand_index[:, None] < cand_index[None, :]  # [C', C]: c' precedes c in order
     slots = tf.range(k)
+    compacting = len(sizes) > 1
 
-    def body(t, latest, carry, beam_sum, alive, finished, n_steps,
-             res_count, res_score, res_end, res_parent, history, tas):
-        ta_tok, ta_par, ta_attn, ta_pgen = tas
-        feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
-        probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry)
-        cfg.check_dist(probs)
-        attn = tf.reshape(attn, [b, k, -1])
-        p_gen = tf.reshape(p_gen, [b, k])
-        if cfg.trigram_blocking:
-            probs = tf.reshape(probs, [b, k, -1])
-            blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
-            probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
-        top_p, top_ids = top_of(probs, two_k, cfg.top_k)
-        top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
-        top_ids = tf.reshape(top_ids, [b, k, two_k])
-        cand_sum = beam_sum[:, :, None] + tf.math.log(top_p)
-        cand_score = cand_sum / norm[t + 1]
-        # Step 0: the K hypotheses are copies, only the first is expanded.
-        valid = tf.broadcast_to(alive[:, :, None] & ((t > 0) | (slots == 0)[None, :, None]),
-                                [b, k, two_k])
-        if cfg.trigram_blocking:
-            valid &= ~tf.gather(blocked, top_ids, batch_dims=2)
-        valid = tf.reshape(valid & ~finished[:, None, None], [b, c])
-        ids = tf.reshape(top_ids, [b, c])
-        sums = tf.reshape(cand_sum, [b, c])
-        scores = tf.reshape(cand_score, [b, c])
-        is_stop = tf.equal(ids, cfg.stop_id)
+    def to_whole(x, index):
+        """Rows [S, ...] at their articles' places in a [B, ...] tensor (zeros elsewhere)."""
+        if not compacting:
+            return x
+        return tf.scatter_nd(index[:, None], x, tf.concat([[batch], tf.shape(x)[1:]], 0))
 
-        # The original sorts candidates (stably, descending) and scans them. Instead of
-        # sorting, count for each candidate the valid ones sorted before it.
-        s_prev, s_this = scores[:, :, None], scores[:, None, :]
-        before = valid[:, :, None] & ((s_prev > s_this) | (tf.equal(s_prev, s_this) & earlier))
-        nonstop_before = tf.reduce_sum(
-            tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1)
-        stop_before = tf.reduce_sum(tf.cast(before & (valid & is_stop)[:, :, None], tf.int32),
-                                    axis=1)
-        accept_stop = t >= cfg.min_dec_steps
-        taken_stops = tf.where(accept_stop, stop_before, 0)
-        # The scan stops once K hypotheses or K results exist; processed = scanned before.
-        processed = valid & (nonstop_before < k) & (res_count[:, None] + taken_stops < k)
-        to_beam = processed & ~is_stop
-        to_result = processed & is_stop & accept_stop
+    def run(b, next_size, state, tas):
+        """The loop at batch size b, until done or until next_size rows suffice."""
+        n = b * k
 
-        # New beam slot j = the j-th processed non-stop candidate.
-        beam_sel = to_beam[:, :, None] & tf.equal(nonstop_before[:, :, None], slots)
-        filled = tf.reduce_any(beam_sel, axis=1)  # [B, K]
-        pick = tf.argmax(tf.cast(beam_sel, tf.int32), axis=1, output_type=tf.int32)
-        new_parent = tf.gather(beam_of_cand, pick)
-        new_tok = tf.gather(ids, pick, batch_dims=1)
-        new_sum = tf.gather(sums, pick, batch_dims=1)
+        def body(t, latest, carry, beam_sum, alive, finished, n_steps, res_count, res_score,
+                 res_end, res_parent, history, arts, index, tas):
+            ta_tok, ta_par, ta_attn, ta_pgen = tas
+            feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
+            probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry, arts)
+            cfg.check_dist(probs)
+            attn = tf.reshape(attn, [b, k, -1])
+            p_gen = tf.reshape(p_gen, [b, k])
+            if cfg.trigram_blocking:
+                probs = tf.reshape(probs, [b, k, -1])
+                blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
+                probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
+            top_p, top_ids = top_of(probs, two_k, cfg.top_k)
+            top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
+            top_ids = tf.reshape(top_ids, [b, k, two_k])
+            cand_sum = beam_sum[:, :, None] + tf.math.log(top_p)
+            cand_score = cand_sum / norm[t + 1]
+            # Step 0: the K hypotheses are copies, only the first is expanded.
+            valid = tf.broadcast_to(alive[:, :, None]
+                                    & ((t > 0) | (slots == 0)[None, :, None]), [b, k, two_k])
+            if cfg.trigram_blocking:
+                valid &= ~tf.gather(blocked, top_ids, batch_dims=2)
+            valid = tf.reshape(valid & ~finished[:, None, None], [b, c])
+            ids = tf.reshape(top_ids, [b, c])
+            sums = tf.reshape(cand_sum, [b, c])
+            scores = tf.reshape(cand_score, [b, c])
+            is_stop = tf.equal(ids, cfg.stop_id)
 
-        # Results slot r = running count + stops accepted before it in this step.
-        res_sel = to_result[:, :, None] & tf.equal(
-            res_count[:, None, None] + stop_before[:, :, None], slots)
-        res_new = tf.reduce_any(res_sel, axis=1)
-        res_pick = tf.argmax(tf.cast(res_sel, tf.int32), axis=1, output_type=tf.int32)
-        res_score = tf.where(res_new, tf.gather(scores, res_pick, batch_dims=1), res_score)
-        res_end = tf.where(res_new, t, res_end)
-        res_parent = tf.where(res_new, tf.gather(beam_of_cand, res_pick), res_parent)
-        res_count += tf.reduce_sum(tf.cast(to_result, tf.int32), axis=1)
+            # The original sorts candidates (stably, descending) and scans them. Instead
+            # of sorting, count for each candidate the valid ones sorted before it.
+            s_prev, s_this = scores[:, :, None], scores[:, None, :]
+            before = valid[:, :, None] & ((s_prev > s_this)
+                                          | (tf.equal(s_prev, s_this) & earlier))
+            nonstop_before = tf.reduce_sum(
+                tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1)
+            stop_before = tf.reduce_sum(
+                tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), axis=1)
+            accept_stop = t >= cfg.min_dec_steps
+            taken_stops = tf.where(accept_stop, stop_before, 0)
+            # The scan stops once K hypotheses or K results exist; processed = scanned.
+            processed = valid & (nonstop_before < k) & (res_count[:, None] + taken_stops < k)
+            to_beam = processed & ~is_stop
+            to_result = processed & is_stop & accept_stop
 
-        # An article advances if it was running and kept at least one hypothesis; an
-        # empty beam (all candidates trigram-blocked) freezes it on its previous beam.
-        advance = ~finished & tf.reduce_any(filled, axis=1)
-        adv_bk = tf.broadcast_to(advance[:, None], [b, k])
-        parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
-        carry = _select_rows(tf.reshape(adv_bk, [n]),
-                             tf.nest.map_structure(lambda x: tf.gather(x, parent_rows),
-                                                   new_carry), carry)
-        latest = tf.where(adv_bk, new_tok, latest)
-        beam_sum = tf.where(adv_bk, new_sum, beam_sum)
-        alive = tf.where(adv_bk, filled, alive)
-        n_steps += tf.cast(advance, tf.int32)
-        finished = finished | ~advance | (res_count >= k)
-        if cfg.trigram_blocking:
-            grown = tf.gather(history, new_parent, batch_dims=1)
-            grown = tf.where(tf.equal(tf.range(m), t), new_tok[:, :, None], grown)
-            history = tf.where(adv_bk[:, :, None], grown, history)
-        tas = (ta_tok.write(t, new_tok), ta_par.write(t, new_parent),
-               ta_attn.write(t, attn), ta_pgen.write(t, p_gen))
-        return (t + 1, latest, carry, beam_sum, alive, finished, n_steps,
-                res_count, res_score, res_end, res_parent, history, tas)
+            # New beam slot j = the j-th processed non-stop candidate.
+            beam_sel = to_beam[:, :, None] & tf.equal(nonstop_before[:, :, None], slots)
+            filled = tf.reduce_any(beam_sel, axis=1)  # [B, K]
+            pick = tf.argmax(tf.cast(beam_sel, tf.int32), axis=1, output_type=tf.int32)
+            new_parent = tf.gather(beam_of_cand, pick)
+            new_tok = tf.gather(ids, pick, batch_dims=1)
+            new_sum = tf.gather(sums, pick, batch_dims=1)
 
-    def cond(t, *state):
-        finished = state[4]
-        return (t < m) & ~tf.reduce_all(finished)
+            # Results slot r = running count + stops accepted before it in this step.
+            res_sel = to_result[:, :, None] & tf.equal(
+                res_count[:, None, None] + stop_before[:, :, None], slots)
+            res_new = tf.reduce_any(res_sel, axis=1)
+            res_pick = tf.argmax(tf.cast(res_sel, tf.int32), axis=1, output_type=tf.int32)
+            res_score = tf.where(res_new, tf.gather(scores, res_pick, batch_dims=1), res_score)
+            res_end = tf.where(res_new, t, res_end)
+            res_parent = tf.where(res_new, tf.gather(beam_of_cand, res_pick), res_parent)
+            res_count += tf.reduce_sum(tf.cast(to_result, tf.int32), axis=1)
 
+            # An article advances if it was running and kept at least one hypothesis; an
+            # empty beam (all candidates trigram-blocked) freezes it on its previous beam.
+            advance = ~finished & tf.reduce_any(filled, axis=1)
+            adv_bk = tf.broadcast_to(advance[:, None], [b, k])
+            parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
+            carry = _select_rows(tf.reshape(adv_bk, [n]),
+                                 tf.nest.map_structure(lambda x: tf.gather(x, parent_rows),
+                                                       new_carry), carry)
+            latest = tf.where(adv_bk, new_tok, latest)
+            beam_sum = tf.where(adv_bk, new_sum, beam_sum)
+            alive = tf.where(adv_bk, filled, alive)
+            n_steps += tf.cast(advance, tf.int32)
+            finished = finished | ~advance | (res_count >= k)
+            if cfg.trigram_blocking:
+                grown = tf.gather(history, new_parent, batch_dims=1)
+                grown = tf.where(tf.equal(tf.range(m), t), new_tok[:, :, None], grown)
+                history = tf.where(adv_bk[:, :, None], grown, history)
+            tas = (ta_tok.write(t, to_whole(new_tok, index)),
+                   ta_par.write(t, to_whole(new_parent, index)),
+                   ta_attn.write(t, to_whole(attn, index)),
+                   ta_pgen.write(t, to_whole(p_gen, index)))
+            return (t + 1, latest, carry, beam_sum, alive, finished, n_steps, res_count,
+                    res_score, res_end, res_parent, history, arts, index, tas)
+
+        def cond(t, *state):
+            running = ~state[4]
+            go_on = (t < m) & tf.reduce_any(running)
+            if next_size:  # hand over to the next size once that many rows suffice
+                go_on &= tf.reduce_sum(tf.cast(running, tf.int32)) > next_size
+            return go_on
+
+        out = tf.while_loop(cond, body, (*state, tas), maximum_iterations=m)
+        return out[:-1], out[-1]
+
+    # Initial state of the whole batch.
+    b = batch
+    article_rows = tf.repeat(tf.range(b) * k, k)  # [N]: row b*K of each article
+    carry0 = tf.nest.map_structure(
+        lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry)
     zeros_bk = tf.zeros([b, k], tf.int32)
-    init = (tf.constant(0), tf.fill([b, k], cfg.start_id), carry0, tf.zeros([b, k]),
-            tf.ones([b, k], tf.bool), tf.zeros([b], tf.bool), tf.zeros([b], tf.int32),
-            tf.zeros([b], tf.int32), tf.zeros([b, k]), zeros_bk, zeros_bk,
-            tf.zeros([b, k, m if cfg.trigram_blocking else 0], tf.int32),
-            (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.int32, size=m),
-             tf.TensorArray(tf.float32, size=m), tf.TensorArray(tf.float32, size=m)))
-    (steps_run, _, _, beam_sum, alive, _, n_steps, res_count, res_score, res_end,
-     res_parent, _, tas) = tf.while_loop(cond, body, init, maximum_iterations=m)
+    state = (tf.constant(0), tf.fill([b, k], cfg.start_id), carry0, tf.zeros([b, k]),
+             tf.ones([b, k], tf.bool), tf.zeros([b], tf.bool), tf.zeros([b], tf.int32),
+             tf.zeros([b], tf.int32), tf.zeros([b, k]), zeros_bk, zeros_bk,
+             tf.zeros([b, k, m if cfg.trigram_blocking else 0], tf.int32),
+             tf.nest.map_structure(tf.convert_to_tensor, articles), tf.range(b))
+    tas = (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.int32, size=m),
+           tf.TensorArray(tf.float32, size=m), tf.TensorArray(tf.float32, size=m))
+    # What the end needs of every article: beam sums, alive flags, steps, results.
+    final = [state[i] for i in _FINAL_FIELDS]
+    for i, size in enumerate(sizes):
+        next_size = sizes[i + 1] if i + 1 < len(sizes) else None
+        state, tas = run(size, next_size, state, tas)
+        index = state[13]
+        final = [tf.tensor_scatter_nd_update(whole, index[:, None], state[f])
+                 if compacting else state[f] for whole, f in zip(final, _FINAL_FIELDS,
+                                                                 strict=True)]
+        if next_size:
+            state = _compact(state, next_size, k)
+    steps_run = state[0]
+    beam_sum, alive, n_steps, res_count, res_score, res_end, res_parent = final
 
     # Choose per article: the best result, else the best of its last beam.
     has_result = res_count > 0
@@ -530,6 +606,26 @@ def _batched_graph(step_fn: StepFn, init_carry: Any, batch: int | tf.Tensor, cfg
                                       cfg.stop_id, pad_id, m)
     return {"tokens": tokens, "lengths": last + 1, "scores": score,
             "attn_dists": attn, "p_gens": p_gens}
+
+
+# Loop-state positions of what the end of the search reads per article: beam_sum, alive,
+# n_steps, res_count, res_score, res_end, res_parent.
+_FINAL_FIELDS = (3, 4, 6, 7, 8, 9, 10)
+
+
+def _compact(state, size: int, k: int):
+    """The loop state for `size` rows: the running articles first (in batch order), then
+    finished ones to fill up. Each article keeps its K carry rows (b*K .. b*K + K-1)."""
+    finished = state[5]
+    # A stable sort on the finished flag: running rows first, each group in row order.
+    order = tf.argsort(tf.cast(finished, tf.int32), stable=True)[:size]
+    rows = tf.reshape(order[:, None] * k + tf.range(k)[None, :], [-1])
+    t, *rest = state
+    per_row = 1  # position of the carry in `rest`
+    gathered = [tf.nest.map_structure(lambda x, idx=(rows if i == per_row else order):
+                                      tf.gather(x, idx), part)
+                for i, part in enumerate(rest)]
+    return (t, *gathered)
 
 
 def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):

@@ -18,10 +18,10 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator import attention_html, decode_output
-from pointer_generator.beam_search import batched_beam_search, tile_beams
+from pointer_generator import attention_html, decode_output, final_candidates
+from pointer_generator.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.model import EncoderOutput, PointerGeneratorModel
 from pointer_generator.vocab import START_ID, STOP_DECODING, STOP_ID, UNK_ID, Vocab, outputids2words
 
 log = logging.getLogger(__name__)
@@ -60,12 +60,17 @@ class BeamSearchDecoder:
         and search it, as the original; by default (and unless trigram blocking needs
         it) only the entries that can be in its top 2K are computed
         (final_candidates.py: same summaries up to float rounding, faster).
+      min_compact_size: finished articles leave the batch (halving it) down to this
+        many rows (`beam_search.batched_beam_search`); None = never (the batch's last
+        article decides how long every row is computed).
     """
 
     def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
                  trigram_blocking: bool = False, length_penalty: float | None = None,
-                 jit_compile: bool = False, top_k=None, full_final_dist: bool = False):
+                 jit_compile: bool = False, top_k=None, full_final_dist: bool = False,
+                 min_compact_size: int | None = MIN_COMPACT_SIZE):
         self.model, self.vocab, self.hps = model, vocab, hps
+        self.min_compact_size = min_compact_size
         self.top_k = top_k
         self.full_final_dist = full_final_dist or trigram_blocking
         self.trigram_blocking = trigram_blocking
@@ -76,15 +81,29 @@ class BeamSearchDecoder:
     def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
         model, hps, k = self.model, self.hps, self.hps.beam_size
         enc = model.encode(enc_batch, enc_padding_mask)
-        # The encoder tensors stay one row per article (the attention reads them once for
-        # all K beams); only the small extended ids are tiled to the B*K decoder rows.
-        ext_tiled = tile_beams(enc_batch_extend_vocab, k)
         carry = tile_beams(model.initial_carry(enc), k)
-        setup = (None if self.full_final_dist
-                 else model.candidate_setup(enc_batch_extend_vocab, enc_padding_mask, k))
+        # Per-article tensors, handed to the step function by the search, which drops
+        # finished articles from the batch. The encoder tensors stay one row per article
+        # (the attention reads them once for all K beams); the small per-row tensors are
+        # tiled to the B*K decoder rows in each step.
+        articles = {"states": enc.states, "features": enc.features,
+                    "mask": enc.padding_mask, "ext": enc_batch_extend_vocab}
+        projection = None
+        if not self.full_final_dist:
+            projection = model.candidate_projection()
+            if hps.pointer_gen:
+                articles["words"] = final_candidates.article_index(enc_batch_extend_vocab,
+                                                                   enc_padding_mask)
 
-        def step_fn(tokens, carry):
-            return model.decode_step(enc, ext_tiled, max_art_oovs, tokens, carry, setup)
+        def step_fn(tokens, carry, art):
+            art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
+            setup = None
+            if projection is not None:
+                words = (final_candidates.tile_article_words(art["words"], k)
+                         if hps.pointer_gen else None)
+                setup = final_candidates.CandidateSetup(projection, words, 2 * k)
+            ext = None if setup is not None else tile_beams(art["ext"], k)
+            return model.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
 
         # A Python int when the batch size is static; a tensor once retracing relaxed it.
         batch_size = enc_batch.shape[0]
@@ -95,7 +114,8 @@ class BeamSearchDecoder:
             vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
             min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
             unk_id=UNK_ID, trigram_blocking=self.trigram_blocking,
-            length_penalty=self.length_penalty, top_k=self.top_k)
+            length_penalty=self.length_penalty, top_k=self.top_k, articles=articles,
+            min_compact_size=self.min_compact_size)
 
     def decode_batch(self, batch: dict) -> list[Summary]:
         """Beam-search every article of a pipeline batch; returns one Summary per row."""

@@ -91,21 +91,45 @@ def vocab_projection(kernel, bias, pieces: int = PIECES,
                            tuple(tf.split(bias, pieces)), v)
 
 
-def article_words(enc_batch_extend_vocab, enc_padding_mask, beams: int) -> ArticleWords:
-    """Index the articles' words for rows tiled `beams` times (row b*K + k = article b).
+class ArticleIndex(NamedTuple):
+    """Each article's words, indexed once per batch (`article_index`); all [B, T].
 
-    enc_batch_extend_vocab [B, T] int32; enc_padding_mask [B, T] (1 = real token).
+    ids: extended-vocab ids. valid: not padding. first: valid and the first position
+    holding its id. slot: that first position (T for padding).
     """
+
+    ids: tf.Tensor
+    valid: tf.Tensor
+    first: tf.Tensor
+    slot: tf.Tensor
+
+
+def article_index(enc_batch_extend_vocab, enc_padding_mask) -> ArticleIndex:
+    """Index the articles' words: enc_batch_extend_vocab [B, T] int32, enc_padding_mask
+    [B, T] (1 = real token). One [B, T, T] comparison per batch."""
     ids = tf.convert_to_tensor(enc_batch_extend_vocab, tf.int32)
     valid = tf.convert_to_tensor(enc_padding_mask) > 0
     t = tf.shape(ids)[1]
     same = tf.equal(ids[:, :, None], ids[:, None, :]) & valid[:, None, :]  # [B, T, T]
     first_pos = tf.argmax(tf.cast(same, tf.int8), axis=2, output_type=tf.int32)
     first = valid & tf.equal(first_pos, tf.range(t)[None, :])
-    slot = tf.where(valid, first_pos, t)
-    ids, valid, first, slot = (tf.repeat(x, beams, axis=0) for x in (ids, valid, first, slot))
+    return ArticleIndex(ids, valid, first, tf.where(valid, first_pos, t))
+
+
+def tile_article_words(index: ArticleIndex, beams: int) -> ArticleWords:
+    """`ArticleWords` for decoder rows tiled `beams` times (row b*K + k = article b)."""
+    t = tf.shape(index.ids)[1]
+    ids, valid, first, slot = (tf.repeat(x, beams, axis=0) for x in index)
     rows = tf.range(tf.shape(ids)[0])[:, None]
     return ArticleWords(ids, valid, first, tf.reshape(rows * (t + 1) + slot, [-1]))
+
+
+def article_words(enc_batch_extend_vocab, enc_padding_mask, beams: int) -> ArticleWords:
+    """Index the articles' words for rows tiled `beams` times (row b*K + k = article b).
+
+    enc_batch_extend_vocab [B, T] int32; enc_padding_mask [B, T] (1 = real token).
+    """
+    return tile_article_words(article_index(enc_batch_extend_vocab, enc_padding_mask), beams)
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from pointer_generator.beam_search import (
     Hypothesis,
+    _segment_sizes,
     batched_beam_search,
     beam_search_single,
     tile_beams,
@@ -98,6 +99,17 @@ class ToyRNN:
 
     def step_fn(self, articles, beam_size):
         return self.step_fn_over(tile_beams(tf.constant(self.enc[list(articles)]), beam_size))
+
+    def article_step_fn(self, beam_size, rows=None):
+        """A step function over `articles={"enc": [B, T, H]}` (the compacting search);
+        `rows`, a tf.Variable, counts the decoder rows computed."""
+
+        def step(tokens, carry, articles):
+            if rows is not None:
+                rows.assign_add(tf.shape(tokens)[0])
+            return self.step_fn_over(tile_beams(articles["enc"], beam_size))(tokens, carry)
+
+        return step
 
     def step_fn_over(self, enc):
         """The step function over tiled encoder states enc [N, T, H]."""
@@ -327,6 +339,46 @@ def test_batched_equals_single_on_random_decoders():
         endings.update(stopped)
         mixed_batches += len({len(h.tokens) for h in hyps}) > 1 and any(stopped)
     assert endings == {True, False} and mixed_batches >= 2
+
+
+@pytest.mark.parametrize("min_compact_size", [1, 3])
+def test_compacting_search_equals_single(min_compact_size):
+    """With `articles` the search drops finished articles (batches of 9 -> 5 -> 3 -> 2 ->
+    1 rows, or down to 3) and still returns what the one-article search returns; fewer
+    decoder rows are computed than without compaction."""
+    saved = 0
+    for seed, k, stop_bias, extras in [(5, 2, 2.5, {}), (6, 3, 1.5, {}),
+                                       (8, 2, 2.0, {"trigram_blocking": True}),
+                                       (9, 1, 3.0, {"length_penalty": 1.2})]:
+        batch, max_steps, min_steps = 9, 14, 2
+        dec = ToyRNN(seed, batch, 10, 2, 5, stop_bias=stop_bias)
+        kw = dict(max_dec_steps=max_steps, min_dec_steps=min_steps, **extras)
+        hyps = [run_single(dec, b, k, **kw) for b in range(batch)]
+        rows = {}
+        for smallest in (min_compact_size, batch + 1):  # the second never compacts
+            rows[smallest] = tf.Variable(0)
+            out = batched_beam_search(dec.article_step_fn(k, rows[smallest]),
+                                      dec.init_carry(range(batch), k),
+                                      articles={"enc": tf.constant(dec.enc)}, batch_size=batch,
+                                      beam_size=k, vocab_size=dec.vocab_size,
+                                      min_compact_size=smallest, **IDS, **kw)
+            out = {key: v.numpy() for key, v in out.items()}
+            for b, hyp in enumerate(hyps):
+                assert_matches(out, b, hyp, max_steps)
+        assert len(set(out["lengths"])) > 2  # articles really ended at different steps
+        compacted, plain = int(rows[min_compact_size].numpy()), int(rows[batch + 1].numpy())
+        assert plain % (batch * k) == 0 and compacted <= plain
+        saved += plain - compacted
+    assert saved > 0
+
+
+def test_segment_sizes():
+    assert _segment_sizes(32, 4) == [32, 16, 8, 4]
+    assert _segment_sizes(9, 1) == [9, 5, 3, 2, 1]
+    assert _segment_sizes(3, 4) == [3]
+    assert _segment_sizes(32, None) == [32]
+    assert _segment_sizes(tf.constant(32), 4)[0] is not None  # dynamic: no compaction
+    assert len(_segment_sizes(tf.constant(32), 4)) == 1
 
 
 def test_batched_matches_replayed_decoder_path():

@@ -19,7 +19,7 @@ from tests import helpers
 
 
 def _model(setup, **hp):
-    hps = helpers.hparams(max_dec_steps=6, min_dec_steps=2, beam_size=3, **hp)
+    hps = helpers.hparams(**({"max_dec_steps": 6, "min_dec_steps": 2, "beam_size": 3} | hp))
     vocab = Vocab(setup.vocab_path, hps.vocab_size)
     tf.keras.utils.set_random_seed(3)
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
@@ -45,6 +45,37 @@ def setup(tmp_path):
     return s
 
 
+def _one_article_search(model, hps, vocab, batch, i):
+    """Article i of a decode batch by the one-article search over the whole distribution
+    (the original's algorithm): (words, hypothesis, enc_len)."""
+    n = int(batch["enc_lens"][i])
+    enc = model.encode(batch["enc_batch"][i:i + 1, :n], batch["enc_padding_mask"][i:i + 1, :n])
+    enc_k = decode.tile_beams(enc, hps.beam_size)
+    ext_k = decode.tile_beams(batch["enc_batch_extend_vocab"][i:i + 1, :n], hps.beam_size)
+    carry = decode.tile_beams(model.initial_carry(enc), hps.beam_size)
+
+    def step_fn(tokens, carry):
+        return model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
+
+    hyp = beam_search_single(step_fn, carry, beam_size=hps.beam_size,
+                             vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
+                             min_dec_steps=hps.min_dec_steps, start_id=START_ID,
+                             stop_id=STOP_ID, unk_id=UNK_ID)
+    strings = decode.example_strings(batch, i)
+    words = decode.outputids2words(hyp.tokens[1:], vocab, strings["art_oovs"])
+    if "[STOP]" in words:
+        words = words[:words.index("[STOP]")]
+    return words, hyp, n
+
+
+def _assert_equals_one_article_search(model, hps, vocab, batch, batched):
+    for i in range(len(batched)):
+        words, hyp, n = _one_article_search(model, hps, vocab, batch, i)
+        assert batched[i].words == words
+        assert batched[i].score == pytest.approx(float(hyp.avg_log_prob), abs=1e-5)
+        np.testing.assert_allclose(batched[i].attn, np.stack(hyp.attn_dists)[:, :n], atol=1e-5)
+
+
 @pytest.mark.parametrize("coverage,attention,full,pointer", [
     (False, "original", False, True), (True, "original", False, True),
     (True, "train_consistent", False, True), (True, "original", True, True),
@@ -58,29 +89,24 @@ def test_batched_search_equals_one_article_search_for_the_model(setup, coverage,
     decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full)
     batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4),
                                    "decode", True)))
+    _assert_equals_one_article_search(model, hps, vocab, batch, decoder.decode_batch(batch))
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_compacting_decoder_equals_one_article_search(setup, full):
+    """Articles that end early leave the batch (7 rows, then 2, then 1): every summary is
+    still the one-article search's."""
+    hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
+    bias = model.output_projection.bias
+    bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.8]))  # most end at once
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full,
+                                       min_compact_size=1)
+    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=7),
+                                   "decode", True)))
     batched = decoder.decode_batch(batch)
-    for i in range(4):
-        n = int(batch["enc_lens"][i])
-        enc = model.encode(batch["enc_batch"][i:i + 1, :n], batch["enc_padding_mask"][i:i + 1, :n])
-        enc_k = decode.tile_beams(enc, hps.beam_size)
-        ext_k = decode.tile_beams(batch["enc_batch_extend_vocab"][i:i + 1, :n], hps.beam_size)
-        carry = decode.tile_beams(model.initial_carry(enc), hps.beam_size)
-
-        def step_fn(tokens, carry, enc_k=enc_k, ext_k=ext_k):
-            return model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
-
-        hyp = beam_search_single(step_fn, carry, beam_size=hps.beam_size,
-                                 vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
-                                 min_dec_steps=hps.min_dec_steps, start_id=START_ID,
-                                 stop_id=STOP_ID, unk_id=UNK_ID)
-        ids = hyp.tokens[1:]
-        strings = decode.example_strings(batch, i)
-        words = decode.outputids2words(ids, vocab, strings["art_oovs"])
-        if "[STOP]" in words:
-            words = words[:words.index("[STOP]")]
-        assert batched[i].words == words
-        assert batched[i].score == pytest.approx(float(hyp.avg_log_prob), abs=1e-5)
-        np.testing.assert_allclose(batched[i].attn, np.stack(hyp.attn_dists)[:, :n], atol=1e-5)
+    lengths = [len(s.p_gens) for s in batched]
+    assert 2 <= sum(n < hps.max_dec_steps for n in lengths) < 7  # the batch is compacted
+    _assert_equals_one_article_search(model, hps, vocab, batch, batched)
 
 
 def test_single_pass_writes_files_and_resumes_identically(setup):

@@ -23,17 +23,36 @@ TABLE_HEADER = ("| date | benchmark | machine | configuration | figures | peak R
                 "|---|---|---|---|---|---|\n")
 
 
+# The CPU features that decide the matmul rate: vector width and bf16/int8 units. Hosts
+# sold under one model name differ here (this project's VMs: AVX2 only at ~100 GFLOP/s,
+# AVX-512 + AVX512_BF16 at ~200), so the table must say which one a row comes from.
+_ISA_FLAGS = (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512_BF16"),
+              ("amx_bf16", "AMX-BF16"), ("avx2", "AVX2"), ("fma", "FMA"))
+
+
+def cpu_description(cpuinfo: str) -> str:
+    """'model name (family F model M), ISA' from the text of /proc/cpuinfo."""
+    fields = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    cpu = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        cpu += f" (family {fields['cpu family']} model {fields['model']})"
+    flags = set(fields.get("flags", "").split())
+    isa = [name for flag, name in _ISA_FLAGS if flag in flags]
+    if "AVX-512" in isa:  # AVX2 and FMA go without saying
+        isa = [n for n in isa if n not in ("AVX2", "FMA")]
+    return cpu + (f", {' + '.join(isa)}" if isa else "")
+
+
 def machine_description() -> str:
-    """CPU model and core count, plus the GPU name when TensorFlow sees one."""
-    cpu = platform.processor() or platform.machine()
+    """CPU model, vector ISA and core count, plus the GPU name when TensorFlow sees one."""
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+            cpu = cpu_description(f.read())
     except OSError:
-        pass
+        cpu = platform.processor() or platform.machine()
     desc = f"{cpu}, {os.cpu_count()} cores"
     try:
         import tensorflow as tf

@@ -20,13 +20,21 @@ Measured in one run, after a warm-up (tracing and compilation) of each:
     by batch, and how many summaries came out identical (random weights give nearly flat
     distributions, where float rounding can swap near-tied candidates);
   * one at a time: `beam_search_single`, the original's algorithm (a Python loop over
-    steps calling the compiled one-step decoder, whole final distribution, for the 4
-    beams of one article), on `--single_articles` articles; and the batched search with
-    one article per batch.
+    steps calling a compiled one-step decoder for the 4 beams of one article, whole
+    final distribution), on `--single_articles` articles, twice: with the original's
+    decode graph per step (`reference_step`: what the original ran, 2-3 s per article
+    on its GPU) and with this implementation's step function (so that the ratio
+    measures batching alone); and the batched search with one article per batch.
 Figures: articles/s of each, the ratios, decoder steps per article, the vocabulary
 projection's share (its FLOPs at this machine's matmul rate, measured in the same run:
 the ceiling for a matmul-bound decoder), and the peak resident memory. Targets: >= 4
-articles/s batched, >= 10x the one-at-a-time search.
+articles/s batched, >= 10x the original's one-article-at-a-time search.
+
+The one-at-a-time searches read the 51 MB vocabulary matrix for 4 rows per step, so
+they are bound by memory bandwidth, while the batched search is bound by arithmetic:
+their ratio moves with what else the machine's memory is doing (7-11x with this
+implementation's step on one 2-core VM in one afternoon). `--single_articles` more
+articles narrow the noise.
 """
 
 from __future__ import annotations
@@ -66,18 +74,21 @@ def _slice(batch: dict, i: int, j: int) -> dict:
     return rows
 
 
-def reference_search(model, vocab, hps):
-    """The batched search as it decoded before the performance work, for comparison: the
-    encoder tensors tiled to the B*K beams, the "original" attention recomputed at the
-    start of every step, the final distribution by the `FinalDistribution` layer (and
-    no XLA). Pointer-generator, decode_attention "original" only."""
+def reference_step(model, hps):
+    """The decoder step as it was before the performance work, which is the original's
+    decode graph: the encoder tensors tiled to the N decoder rows, the attention of the
+    previous state recomputed at the start of every step (initial_state_attention), the
+    whole final distribution by the `FinalDistribution` layer, no XLA. Pointer-generator,
+    decode_attention "original" only.
+
+    Returns step(enc, ext, max_art_oovs, tokens, carry) -> (final [N, V_ext], attn [N, T],
+    p_gen [N], carry) with enc, ext and carry ({"c", "h", "coverage"}) tiled to N rows.
+    """
     import tensorflow as tf
 
-    from pointer_generator.beam_search import batched_beam_search, tile_beams
     from pointer_generator.model import lstm_step
-    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
 
-    use_cov, k = hps.coverage, hps.beam_size
+    use_cov = hps.coverage
 
     def step(enc, ext, max_art_oovs, tokens, carry):
         c, h, coverage = carry["c"], carry["h"], carry["coverage"]
@@ -96,12 +107,30 @@ def reference_search(model, vocab, hps):
         final = model.final_distribution(vocab_dist, attn, p_gen, ext, max_art_oovs)
         return final, attn, p_gen[:, 0], {"c": c, "h": h, "coverage": coverage}
 
+    return step
+
+
+def _reference_carry(enc, enc_padding_mask):
+    import tensorflow as tf
+    return {"c": enc.c, "h": enc.h, "coverage": tf.zeros(tf.shape(enc_padding_mask))}
+
+
+def reference_search(model, vocab, hps):
+    """The batched search over `reference_step` (the search as it decoded before the
+    performance work), for comparison."""
+    import tensorflow as tf
+
+    from pointer_generator.beam_search import batched_beam_search, tile_beams
+    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
+
+    k = hps.beam_size
+    step = reference_step(model, hps)
+
     @tf.function(reduce_retracing=True)
     def search(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
         enc = model.encode(enc_batch, enc_padding_mask)
         enc_k, ext_k = tile_beams(enc, k), tile_beams(enc_batch_extend_vocab, k)
-        carry = tile_beams({"c": enc.c, "h": enc.h,
-                            "coverage": tf.zeros(tf.shape(enc_padding_mask))}, k)
+        carry = tile_beams(_reference_carry(enc, enc_padding_mask), k)
         return batched_beam_search(
             lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry), carry,
             batch_size=tf.shape(enc_batch)[0], beam_size=k, vocab_size=vocab.size(),
@@ -110,6 +139,42 @@ def reference_search(model, vocab, hps):
 
     return lambda b: search(b["enc_batch"], b["enc_padding_mask"],
                             b["enc_batch_extend_vocab"], b["max_art_oovs"])
+
+
+def one_at_a_time(model, vocab, hps, original: bool):
+    """The original's way of decoding: one article at a time, `beam_search_single` (a
+    Python loop over steps, the K beams of one article per call of a compiled step) over
+    the whole final distribution. `original`: with the original's decode graph
+    (`reference_step`); else with this implementation's step (`model.decode_step`), so
+    that the comparison with the batched search measures batching alone.
+
+    Returns decode(batch of one article) -> number of generated tokens.
+    """
+    import tensorflow as tf
+
+    from pointer_generator.beam_search import beam_search_single, tile_beams
+    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
+
+    k = hps.beam_size
+    step_fn = tf.function(reference_step(model, hps) if original else model.decode_step,
+                          reduce_retracing=True)
+
+    def decode(batch: dict) -> int:
+        enc = model.encode(batch["enc_batch"], batch["enc_padding_mask"])
+        ext_k = tile_beams(batch["enc_batch_extend_vocab"], k)
+        if original:  # the original's graph reads encoder tensors tiled to the beams
+            carry = tile_beams(_reference_carry(enc, batch["enc_padding_mask"]), k)
+            enc = tile_beams(enc, k)
+        else:
+            carry = tile_beams(model.initial_carry(enc), k)
+        hyp = beam_search_single(
+            lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
+            carry, beam_size=k, vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
+            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
+            unk_id=UNK_ID)
+        return len(hyp.tokens) - 1
+
+    return decode
 
 
 def _threads(args) -> str:
@@ -123,7 +188,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch_size", type=int, default=32,
                    help="articles per batched search (32 was the fastest of 16/32/64 here)")
     p.add_argument("--articles", type=int, default=64, help="articles decoded batched")
-    p.add_argument("--single_articles", type=int, default=2,
+    p.add_argument("--single_articles", type=int, default=3,
                    help="articles decoded one at a time (each way)")
     p.add_argument("--decode_attention", default="original",
                    choices=("original", "train_consistent"))
@@ -155,10 +220,9 @@ def main(argv=None) -> int:
     tf = common.import_tensorflow(args)
 
     from pointer_generator import decode
-    from pointer_generator.beam_search import beam_search_single, tile_beams
     from pointer_generator.hparams import HParams
     from pointer_generator.model import PointerGeneratorModel
-    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID, Vocab
+    from pointer_generator.vocab import Vocab
 
     hps = HParams(mode="decode", batch_size=args.batch_size, max_enc_steps=400,
                   max_dec_steps=120, min_dec_steps=35, beam_size=4, pointer_gen=True,
@@ -235,29 +299,21 @@ def main(argv=None) -> int:
               f"{n_articles / plain_s:.3f} articles/s", flush=True)
     rss_batched = common.peak_rss_mib()
 
-    # --- one article at a time: the original's Python search over the 4 beams
-    step_fn = tf.function(model.decode_step, reduce_retracing=True)
-
-    def single(batch: dict) -> int:
-        enc = model.encode(batch["enc_batch"], batch["enc_padding_mask"])
-        k = hps.beam_size
-        ext_k = tile_beams(batch["enc_batch_extend_vocab"], k)
-        carry = tile_beams(model.initial_carry(enc), k)
-        hyp = beam_search_single(  # the same step function as the batched search
-            lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
-            carry, beam_size=k, vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
-            unk_id=UNK_ID)
-        return len(hyp.tokens) - 1
-
+    # --- one article at a time: the original's Python search over the 4 beams, with the
+    # original's decode graph and with this implementation's step
     singles = [_slice(batches[0], i, i + 1) for i in range(args.single_articles + 1)]
-    single(singles[0])  # warm-up
-    start = time.perf_counter()
-    single_steps = sum(single(b) for b in singles[1:])
-    single_s = time.perf_counter() - start
-    single_rate = args.single_articles / single_s
-    print(f"one at a time (Python beam search): {single_rate:.3f} articles/s, "
-          f"{single_steps / args.single_articles:.1f} steps/article", flush=True)
+    single_rates = {}
+    for original in (True, False):
+        decode_one = one_at_a_time(model, vocab, hps, original)
+        decode_one(singles[0])  # warm-up
+        start = time.perf_counter()
+        single_steps = sum(decode_one(b) for b in singles[1:])
+        single_rates[original] = args.single_articles / (time.perf_counter() - start)
+        print(f"one at a time (Python beam search, "
+              f"{'original decode graph' if original else 'this step function'}): "
+              f"{single_rates[original]:.3f} articles/s, "
+              f"{single_steps / args.single_articles:.1f} steps/article", flush=True)
+    original_rate, single_rate = single_rates[True], single_rates[False]
 
     # --- the batched search with one article per batch
     decoder.decode_batch(singles[0])  # warm-up (new shapes)
@@ -274,6 +330,8 @@ def main(argv=None) -> int:
     ceiling = rate / vocab_flop_per_article
     figures = {
         "batched_articles_per_s": round(batched_rate, 3),
+        "original_single_articles_per_s": round(original_rate, 3),
+        "speedup_vs_original_single": round(batched_rate / original_rate, 1),
         "single_articles_per_s": round(single_rate, 3),
         "speedup_vs_single": round(batched_rate / single_rate, 1),
         "batch1_articles_per_s": round(batch1_rate, 3),
@@ -304,9 +362,11 @@ def main(argv=None) -> int:
     common.record("decode", config, figures, args.out_json)
     print(f"decoding: {batched_rate:.2f} articles/s batched "
           f"({'meets' if batched_rate >= TARGET_ARTICLES_PER_S else 'MISSES'} the "
-          f"{TARGET_ARTICLES_PER_S:g}/s target), {batched_rate / single_rate:.1f}x one at a "
-          f"time ({'meets' if batched_rate / single_rate >= TARGET_SPEEDUP else 'MISSES'} "
-          f"the {TARGET_SPEEDUP:g}x target)")
+          f"{TARGET_ARTICLES_PER_S:g}/s target), {batched_rate / original_rate:.1f}x the "
+          f"original's one-at-a-time search "
+          f"({'meets' if batched_rate / original_rate >= TARGET_SPEEDUP else 'MISSES'} the "
+          f"{TARGET_SPEEDUP:g}x target); batching alone (same step function one article at "
+          f"a time): {batched_rate / single_rate:.1f}x")
     return 0
 
 
