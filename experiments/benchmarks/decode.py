@@ -203,6 +203,10 @@ def main(argv=None) -> int:
                    help="also time the batched search over the whole distribution with "
                         "tf.math.top_k instead of beam_search.chunked_top_k (alternating "
                         "batch by batch; checked against --compare_full_dist's summaries)")
+    p.add_argument("--compare_no_compaction", type=int, default=1,
+                   help="also time the batched search that keeps finished articles in the "
+                        "batch (min_compact_size=None), alternating batch by batch (only "
+                        "trained weights end articles early)")
     p.add_argument("--compare_reference", type=int, default=1,
                    help="also run the pre-optimisation batched search (see reference_search)"
                         " on the same batches, alternating with the current one")
@@ -257,17 +261,30 @@ def main(argv=None) -> int:
         plain = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla,
                                          top_k=tf.math.top_k, full_final_dist=True)
         plain.decode_batch(batches[0])
+    uncompacted = None
+    if args.compare_no_compaction:
+        uncompacted = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla,
+                                               min_compact_size=None)
+        uncompacted.decode_batch(batches[0])
     full = None
     if args.compare_full_dist:
         full = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla,
                                         full_final_dist=True)
         full.decode_batch(batches[0])
     steps, batched_s, reference_s, plain_s, full_s, identical = 0, 0.0, 0.0, 0.0, 0.0, 0
+    uncompacted_s, same_uncompacted, longest = 0.0, 0, 0
     for batch in batches:
         start = time.perf_counter()
         summaries = decoder.decode_batch(batch)
         batched_s += time.perf_counter() - start
         steps += sum(len(s.p_gens) for s in summaries)
+        longest += max(len(s.p_gens) for s in summaries) * len(summaries)
+        if uncompacted is not None:
+            start = time.perf_counter()
+            kept = uncompacted.decode_batch(batch)
+            uncompacted_s += time.perf_counter() - start
+            same_uncompacted += sum(a.words == b.words
+                                    for a, b in zip(kept, summaries, strict=True))
         if full is not None:
             start = time.perf_counter()
             whole = full.decode_batch(batch)
@@ -287,6 +304,13 @@ def main(argv=None) -> int:
     load_batched = os.getloadavg()[0]
     print(f"batched (B={args.batch_size}): {batched_rate:.3f} articles/s, "
           f"{steps / n_articles:.1f} steps/article (warm-up {warmup_s:.1f} s)", flush=True)
+    if uncompacted is not None:
+        print(f"batched, finished articles kept in the batch: {n_articles / uncompacted_s:.3f}"
+              f" articles/s (dropping them: {uncompacted_s / batched_s:.2f}x; identical "
+              f"summaries: {same_uncompacted} of {n_articles}; steps per summary "
+              f"{steps / n_articles:.1f} on average, {longest / n_articles:.1f} for the "
+              f"batch's longest)",
+              flush=True)
     if reference is not None:
         print(f"pre-optimisation batched search: {n_articles / reference_s:.3f} articles/s",
               flush=True)
@@ -341,6 +365,11 @@ def main(argv=None) -> int:
             "speedup_vs_full_dist": round(full_s / batched_s, 2),
             "identical_summaries_vs_full_dist": f"{identical}/{n_articles}"} if full else {}),
         **({"plain_top_k_articles_per_s": round(n_articles / plain_s, 3)} if plain else {}),
+        **({"no_compaction_articles_per_s": round(n_articles / uncompacted_s, 3),
+            "speedup_vs_no_compaction": round(uncompacted_s / batched_s, 2),
+            "identical_summaries_vs_no_compaction": f"{same_uncompacted}/{n_articles}",
+            "longest_in_batch_steps_per_article": round(longest / n_articles, 1)}
+           if uncompacted else {}),
         **({"reference_articles_per_s": round(n_articles / reference_s, 3),
             "speedup_vs_reference": round(reference_s / batched_s, 2)} if reference else {}),
         "matmul_gflop_per_s": round(rate / 1e9, 2),
