@@ -444,8 +444,16 @@ def test_batched_jit_compiles_and_agrees():
                stop_bias=1.5)
     dec = ToyRNN(cfg["seed"], 3, 9, 2, 4, stop_bias=1.5)
     out = run_batched(dec, 3, 2, max_dec_steps=8, min_dec_steps=1, jit_compile=True)
+    # Also compacting (3 -> 2 -> 1 rows), all in one XLA computation.
+    compacted = batched_beam_search(dec.article_step_fn(2), dec.init_carry(range(3), 2),
+                                    articles={"enc": tf.constant(dec.enc)}, batch_size=3,
+                                    min_compact_size=1, beam_size=2, vocab_size=9,
+                                    max_dec_steps=8, min_dec_steps=1, jit_compile=True, **IDS)
+    compacted = {key: v.numpy() for key, v in compacted.items()}
     for b in range(3):
-        assert_matches(out, b, run_single(dec, b, 2, max_dec_steps=8, min_dec_steps=1), 8)
+        hyp = run_single(dec, b, 2, max_dec_steps=8, min_dec_steps=1)
+        assert_matches(out, b, hyp, 8)
+        assert_matches(compacted, b, hyp, 8)
 
 
 # --------------------------------------------------------------------------------------
