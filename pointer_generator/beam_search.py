@@ -439,17 +439,47 @@ def _select_rows(mask_rows: tf.Tensor, new: Any, old: Any) -> Any:
     return tf.nest.map_structure(pick, new, old)
 
 
+class _SearchState(NamedTuple):
+    """The batched search's loop state; S = the rows (articles) in the current batch.
+
+    t: step. latest [S, K]: each hypothesis' last token. carry: the step function's
+    carry, rows s*K + k. beam_sum [S, K]: log-prob sums. alive [S, K]: slot holds a
+    hypothesis. finished [S]. n_steps [S]: steps the article advanced. res_count [S],
+    res_score / res_end / res_parent [S, K]: the result slots (score, step of the [STOP],
+    parent slot). history [S, K, M or 0]: generated tokens (trigram blocking only).
+    articles: the per-article nest given to the step function. index [S]: each row's
+    article in the whole batch.
+    """
+
+    t: tf.Tensor
+    latest: tf.Tensor
+    carry: Any
+    beam_sum: tf.Tensor
+    alive: tf.Tensor
+    finished: tf.Tensor
+    n_steps: tf.Tensor
+    res_count: tf.Tensor
+    res_score: tf.Tensor
+    res_end: tf.Tensor
+    res_parent: tf.Tensor
+    history: tf.Tensor
+    articles: Any
+    index: tf.Tensor
+
+
+# What the end of the search reads of every article.
+_FINAL_FIELDS = ("beam_sum", "alive", "n_steps", "res_count", "res_score", "res_end",
+                 "res_parent")
+
+
 def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int | tf.Tensor,
                    sizes: list, cfg: _Config, pad_id: int) -> dict[str, tf.Tensor]:
     """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
 
-    Loop state, per article b and beam slot k: latest token, carry row b*K + k, log-prob
-    sum and alive flag [B, K]; finished flag, steps taken and results count [B]; K result
-    slots [B, K] (score, step of the [STOP], parent slot); the article rows and each
-    row's article index in the whole batch [B]. Per step the new beam's tokens and
-    parent slots [B, K], attention [B, K, T] and p_gen [B, K] go to TensorArrays, always
-    at the article's index in the whole batch. A loop ends when the batch is done, or
-    when few enough articles run to continue with the next, smaller size.
+    The loop state is a `_SearchState`. Per step the new beam's tokens and parent slots
+    [B, K], attention [B, K, T] and p_gen [B, K] go to TensorArrays, always at the
+    article's index in the whole batch. A loop ends when the batch is done, or when few
+    enough articles run to continue with the next, smaller size.
     """
     k, m = cfg.beam_size, cfg.max_dec_steps
     two_k, c = 2 * cfg.beam_size, 2 * cfg.beam_size * cfg.beam_size
@@ -470,8 +500,9 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
         """The loop at batch size b, until done or until next_size rows suffice."""
         n = b * k
 
-        def body(t, latest, carry, beam_sum, alive, finished, n_steps, res_count, res_score,
-                 res_end, res_parent, history, arts, index, tas):
+        def body(state, tas):
+            (t, latest, carry, beam_sum, alive, finished, n_steps, res_count, res_score,
+             res_end, res_parent, history, arts, index) = state
             ta_tok, ta_par, ta_attn, ta_pgen = tas
             feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
             probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry, arts)
@@ -553,18 +584,18 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
                    ta_par.write(t, to_whole(new_parent, index)),
                    ta_attn.write(t, to_whole(attn, index)),
                    ta_pgen.write(t, to_whole(p_gen, index)))
-            return (t + 1, latest, carry, beam_sum, alive, finished, n_steps, res_count,
-                    res_score, res_end, res_parent, history, arts, index, tas)
+            return _SearchState(t + 1, latest, carry, beam_sum, alive, finished, n_steps,
+                                res_count, res_score, res_end, res_parent, history, arts,
+                                index), tas
 
-        def cond(t, *state):
-            running = ~state[4]
-            go_on = (t < m) & tf.reduce_any(running)
+        def cond(state, tas):
+            running = ~state.finished
+            go_on = (state.t < m) & tf.reduce_any(running)
             if next_size:  # hand over to the next size once that many rows suffice
                 go_on &= tf.reduce_sum(tf.cast(running, tf.int32)) > next_size
             return go_on
 
-        out = tf.while_loop(cond, body, (*state, tas), maximum_iterations=m)
-        return out[:-1], out[-1]
+        return tf.while_loop(cond, body, (state, tas), maximum_iterations=m)
 
     # Initial state of the whole batch.
     b = batch
@@ -572,26 +603,29 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
     carry0 = tf.nest.map_structure(
         lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry)
     zeros_bk = tf.zeros([b, k], tf.int32)
-    state = (tf.constant(0), tf.fill([b, k], cfg.start_id), carry0, tf.zeros([b, k]),
-             tf.ones([b, k], tf.bool), tf.zeros([b], tf.bool), tf.zeros([b], tf.int32),
-             tf.zeros([b], tf.int32), tf.zeros([b, k]), zeros_bk, zeros_bk,
-             tf.zeros([b, k, m if cfg.trigram_blocking else 0], tf.int32),
-             tf.nest.map_structure(tf.convert_to_tensor, articles), tf.range(b))
+    state = _SearchState(
+        t=tf.constant(0), latest=tf.fill([b, k], cfg.start_id), carry=carry0,
+        beam_sum=tf.zeros([b, k]), alive=tf.ones([b, k], tf.bool),
+        finished=tf.zeros([b], tf.bool), n_steps=tf.zeros([b], tf.int32),
+        res_count=tf.zeros([b], tf.int32), res_score=tf.zeros([b, k]), res_end=zeros_bk,
+        res_parent=zeros_bk, history=tf.zeros([b, k, m if cfg.trigram_blocking else 0],
+                                              tf.int32),
+        articles=tf.nest.map_structure(tf.convert_to_tensor, articles), index=tf.range(b))
     tas = (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.int32, size=m),
            tf.TensorArray(tf.float32, size=m), tf.TensorArray(tf.float32, size=m))
-    # What the end needs of every article: beam sums, alive flags, steps, results.
-    final = [state[i] for i in _FINAL_FIELDS]
+    final = {f: getattr(state, f) for f in _FINAL_FIELDS}  # per article of the whole batch
     for i, size in enumerate(sizes):
         next_size = sizes[i + 1] if i + 1 < len(sizes) else None
         state, tas = run(size, next_size, state, tas)
-        index = state[13]
-        final = [tf.tensor_scatter_nd_update(whole, index[:, None], state[f])
-                 if compacting else state[f] for whole, f in zip(final, _FINAL_FIELDS,
-                                                                 strict=True)]
+        for f in _FINAL_FIELDS:
+            final[f] = (tf.tensor_scatter_nd_update(final[f], state.index[:, None],
+                                                    getattr(state, f))
+                        if compacting else getattr(state, f))
         if next_size:
             state = _compact(state, next_size, k)
-    steps_run = state[0]
-    beam_sum, alive, n_steps, res_count, res_score, res_end, res_parent = final
+    steps_run = state.t
+    beam_sum, alive, n_steps, res_count, res_score, res_end, res_parent = (
+        final[f] for f in _FINAL_FIELDS)
 
     # Choose per article: the best result, else the best of its last beam.
     has_result = res_count > 0
@@ -608,24 +642,16 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
             "attn_dists": attn, "p_gens": p_gens}
 
 
-# Loop-state positions of what the end of the search reads per article: beam_sum, alive,
-# n_steps, res_count, res_score, res_end, res_parent.
-_FINAL_FIELDS = (3, 4, 6, 7, 8, 9, 10)
-
-
-def _compact(state, size: int, k: int):
+def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
     """The loop state for `size` rows: the running articles first (in batch order), then
     finished ones to fill up. Each article keeps its K carry rows (b*K .. b*K + K-1)."""
-    finished = state[5]
     # A stable sort on the finished flag: running rows first, each group in row order.
-    order = tf.argsort(tf.cast(finished, tf.int32), stable=True)[:size]
+    order = tf.argsort(tf.cast(state.finished, tf.int32), stable=True)[:size]
     rows = tf.reshape(order[:, None] * k + tf.range(k)[None, :], [-1])
-    t, *rest = state
-    per_row = 1  # position of the carry in `rest`
-    gathered = [tf.nest.map_structure(lambda x, idx=(rows if i == per_row else order):
-                                      tf.gather(x, idx), part)
-                for i, part in enumerate(rest)]
-    return (t, *gathered)
+    parts = {name: tf.nest.map_structure(
+        lambda x, idx=(rows if name == "carry" else order): tf.gather(x, idx), value)
+        for name, value in state._asdict().items() if name != "t"}
+    return _SearchState(t=state.t, **parts)
 
 
 def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):

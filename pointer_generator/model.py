@@ -360,16 +360,14 @@ class PointerGeneratorModel(keras.Model):
             self.output_projection.kernel, self.output_projection.bias,
             compute_dtype=tf.bfloat16 if self.hps.mixed_precision else tf.float32)
 
-    def candidate_setup(self, enc_batch_extend_vocab, enc_padding_mask, beams: int,
-                        projection: final_candidates.VocabProjection | None = None
-                        ) -> final_candidates.CandidateSetup:
+    def candidate_setup(self, enc_batch_extend_vocab, enc_padding_mask,
+                        beams: int) -> final_candidates.CandidateSetup:
         """What `decode_step(candidates=...)` needs for a batch of B articles decoded
-        with `beams` rows each (enc tensors [B, enc_len]); `projection` from
-        `candidate_projection` (made here when None)."""
+        with `beams` rows each (enc tensors [B, enc_len])."""
         words = (final_candidates.article_words(enc_batch_extend_vocab, enc_padding_mask,
                                                 beams) if self.hps.pointer_gen else None)
-        return final_candidates.CandidateSetup(projection or self.candidate_projection(),
-                                               words, 2 * self.hps.beam_size)
+        return final_candidates.CandidateSetup(self.candidate_projection(), words,
+                                               2 * self.hps.beam_size)
 
     def decode_step(self, enc: EncoderOutput, enc_batch_extend_vocab, max_art_oovs, tokens,
                     carry: dict, candidates: final_candidates.CandidateSetup | None = None):
