@@ -93,9 +93,10 @@ def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
     -g * (softmax - onehot(target)), built in one fused pass, then d out = d logits
     kernel^T, d kernel = out^T d logits, d bias = the column sums. Autodiff of
     log-softmax + gather instead writes the log-softmax, a dense scatter of the gathered
-    gradient and the softmax gradient, each a [rows, vocab] pass (about 2x slower at the
-    paper's sizes; docs/performance.md). The logits themselves get no gradient from here
-    (whatever else reads them differentiates them as usual).
+    gradient and the softmax gradient, each a [rows, vocab] pass (the vocabulary part of
+    a paper-config step: 954-995 vs 719-729 ms; docs/performance.md). The logits
+    themselves get no gradient from here (whatever else reads them differentiates them
+    as usual).
 
     Args:
       logits: [batch, dec_len, vocab], computed by the caller from out, kernel and bias.

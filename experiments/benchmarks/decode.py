@@ -30,11 +30,11 @@ projection's share (its FLOPs at this machine's matmul rate, measured in the sam
 the ceiling for a matmul-bound decoder), and the peak resident memory. Targets: >= 4
 articles/s batched, >= 10x the original's one-article-at-a-time search.
 
-The one-at-a-time searches read the 51 MB vocabulary matrix for 4 rows per step, so
-they are bound by memory bandwidth, while the batched search is bound by arithmetic:
-their ratio moves with what else the machine's memory is doing (7-11x with this
-implementation's step on one 2-core VM in one afternoon). `--single_articles` more
-articles narrow the noise.
+The one-at-a-time searches compute 4 rows per step and are bound by per-step overheads
+(Python, a compiled call, the whole [4, V_ext] distribution and its top-k), while the
+batched search is bound by arithmetic: their ratio moves with the machine and its load
+(7-11x with this implementation's step on one 2-core VM in one afternoon; see
+docs/performance.md). `--single_articles` more articles narrow the noise.
 """
 
 from __future__ import annotations
