@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 
-from experiments.benchmarks import common, flops
+from experiments.benchmarks import common, flops, original_decode
 
 TARGET_ARTICLES_PER_S = 4.0
 TARGET_SPEEDUP = 10.0
@@ -74,47 +74,6 @@ def _slice(batch: dict, i: int, j: int) -> dict:
     return rows
 
 
-def reference_step(model, hps):
-    """The decoder step as it was before the performance work, which is the original's
-    decode graph: the encoder tensors tiled to the N decoder rows, the attention of the
-    previous state recomputed at the start of every step (initial_state_attention), the
-    whole final distribution by the `FinalDistribution` layer, no XLA. Pointer-generator,
-    decode_attention "original" only.
-
-    Returns step(enc, ext, max_art_oovs, tokens, carry) -> (final [N, V_ext], attn [N, T],
-    p_gen [N], carry) with enc, ext and carry ({"c", "h", "coverage"}) tiled to N rows.
-    """
-    import tensorflow as tf
-
-    from pointer_generator.model import lstm_step
-
-    use_cov = hps.coverage
-
-    def step(enc, ext, max_art_oovs, tokens, carry):
-        c, h, coverage = carry["c"], carry["h"], carry["coverage"]
-        prev_context, prev_attn = model.attention(enc.states, enc.features, enc.padding_mask,
-                                                  tf.concat([c, h], 1),
-                                                  coverage if use_cov else None)
-        if use_cov:
-            coverage = coverage + prev_attn
-        x = model.input_merge(tf.concat([model.embedding(tokens), prev_context], 1))
-        h, c = lstm_step(model.decoder_cell, x, h, c)
-        context, attn = model.attention(enc.states, enc.features, enc.padding_mask,
-                                        tf.concat([c, h], 1), coverage if use_cov else None)
-        out = model.attn_output_projection(tf.concat([h, context], 1))
-        vocab_dist = tf.nn.softmax(model.output_projection(out), axis=-1)
-        p_gen = model.p_gen_layer(context, c, h, x)
-        final = model.final_distribution(vocab_dist, attn, p_gen, ext, max_art_oovs)
-        return final, attn, p_gen[:, 0], {"c": c, "h": h, "coverage": coverage}
-
-    return step
-
-
-def _reference_carry(enc, enc_padding_mask):
-    import tensorflow as tf
-    return {"c": enc.c, "h": enc.h, "coverage": tf.zeros(tf.shape(enc_padding_mask))}
-
-
 def reference_search(model, vocab, hps):
     """The batched search over `reference_step` (the search as it decoded before the
     performance work), for comparison."""
@@ -124,13 +83,13 @@ def reference_search(model, vocab, hps):
     from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
 
     k = hps.beam_size
-    step = reference_step(model, hps)
+    step = original_decode.reference_step(model, hps)
 
     @tf.function(reduce_retracing=True)
     def search(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
         enc = model.encode(enc_batch, enc_padding_mask)
         enc_k, ext_k = tile_beams(enc, k), tile_beams(enc_batch_extend_vocab, k)
-        carry = tile_beams(_reference_carry(enc, enc_padding_mask), k)
+        carry = tile_beams(original_decode.reference_carry(enc, enc_padding_mask), k)
         return batched_beam_search(
             lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry), carry,
             batch_size=tf.shape(enc_batch)[0], beam_size=k, vocab_size=vocab.size(),
@@ -139,42 +98,6 @@ def reference_search(model, vocab, hps):
 
     return lambda b: search(b["enc_batch"], b["enc_padding_mask"],
                             b["enc_batch_extend_vocab"], b["max_art_oovs"])
-
-
-def one_at_a_time(model, vocab, hps, original: bool):
-    """The original's way of decoding: one article at a time, `beam_search_single` (a
-    Python loop over steps, the K beams of one article per call of a compiled step) over
-    the whole final distribution. `original`: with the original's decode graph
-    (`reference_step`); else with this implementation's step (`model.decode_step`), so
-    that the comparison with the batched search measures batching alone.
-
-    Returns decode(batch of one article) -> number of generated tokens.
-    """
-    import tensorflow as tf
-
-    from pointer_generator.beam_search import beam_search_single, tile_beams
-    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
-
-    k = hps.beam_size
-    step_fn = tf.function(reference_step(model, hps) if original else model.decode_step,
-                          reduce_retracing=True)
-
-    def decode(batch: dict) -> int:
-        enc = model.encode(batch["enc_batch"], batch["enc_padding_mask"])
-        ext_k = tile_beams(batch["enc_batch_extend_vocab"], k)
-        if original:  # the original's graph reads encoder tensors tiled to the beams
-            carry = tile_beams(_reference_carry(enc, batch["enc_padding_mask"]), k)
-            enc = tile_beams(enc, k)
-        else:
-            carry = tile_beams(model.initial_carry(enc), k)
-        hyp = beam_search_single(
-            lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
-            carry, beam_size=k, vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
-            unk_id=UNK_ID)
-        return len(hyp.tokens) - 1
-
-    return decode
 
 
 def _threads(args) -> str:
@@ -328,10 +251,10 @@ def main(argv=None) -> int:
     singles = [_slice(batches[0], i, i + 1) for i in range(args.single_articles + 1)]
     single_rates = {}
     for original in (True, False):
-        decode_one = one_at_a_time(model, vocab, hps, original)
+        decode_one = original_decode.one_at_a_time(model, vocab, hps, original)
         decode_one(singles[0])  # warm-up
         start = time.perf_counter()
-        single_steps = sum(decode_one(b) for b in singles[1:])
+        single_steps = sum(len(decode_one(b).tokens) - 1 for b in singles[1:])
         single_rates[original] = args.single_articles / (time.perf_counter() - start)
         print(f"one at a time (Python beam search, "
               f"{'original decode graph' if original else 'this step function'}): "
