@@ -175,16 +175,21 @@ def _repeated_trigram_ends(generated: list[int]) -> set[int]:
 def _trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> tf.Tensor:
     """bool [B, K, V_ext]: tokens that would repeat a trigram of the hypothesis.
 
-    history: int32 [B, K, M], the K hypotheses' generated tokens, valid in [0, t).
+    history: int32 [B, K, M], the K hypotheses' generated tokens, valid in [0, t[b]) for
+    article b (t: int32 [B]).
     """
     m = history.shape[-1]
     b, k = tf.shape(history)[0], tf.shape(history)[1]
     if m < 3:
         return tf.zeros([b, k, v_ext], tf.bool)
-    prev2 = tf.gather(history, tf.maximum(t - 2, 0), axis=2)[..., None]
-    prev1 = tf.gather(history, tf.maximum(t - 1, 0), axis=2)[..., None]
+
+    def at(pos):  # history[b, k, pos[b]] as [B, K, 1]
+        return tf.gather(history, tf.broadcast_to(pos[:, None, None], [b, k, 1]),
+                         batch_dims=2)
+
+    prev2, prev1 = at(tf.maximum(t - 2, 0)), at(tf.maximum(t - 1, 0))
     # Trigram i is (h[i], h[i+1], h[i+2]); it counts once fully generated: i + 2 <= t - 1.
-    complete = tf.range(m - 2) + 2 <= t - 1
+    complete = tf.range(m - 2)[None, None, :] + 2 <= t[:, None, None] - 1
     match = complete & tf.equal(history[..., :-2], prev2) & tf.equal(history[..., 1:-1], prev1)
     bi, ki, _ = tf.meshgrid(tf.range(b), tf.range(k), tf.range(m - 2), indexing="ij")
     index = tf.stack([bi, ki, history[..., 2:]], axis=-1)
@@ -442,13 +447,14 @@ def _select_rows(mask_rows: tf.Tensor, new: Any, old: Any) -> Any:
 class _SearchState(NamedTuple):
     """The batched search's loop state; S = the rows (articles) in the current batch.
 
-    t: step. latest [S, K]: each hypothesis' last token. carry: the step function's
-    carry, rows s*K + k. beam_sum [S, K]: log-prob sums. alive [S, K]: slot holds a
-    hypothesis. finished [S]. n_steps [S]: steps the article advanced. res_count [S],
-    res_score / res_end / res_parent [S, K]: the result slots (score, step of the [STOP],
-    parent slot). history [S, K, M or 0]: generated tokens (trigram blocking only).
-    articles: the per-article nest given to the step function. index [S]: each row's
-    article in the whole batch.
+    t [S]: each article's step (the number of steps it has run; frozen once finished).
+    latest [S, K]: each hypothesis' last token. carry: the step function's carry, rows
+    s*K + k. beam_sum [S, K]: log-prob sums. alive [S, K]: slot holds a hypothesis.
+    finished [S]. n_steps [S]: steps the article advanced. res_count [S], res_score /
+    res_end / res_parent [S, K]: the result slots (score, step of the [STOP], parent
+    slot). history [S, K, M or 0]: generated tokens (trigram blocking only). articles:
+    the per-article nest given to the step function. index [S]: each row's article in
+    the whole batch.
     """
 
     t: tf.Tensor
@@ -472,22 +478,142 @@ _FINAL_FIELDS = ("beam_sum", "alive", "n_steps", "res_count", "res_score", "res_
                  "res_parent")
 
 
-def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int | tf.Tensor,
-                   sizes: list, cfg: _Config, pad_id: int) -> dict[str, tf.Tensor]:
-    """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
+def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
+             ) -> tuple[_SearchState, tuple]:
+    """One step of every running article of `state` (b rows, each at its own step t).
 
-    The loop state is a `_SearchState`. Per step the new beam's tokens and parent slots
-    [B, K], attention [B, K, T] and p_gen [B, K] go to TensorArrays, always at the
-    article's index in the whole batch. A loop ends when the batch is done, or when few
-    enough articles run to continue with the next, smaller size.
+    The original's selection, batched: expand each hypothesis with its top 2K, then scan
+    the candidates in score order into the new beam and the results. Finished articles
+    are carried unchanged. Returns the new state and what the step records per article,
+    for the backtracking: the new beam's tokens and parent slots [b, K], the step's
+    attention [b, K, T] and p_gen [b, K] per expanded slot.
     """
     k, m = cfg.beam_size, cfg.max_dec_steps
     two_k, c = 2 * cfg.beam_size, 2 * cfg.beam_size * cfg.beam_size
+    n = b * k
     norm = tf.constant(cfg.norm_table())
     beam_of_cand = tf.repeat(tf.range(k), two_k)  # [C]: candidates are hypothesis-major
     cand_index = tf.range(c)
     earlier = cand_index[:, None] < cand_index[None, :]  # [C', C]: c' precedes c in order
     slots = tf.range(k)
+    (t, latest, carry, beam_sum, alive, finished, n_steps, res_count, res_score,
+     res_end, res_parent, history, arts, index) = state
+    feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
+    probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry, arts)
+    cfg.check_dist(probs)
+    attn = tf.reshape(attn, [b, k, -1])
+    p_gen = tf.reshape(p_gen, [b, k])
+    if cfg.trigram_blocking:
+        probs = tf.reshape(probs, [b, k, -1])
+        blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
+        probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
+    top_p, top_ids = top_of(probs, two_k, cfg.top_k)
+    top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
+    top_ids = tf.reshape(top_ids, [b, k, two_k])
+    cand_sum = beam_sum[:, :, None] + tf.math.log(top_p)
+    # Finished articles may stand at step m; their scores are never read.
+    cand_score = cand_sum / tf.gather(norm, tf.minimum(t + 1, m))[:, None, None]
+    # Step 0: the K hypotheses are copies, only the first is expanded.
+    valid = tf.broadcast_to(alive[:, :, None]
+                            & ((t > 0)[:, None, None] | (slots == 0)[None, :, None]),
+                            [b, k, two_k])
+    if cfg.trigram_blocking:
+        valid &= ~tf.gather(blocked, top_ids, batch_dims=2)
+    valid = tf.reshape(valid & ~finished[:, None, None], [b, c])
+    ids = tf.reshape(top_ids, [b, c])
+    sums = tf.reshape(cand_sum, [b, c])
+    scores = tf.reshape(cand_score, [b, c])
+    is_stop = tf.equal(ids, cfg.stop_id)
+
+    # The original sorts candidates (stably, descending) and scans them. Instead of
+    # sorting, count for each candidate the valid ones sorted before it.
+    s_prev, s_this = scores[:, :, None], scores[:, None, :]
+    before = valid[:, :, None] & ((s_prev > s_this) | (tf.equal(s_prev, s_this) & earlier))
+    nonstop_before = tf.reduce_sum(
+        tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1)
+    stop_before = tf.reduce_sum(
+        tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), axis=1)
+    accept_stop = (t >= cfg.min_dec_steps)[:, None]  # [B, 1]
+    taken_stops = tf.where(accept_stop, stop_before, 0)
+    # The scan stops once K hypotheses or K results exist; processed = scanned.
+    processed = valid & (nonstop_before < k) & (res_count[:, None] + taken_stops < k)
+    to_beam = processed & ~is_stop
+    to_result = processed & is_stop & accept_stop
+
+    # New beam slot j = the j-th processed non-stop candidate.
+    beam_sel = to_beam[:, :, None] & tf.equal(nonstop_before[:, :, None], slots)
+    filled = tf.reduce_any(beam_sel, axis=1)  # [B, K]
+    pick = tf.argmax(tf.cast(beam_sel, tf.int32), axis=1, output_type=tf.int32)
+    new_parent = tf.gather(beam_of_cand, pick)
+    new_tok = tf.gather(ids, pick, batch_dims=1)
+    new_sum = tf.gather(sums, pick, batch_dims=1)
+
+    # Results slot r = running count + stops accepted before it in this step.
+    res_sel = to_result[:, :, None] & tf.equal(
+        res_count[:, None, None] + stop_before[:, :, None], slots)
+    res_new = tf.reduce_any(res_sel, axis=1)
+    res_pick = tf.argmax(tf.cast(res_sel, tf.int32), axis=1, output_type=tf.int32)
+    res_score = tf.where(res_new, tf.gather(scores, res_pick, batch_dims=1), res_score)
+    res_end = tf.where(res_new, t[:, None], res_end)
+    res_parent = tf.where(res_new, tf.gather(beam_of_cand, res_pick), res_parent)
+    res_count += tf.reduce_sum(tf.cast(to_result, tf.int32), axis=1)
+
+    # An article advances if it was running and kept at least one hypothesis; an empty
+    # beam (all candidates trigram-blocked) freezes it on its previous beam.
+    advance = ~finished & tf.reduce_any(filled, axis=1)
+    adv_bk = tf.broadcast_to(advance[:, None], [b, k])
+    parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
+    carry = _select_rows(tf.reshape(adv_bk, [n]),
+                         tf.nest.map_structure(lambda x: tf.gather(x, parent_rows),
+                                               new_carry), carry)
+    latest = tf.where(adv_bk, new_tok, latest)
+    beam_sum = tf.where(adv_bk, new_sum, beam_sum)
+    alive = tf.where(adv_bk, filled, alive)
+    n_steps += tf.cast(advance, tf.int32)
+    if cfg.trigram_blocking:
+        grown = tf.gather(history, new_parent, batch_dims=1)
+        grown = tf.where(tf.equal(tf.range(m)[None, None, :], t[:, None, None]),
+                         new_tok[:, :, None], grown)
+        history = tf.where(adv_bk[:, :, None], grown, history)
+    t = tf.where(finished, t, t + 1)
+    finished = finished | ~advance | (res_count >= k) | (t >= m)
+    state = _SearchState(t, latest, carry, beam_sum, alive, finished, n_steps, res_count,
+                         res_score, res_end, res_parent, history, arts, index)
+    return state, (new_tok, new_parent, attn, p_gen)
+
+
+def _choose(final: dict, norm: tf.Tensor, k: int) -> tuple[tf.Tensor, ...]:
+    """Each article's answer: its best result, else the best of its last beam.
+
+    final: the `_FINAL_FIELDS` of the articles, each [B, ...]. Returns (score [B],
+    last [B]: the step of its last token, has_result [B], end_parent [B]: the slot the
+    result's [STOP] came from, end_slot [B]: the last beam's chosen slot).
+    """
+    slots = tf.range(k)
+    res_count, res_score = final["res_count"], final["res_score"]
+    has_result = res_count > 0
+    r = _first_argmax(res_score, slots[None, :] < res_count[:, None])
+    beam_score = final["beam_sum"] / tf.gather(norm, final["n_steps"])[:, None]
+    kb = _first_argmax(beam_score, final["alive"])
+    score = tf.where(has_result, tf.gather(res_score, r, batch_dims=1),
+                     tf.gather(beam_score, kb, batch_dims=1))
+    last = tf.where(has_result, tf.gather(final["res_end"], r, batch_dims=1),
+                    final["n_steps"] - 1)
+    end_parent = tf.gather(final["res_parent"], r, batch_dims=1)
+    return score, last, has_result, end_parent, kb
+
+
+def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int | tf.Tensor,
+                   sizes: list, cfg: _Config, pad_id: int) -> dict[str, tf.Tensor]:
+    """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
+
+    The loop state is a `_SearchState`, advanced by `_advance`. Per step the records
+    (new beam tokens and parent slots [B, K], attention [B, K, T], p_gen [B, K]) go to
+    TensorArrays, always at the article's index in the whole batch. A loop ends when the
+    batch is done, or when few enough articles run to continue with the next, smaller
+    size. All articles start together, so a running article's t is the loop's step.
+    """
+    k, m = cfg.beam_size, cfg.max_dec_steps
     compacting = len(sizes) > 1
 
     def to_whole(x, index):
@@ -496,150 +622,64 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
             return x
         return tf.scatter_nd(index[:, None], x, tf.concat([[batch], tf.shape(x)[1:]], 0))
 
-    def run(b, next_size, state, tas):
+    def run(b, next_size, it, state, tas):
         """The loop at batch size b, until done or until next_size rows suffice."""
-        n = b * k
 
-        def body(state, tas):
-            (t, latest, carry, beam_sum, alive, finished, n_steps, res_count, res_score,
-             res_end, res_parent, history, arts, index) = state
-            ta_tok, ta_par, ta_attn, ta_pgen = tas
-            feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
-            probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry, arts)
-            cfg.check_dist(probs)
-            attn = tf.reshape(attn, [b, k, -1])
-            p_gen = tf.reshape(p_gen, [b, k])
-            if cfg.trigram_blocking:
-                probs = tf.reshape(probs, [b, k, -1])
-                blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
-                probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
-            top_p, top_ids = top_of(probs, two_k, cfg.top_k)
-            top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
-            top_ids = tf.reshape(top_ids, [b, k, two_k])
-            cand_sum = beam_sum[:, :, None] + tf.math.log(top_p)
-            cand_score = cand_sum / norm[t + 1]
-            # Step 0: the K hypotheses are copies, only the first is expanded.
-            valid = tf.broadcast_to(alive[:, :, None]
-                                    & ((t > 0) | (slots == 0)[None, :, None]), [b, k, two_k])
-            if cfg.trigram_blocking:
-                valid &= ~tf.gather(blocked, top_ids, batch_dims=2)
-            valid = tf.reshape(valid & ~finished[:, None, None], [b, c])
-            ids = tf.reshape(top_ids, [b, c])
-            sums = tf.reshape(cand_sum, [b, c])
-            scores = tf.reshape(cand_score, [b, c])
-            is_stop = tf.equal(ids, cfg.stop_id)
+        def body(it, state, tas):
+            state_before = state
+            state, records = _advance(step_fn, state, b, cfg)
+            tas = tuple(ta.write(it, to_whole(r, state_before.index))
+                        for ta, r in zip(tas, records, strict=True))
+            return it + 1, state, tas
 
-            # The original sorts candidates (stably, descending) and scans them. Instead
-            # of sorting, count for each candidate the valid ones sorted before it.
-            s_prev, s_this = scores[:, :, None], scores[:, None, :]
-            before = valid[:, :, None] & ((s_prev > s_this)
-                                          | (tf.equal(s_prev, s_this) & earlier))
-            nonstop_before = tf.reduce_sum(
-                tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1)
-            stop_before = tf.reduce_sum(
-                tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), axis=1)
-            accept_stop = t >= cfg.min_dec_steps
-            taken_stops = tf.where(accept_stop, stop_before, 0)
-            # The scan stops once K hypotheses or K results exist; processed = scanned.
-            processed = valid & (nonstop_before < k) & (res_count[:, None] + taken_stops < k)
-            to_beam = processed & ~is_stop
-            to_result = processed & is_stop & accept_stop
-
-            # New beam slot j = the j-th processed non-stop candidate.
-            beam_sel = to_beam[:, :, None] & tf.equal(nonstop_before[:, :, None], slots)
-            filled = tf.reduce_any(beam_sel, axis=1)  # [B, K]
-            pick = tf.argmax(tf.cast(beam_sel, tf.int32), axis=1, output_type=tf.int32)
-            new_parent = tf.gather(beam_of_cand, pick)
-            new_tok = tf.gather(ids, pick, batch_dims=1)
-            new_sum = tf.gather(sums, pick, batch_dims=1)
-
-            # Results slot r = running count + stops accepted before it in this step.
-            res_sel = to_result[:, :, None] & tf.equal(
-                res_count[:, None, None] + stop_before[:, :, None], slots)
-            res_new = tf.reduce_any(res_sel, axis=1)
-            res_pick = tf.argmax(tf.cast(res_sel, tf.int32), axis=1, output_type=tf.int32)
-            res_score = tf.where(res_new, tf.gather(scores, res_pick, batch_dims=1), res_score)
-            res_end = tf.where(res_new, t, res_end)
-            res_parent = tf.where(res_new, tf.gather(beam_of_cand, res_pick), res_parent)
-            res_count += tf.reduce_sum(tf.cast(to_result, tf.int32), axis=1)
-
-            # An article advances if it was running and kept at least one hypothesis; an
-            # empty beam (all candidates trigram-blocked) freezes it on its previous beam.
-            advance = ~finished & tf.reduce_any(filled, axis=1)
-            adv_bk = tf.broadcast_to(advance[:, None], [b, k])
-            parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
-            carry = _select_rows(tf.reshape(adv_bk, [n]),
-                                 tf.nest.map_structure(lambda x: tf.gather(x, parent_rows),
-                                                       new_carry), carry)
-            latest = tf.where(adv_bk, new_tok, latest)
-            beam_sum = tf.where(adv_bk, new_sum, beam_sum)
-            alive = tf.where(adv_bk, filled, alive)
-            n_steps += tf.cast(advance, tf.int32)
-            finished = finished | ~advance | (res_count >= k)
-            if cfg.trigram_blocking:
-                grown = tf.gather(history, new_parent, batch_dims=1)
-                grown = tf.where(tf.equal(tf.range(m), t), new_tok[:, :, None], grown)
-                history = tf.where(adv_bk[:, :, None], grown, history)
-            tas = (ta_tok.write(t, to_whole(new_tok, index)),
-                   ta_par.write(t, to_whole(new_parent, index)),
-                   ta_attn.write(t, to_whole(attn, index)),
-                   ta_pgen.write(t, to_whole(p_gen, index)))
-            return _SearchState(t + 1, latest, carry, beam_sum, alive, finished, n_steps,
-                                res_count, res_score, res_end, res_parent, history, arts,
-                                index), tas
-
-        def cond(state, tas):
+        def cond(it, state, tas):
             running = ~state.finished
-            go_on = (state.t < m) & tf.reduce_any(running)
+            go_on = (it < m) & tf.reduce_any(running)
             if next_size:  # hand over to the next size once that many rows suffice
                 go_on &= tf.reduce_sum(tf.cast(running, tf.int32)) > next_size
             return go_on
 
-        return tf.while_loop(cond, body, (state, tas), maximum_iterations=m)
+        return tf.while_loop(cond, body, (it, state, tas), maximum_iterations=m)
 
     # Initial state of the whole batch.
     b = batch
     article_rows = tf.repeat(tf.range(b) * k, k)  # [N]: row b*K of each article
     carry0 = tf.nest.map_structure(
         lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry)
-    zeros_bk = tf.zeros([b, k], tf.int32)
-    state = _SearchState(
-        t=tf.constant(0), latest=tf.fill([b, k], cfg.start_id), carry=carry0,
-        beam_sum=tf.zeros([b, k]), alive=tf.ones([b, k], tf.bool),
-        finished=tf.zeros([b], tf.bool), n_steps=tf.zeros([b], tf.int32),
-        res_count=tf.zeros([b], tf.int32), res_score=tf.zeros([b, k]), res_end=zeros_bk,
-        res_parent=zeros_bk, history=tf.zeros([b, k, m if cfg.trigram_blocking else 0],
-                                              tf.int32),
-        articles=tf.nest.map_structure(tf.convert_to_tensor, articles), index=tf.range(b))
+    state = _initial_state(b, k, carry0, articles, cfg)
     tas = (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.int32, size=m),
            tf.TensorArray(tf.float32, size=m), tf.TensorArray(tf.float32, size=m))
     final = {f: getattr(state, f) for f in _FINAL_FIELDS}  # per article of the whole batch
+    it = tf.constant(0)
     for i, size in enumerate(sizes):
         next_size = sizes[i + 1] if i + 1 < len(sizes) else None
-        state, tas = run(size, next_size, state, tas)
+        it, state, tas = run(size, next_size, it, state, tas)
         for f in _FINAL_FIELDS:
             final[f] = (tf.tensor_scatter_nd_update(final[f], state.index[:, None],
                                                     getattr(state, f))
                         if compacting else getattr(state, f))
         if next_size:
             state = _compact(state, next_size, k)
-    steps_run = state.t
-    beam_sum, alive, n_steps, res_count, res_score, res_end, res_parent = (
-        final[f] for f in _FINAL_FIELDS)
 
-    # Choose per article: the best result, else the best of its last beam.
-    has_result = res_count > 0
-    r = _first_argmax(res_score, slots[None, :] < res_count[:, None])
-    beam_score = beam_sum / tf.gather(norm, n_steps)[:, None]
-    kb = _first_argmax(beam_score, alive)
-    score = tf.where(has_result, tf.gather(res_score, r, batch_dims=1),
-                     tf.gather(beam_score, kb, batch_dims=1))
-    last = tf.where(has_result, tf.gather(res_end, r, batch_dims=1), n_steps - 1)
-    end_parent = tf.gather(res_parent, r, batch_dims=1)
-    tokens, attn, p_gens = _backtrack(tas, steps_run, last, has_result, end_parent, kb,
+    score, last, has_result, end_parent, kb = _choose(final, tf.constant(cfg.norm_table()), k)
+    tokens, attn, p_gens = _backtrack(tas, it, last, has_result, end_parent, kb,
                                       cfg.stop_id, pad_id, m)
     return {"tokens": tokens, "lengths": last + 1, "scores": score,
             "attn_dists": attn, "p_gens": p_gens}
+
+
+def _initial_state(b, k: int, carry: Any, articles: Any, cfg: _Config) -> _SearchState:
+    """The search state of b articles at their step 0 (carry already [b*K, ...])."""
+    zeros_bk = tf.zeros([b, k], tf.int32)
+    m = cfg.max_dec_steps
+    return _SearchState(
+        t=tf.zeros([b], tf.int32), latest=tf.fill([b, k], cfg.start_id), carry=carry,
+        beam_sum=tf.zeros([b, k]), alive=tf.ones([b, k], tf.bool),
+        finished=tf.zeros([b], tf.bool), n_steps=tf.zeros([b], tf.int32),
+        res_count=tf.zeros([b], tf.int32), res_score=tf.zeros([b, k]), res_end=zeros_bk,
+        res_parent=zeros_bk, history=tf.zeros([b, k, m if cfg.trigram_blocking else 0],
+                                              tf.int32),
+        articles=tf.nest.map_structure(tf.convert_to_tensor, articles), index=tf.range(b))
 
 
 def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
@@ -650,8 +690,8 @@ def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
     rows = tf.reshape(order[:, None] * k + tf.range(k)[None, :], [-1])
     parts = {name: tf.nest.map_structure(
         lambda x, idx=(rows if name == "carry" else order): tf.gather(x, idx), value)
-        for name, value in state._asdict().items() if name != "t"}
-    return _SearchState(t=state.t, **parts)
+        for name, value in state._asdict().items()}
+    return _SearchState(**parts)
 
 
 def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):

@@ -22,7 +22,16 @@ from pointer_generator import attention_html, decode_output, final_candidates
 from pointer_generator.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
 from pointer_generator.hparams import HParams
 from pointer_generator.model import EncoderOutput, PointerGeneratorModel
-from pointer_generator.vocab import START_ID, STOP_DECODING, STOP_ID, UNK_ID, Vocab, outputids2words
+from pointer_generator.slot_search import DEFAULT_REFILL, SlotSearch
+from pointer_generator.vocab import (
+    PAD_ID,
+    START_ID,
+    STOP_DECODING,
+    STOP_ID,
+    UNK_ID,
+    Vocab,
+    outputids2words,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +72,21 @@ class BeamSearchDecoder:
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
+      refill: `decode_stream` refills its slots once this many articles have finished
+        (`slot_search.SlotSearch`).
+
+    `decode_batch` decodes one pipeline batch; `decode_stream` decodes a stream of them
+    with continuous batching (new articles take the places of finished ones).
     """
 
     def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
                  trigram_blocking: bool = False, length_penalty: float | None = None,
                  jit_compile: bool = False, top_k=None, full_final_dist: bool = False,
-                 min_compact_size: int | None = MIN_COMPACT_SIZE):
+                 min_compact_size: int | None = MIN_COMPACT_SIZE,
+                 refill: int = DEFAULT_REFILL):
         self.model, self.vocab, self.hps = model, vocab, hps
+        self.refill = refill
+        self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
         self.full_final_dist = full_final_dist or trigram_blocking
@@ -78,40 +95,47 @@ class BeamSearchDecoder:
         self._search = tf.function(self._search_graph, reduce_retracing=True,
                                    jit_compile=jit_compile)
 
-    def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
-        model, hps, k = self.model, self.hps, self.hps.beam_size
-        enc = model.encode(enc_batch, enc_padding_mask)
-        carry = tile_beams(model.initial_carry(enc), k)
-        # Per-article tensors, handed to the step function by the search, which drops
-        # finished articles from the batch. The encoder tensors stay one row per article
-        # (the attention reads them once for all K beams); the small per-row tensors are
-        # tiled to the B*K decoder rows in each step.
+    def _articles(self, enc: EncoderOutput, enc_batch_extend_vocab, enc_padding_mask) -> dict:
+        """The per-article tensors [B, ...] the step function reads (`_step_fn`): the
+        encoder tensors stay one row per article (the attention reads them once for all
+        K beams); the small per-row tensors are tiled to the B*K rows in each step."""
         articles = {"states": enc.states, "features": enc.features,
                     "mask": enc.padding_mask, "ext": enc_batch_extend_vocab}
-        projection = None
-        if not self.full_final_dist:
-            projection = model.candidate_projection()
-            if hps.pointer_gen:
-                articles["words"] = final_candidates.article_index(enc_batch_extend_vocab,
-                                                                   enc_padding_mask)
+        if not self.full_final_dist and self.hps.pointer_gen:
+            articles["words"] = final_candidates.article_index(enc_batch_extend_vocab,
+                                                               enc_padding_mask)
+        return articles
+
+    def _step_fn(self, max_art_oovs, projection):
+        """step_fn(tokens, carry, articles) of the searches over `model.decode_step`;
+        projection: `model.candidate_projection()`, or None for the whole distribution."""
+        model, k = self.model, self.hps.beam_size
 
         def step_fn(tokens, carry, art):
             art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
             setup = None
             if projection is not None:
                 words = (final_candidates.tile_article_words(art["words"], k)
-                         if hps.pointer_gen else None)
+                         if self.hps.pointer_gen else None)
                 setup = final_candidates.CandidateSetup(projection, words, 2 * k)
             ext = None if setup is not None else tile_beams(art["ext"], k)
             return model.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
 
+        return step_fn
+
+    def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
+        model, hps, k = self.model, self.hps, self.hps.beam_size
+        enc = model.encode(enc_batch, enc_padding_mask)
+        carry = tile_beams(model.initial_carry(enc), k)
+        articles = self._articles(enc, enc_batch_extend_vocab, enc_padding_mask)
+        projection = None if self.full_final_dist else model.candidate_projection()
         # A Python int when the batch size is static; a tensor once retracing relaxed it.
         batch_size = enc_batch.shape[0]
         if batch_size is None:
             batch_size = tf.shape(enc_batch)[0]
         return batched_beam_search(
-            step_fn, carry, batch_size=batch_size, beam_size=k,
-            vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
+            self._step_fn(max_art_oovs, projection), carry, batch_size=batch_size,
+            beam_size=k, vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
             min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
             unk_id=UNK_ID, trigram_blocking=self.trigram_blocking,
             length_penalty=self.length_penalty, top_k=self.top_k, articles=articles,
@@ -127,14 +151,126 @@ class BeamSearchDecoder:
         results = []
         for i in range(len(enc_lens)):
             n = int(out["lengths"][i])
-            ids = [int(t) for t in out["tokens"][i, :n]]
-            oovs = [_text(w) for w in art_oovs[i] if w] if self.hps.pointer_gen else None
-            words = outputids2words(ids, self.vocab, oovs)
-            if STOP_DECODING in words:
-                words = words[:words.index(STOP_DECODING)]
-            results.append(Summary(words, out["attn_dists"][i, :n, :enc_lens[i]],
-                                   out["p_gens"][i, :n], float(out["scores"][i])))
+            results.append(self._summary(out["tokens"][i, :n], out["attn_dists"][i, :n],
+                                         out["p_gens"][i, :n], float(out["scores"][i]),
+                                         int(enc_lens[i]), art_oovs[i]))
         return results
+
+    def _summary(self, ids, attn, p_gens, score: float, enc_len: int, art_oovs) -> Summary:
+        """A Summary from a search's generated ids [n], attention [n, >= enc_len], p_gens."""
+        oovs = [_text(w) for w in art_oovs if w] if self.hps.pointer_gen else None
+        words = outputids2words([int(t) for t in ids], self.vocab, oovs)
+        if STOP_DECODING in words:
+            words = words[:words.index(STOP_DECODING)]
+        return Summary(words, attn[:, :enc_len], p_gens, score)
+
+    def decode_stream(self, batches, skip: int = 0):
+        """Decode every article of an iterable of pipeline batches with continuous
+        batching; yields (batch, row, Summary) in input order.
+
+        The first `skip` articles are not decoded (a resumed single pass). Articles take
+        the `slots` (the first batch's size) of a `slot_search.SlotSearch` and leave as
+        they finish, so no row waits for the longest article of its batch. Every article
+        is padded to `hps.max_enc_steps` positions (the slots share one shape; the
+        padding is masked). With `full_final_dist` (or trigram blocking), whose
+        distribution grows with each batch's OOV count, it decodes batch by batch.
+        """
+        if self.full_final_dist:
+            index = 0
+            for batch in batches:
+                n = int(batch["enc_lens"].shape[0])
+                if index + n > skip:
+                    for i, summary in enumerate(self.decode_batch(batch)):
+                        if index + i >= skip:
+                            yield batch, i, summary
+                index += n
+            return
+        yield from _StreamDecoding(self, batches, skip).run()
+
+class _StreamDecoding:
+    """One `BeamSearchDecoder.decode_stream` run: encodes each pipeline batch (padded to
+    max_enc_steps), feeds its articles to a SlotSearch, and puts the summaries back in
+    input order."""
+
+    def __init__(self, decoder: BeamSearchDecoder, batches, skip: int):
+        self.decoder, self.batches, self.skip = decoder, batches, skip
+        hps = decoder.hps
+        self.length = hps.max_enc_steps
+        model, k = decoder.model, hps.beam_size
+        # Weights are fixed during a stream: the projection pieces are made once.
+        self.projection = model.candidate_projection()
+
+        def encode(enc_batch, enc_padding_mask, enc_batch_extend_vocab):
+            enc = model.encode(enc_batch, enc_padding_mask)
+            return (tile_beams(model.initial_carry(enc), k),
+                    decoder._articles(enc, enc_batch_extend_vocab, enc_padding_mask))
+
+        self.encode = tf.function(encode)
+        self.held: dict[int, list] = {}  # batch number -> [batch, summaries by row]
+
+    def _pad(self, x, value):
+        """[B, T] -> [B, max_enc_steps] with `value` after each article's T positions."""
+        extra = self.length - int(x.shape[1])
+        return tf.pad(x, [[0, 0], [0, extra]], constant_values=value) if extra else x
+
+    def _groups(self):
+        """(keys, initial carry, article tensors) of each batch's articles after `skip`;
+        keys are (batch number, row)."""
+        index, k = 0, self.decoder.hps.beam_size
+        for number, batch in enumerate(self.batches):
+            n = int(batch["enc_lens"].shape[0])
+            first = max(0, self.skip - index)
+            index += n
+            if first >= n:
+                continue
+            self.held[number] = [batch, [None] * n, first]
+            carry, articles = self.encode(self._pad(batch["enc_batch"], PAD_ID),
+                                          self._pad(batch["enc_padding_mask"], 0),
+                                          self._pad(batch["enc_batch_extend_vocab"], PAD_ID))
+            carry = tf.nest.map_structure(lambda x, f=first: x[f * k:], carry)
+            articles = tf.nest.map_structure(lambda x, f=first: x[f:], articles)
+            yield [(number, i) for i in range(first, n)], carry, articles
+
+    def run(self):
+        decoder, hps = self.decoder, self.decoder.hps
+        groups = self._groups()
+        first = next(groups, None)
+        if first is None:
+            return
+        # As many slots as the batches have rows (--decode_batch_size).
+        slots = len(self.held[first[0][0][0]][1])
+        search = SlotSearch(
+            decoder._step_fn(None, self.projection), num_slots=slots,
+            beam_size=hps.beam_size, vocab_size=decoder.vocab.size(),
+            max_dec_steps=hps.max_dec_steps, min_dec_steps=hps.min_dec_steps,
+            start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID,
+            length_penalty=decoder.length_penalty, top_k=decoder.top_k,
+            refill=min(decoder.refill, slots), jit_compile=decoder.jit_compile)
+        for (number, row), out in search.run(_chain([first], groups)):
+            batch, summaries, _ = self.held[number]
+            summaries[row] = decoder._summary(
+                out["tokens"], out["attn_dists"], out["p_gens"], out["score"],
+                int(batch["enc_lens"][row]), batch["art_oovs"][row].numpy())
+            yield from self._ready()
+
+    def _ready(self):
+        """Yield the summaries that are next in input order; forget finished batches."""
+        while self.held:
+            number = min(self.held)
+            batch, summaries, next_row = self.held[number]
+            while next_row < len(summaries) and summaries[next_row] is not None:
+                yield batch, next_row, summaries[next_row]
+                summaries[next_row] = None
+                next_row += 1
+            self.held[number][2] = next_row
+            if next_row < len(summaries):
+                return
+            del self.held[number]
+
+
+def _chain(*iterables):
+    for it in iterables:
+        yield from it
 
 
 def _text(x: bytes) -> str:
@@ -206,37 +342,27 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     progress = Progress(total, already=done)
     pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
     os.makedirs(decode_dir, exist_ok=True)
-    index = 0
     p_gens_path = os.path.join(decode_dir, P_GENS_FILE)
     _drop_partial_last_line(p_gens_path)
     with open(p_gens_path, "a", encoding="utf-8") as p_gen_file:
-        for batch in dataset:
-            n = int(batch["enc_lens"].shape[0])
-            if index + n <= done:  # already written by an earlier, interrupted run
-                index += n
-                continue
-            summaries = decoder.decode_batch(batch)
-            for i, summary in enumerate(summaries):
-                ex = index + i
-                if ex < done:
-                    continue
-                strings = example_strings(batch, i)
-                # The p_gen line and the attention page come first and the decoded file
-                # last: an example counts as complete (and is skipped by a resumed run) only
-                # once everything of it is on disk. A resumed run may repeat a p_gen line.
-                if hps.pointer_gen and len(summary.p_gens):
-                    p_gen_file.write("%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)),
-                                                          len(summary.p_gens)))
-                    p_gen_file.flush()
-                if ex < attention_pages:
-                    record = attention_record(strings, summary, vocab, hps.pointer_gen)
-                    attention_html.write_attention_page(
-                        os.path.join(pages_dir, "%06d.html" % ex), record,
-                        title=f"Example {ex}: " + " ".join(summary.words[:12]))
-                decode_output.write_for_rouge(strings["abstract_sents"], summary.words, ex,
-                                              decode_dir, html_safe=html_safe)
-            progress.update(n - max(0, done - index))
-            index += n
+        for ex, (batch, i, summary) in enumerate(decoder.decode_stream(dataset, skip=done),
+                                                 start=done):
+            strings = example_strings(batch, i)
+            # The p_gen line and the attention page come first and the decoded file last:
+            # an example counts as complete (and is skipped by a resumed run) only once
+            # everything of it is on disk. A resumed run may repeat a p_gen line.
+            if hps.pointer_gen and len(summary.p_gens):
+                p_gen_file.write("%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)),
+                                                      len(summary.p_gens)))
+                p_gen_file.flush()
+            if ex < attention_pages:
+                record = attention_record(strings, summary, vocab, hps.pointer_gen)
+                attention_html.write_attention_page(
+                    os.path.join(pages_dir, "%06d.html" % ex), record,
+                    title=f"Example {ex}: " + " ".join(summary.words[:12]))
+            decode_output.write_for_rouge(strings["abstract_sents"], summary.words, ex,
+                                          decode_dir, html_safe=html_safe)
+            progress.update(1)
     progress.update(0, force=True)
     if os.path.isdir(pages_dir):
         attention_html.write_index(pages_dir)
