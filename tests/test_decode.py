@@ -109,6 +109,32 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
     _assert_equals_one_article_search(model, hps, vocab, batch, batched)
 
 
+@pytest.mark.parametrize("skip,refill", [(0, 2), (4, 1)])
+def test_decode_stream_equals_decode_batch(setup, skip, refill):
+    """Continuous batching (articles padded to max_enc_steps, refilled into finished
+    slots, put back in input order) gives every article the summary decode_batch gives;
+    the first `skip` articles are left out (a resumed single pass)."""
+    hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
+    bias = model.output_projection.bias
+    bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, refill=refill)
+    dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
+    expected = [(decode.example_strings(b, i), s) for b in dataset
+                for i, s in enumerate(decoder.decode_batch(b))]
+    streamed = [(decode.example_strings(b, i), s)
+                for b, i, s in decoder.decode_stream(dataset, skip=skip)]
+    assert len(expected) == 7 and len(streamed) == 7 - skip
+    lengths = [len(s.p_gens) for _, s in expected]
+    assert min(lengths) < 12 and lengths.count(12) >= 2  # slots free up while others run
+    for (strings, summary), (want_strings, want) in zip(streamed, expected[skip:],
+                                                       strict=True):
+        assert strings == want_strings
+        assert summary.words == want.words
+        assert summary.score == pytest.approx(want.score, abs=1e-5)
+        np.testing.assert_allclose(summary.attn, want.attn, atol=1e-5)
+        np.testing.assert_allclose(summary.p_gens, want.p_gens, atol=1e-5)
+
+
 def test_single_pass_writes_files_and_resumes_identically(setup):
     hps, vocab, model = _model(setup)
     decoder = decode.BeamSearchDecoder(model, vocab, hps)
