@@ -72,6 +72,8 @@ class BeamSearchDecoder:
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
+      continuous: `decode_stream` decodes with continuous batching; False = batch by
+        batch (`decode_batch`).
       refill: `decode_stream` refills its slots once this many articles have finished
         (`slot_search.SlotSearch`).
 
@@ -83,9 +85,9 @@ class BeamSearchDecoder:
                  trigram_blocking: bool = False, length_penalty: float | None = None,
                  jit_compile: bool = False, top_k=None, full_final_dist: bool = False,
                  min_compact_size: int | None = MIN_COMPACT_SIZE,
-                 refill: int = DEFAULT_REFILL):
+                 continuous: bool = True, refill: int = DEFAULT_REFILL):
         self.model, self.vocab, self.hps = model, vocab, hps
-        self.refill = refill
+        self.continuous, self.refill = continuous, refill
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
@@ -173,9 +175,10 @@ class BeamSearchDecoder:
         they finish, so no row waits for the longest article of its batch. Every article
         is padded to `hps.max_enc_steps` positions (the slots share one shape; the
         padding is masked). With `full_final_dist` (or trigram blocking), whose
-        distribution grows with each batch's OOV count, it decodes batch by batch.
+        distribution grows with each batch's OOV count, or without `continuous`, it
+        decodes batch by batch.
         """
-        if self.full_final_dist:
+        if self.full_final_dist or not self.continuous:
             index = 0
             for batch in batches:
                 n = int(batch["enc_lens"].shape[0])
@@ -490,7 +493,8 @@ def main(hps: HParams, vocab: Vocab, flags) -> None:
         model, vocab, hps, trigram_blocking=getattr(flags, "trigram_blocking", False),
         length_penalty=getattr(flags, "length_penalty", None) or None,
         jit_compile=getattr(flags, "xla", False),
-        full_final_dist=getattr(flags, "full_final_dist", False))
+        full_final_dist=getattr(flags, "full_final_dist", False),
+        continuous=getattr(flags, "continuous_batching", True))
     batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 32))
     with data_errors():
         dataset = make_dataset(flags.data_path, vocab, batch_hps, "decode", flags.single_pass,
