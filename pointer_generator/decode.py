@@ -179,16 +179,21 @@ class BeamSearchDecoder:
         decodes batch by batch.
         """
         if self.full_final_dist or not self.continuous:
-            index = 0
-            for batch in batches:
-                n = int(batch["enc_lens"].shape[0])
-                if index + n > skip:
-                    for i, summary in enumerate(self.decode_batch(batch)):
-                        if index + i >= skip:
-                            yield batch, i, summary
-                index += n
-            return
-        yield from _StreamDecoding(self, batches, skip).run()
+            return decode_batches(self.decode_batch, batches, skip)
+        return _StreamDecoding(self, batches, skip).run()
+
+def decode_batches(decode_batch, batches, skip: int = 0):
+    """(batch, row, Summary) of every article after the first `skip`, decoding batch by
+    batch with `decode_batch(batch) -> [Summary]`."""
+    index = 0
+    for batch in batches:
+        n = int(batch["enc_lens"].shape[0])
+        if index + n > skip:
+            for i, summary in enumerate(decode_batch(batch)):
+                if index + i >= skip:
+                    yield batch, i, summary
+        index += n
+
 
 class _StreamDecoding:
     """One `BeamSearchDecoder.decode_stream` run: encodes each pipeline batch (padded to

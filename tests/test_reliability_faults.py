@@ -471,6 +471,10 @@ class _FakeDecoder:
                                np.full((4,), 0.25, np.float32), -1.0))
         return out
 
+    def decode_stream(self, batches, skip=0):
+        from pointer_generator.decode import decode_batches
+        return decode_batches(self.decode_batch, batches, skip)
+
 
 @pytest.fixture
 def fake_decode(tmp_path):
