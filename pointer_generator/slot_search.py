@@ -65,21 +65,23 @@ class SlotSearch:
                            stop_id, unk_id, trigram_blocking, length_penalty,
                            top_k or chunked_top_k)
         self.step_fn, self.num_slots, self.refill = step_fn, num_slots, refill
+        self.jit_compile = jit_compile
         self._segment = tf.function(self._segment_graph, jit_compile=jit_compile)
         self._fill = tf.function(self._fill_graph)
 
     # ------------------------------------------------------------------ compiled parts
     def _segment_graph(self, state: _SearchState, stop_after: tf.Tensor):
         """Advance every running slot until `stop_after` more slots have finished (or none
-        runs). Returns the state, the records [G, S, ...] of the G steps run (tokens,
-        parents, attention, p_gen, as `_advance` records them) and each slot's answer
-        (`_choose`)."""
+        runs). Returns the state, the records [>= G, S, ...] of the G steps run (tokens,
+        parents, attention, p_gen, as `_advance` records them), G, and each slot's
+        answer (`_choose`)."""
         cfg, s = self.cfg, self.num_slots
         done_before = tf.reduce_sum(tf.cast(state.finished, tf.int32))
-        tas = (tf.TensorArray(tf.int32, size=0, dynamic_size=True),
-               tf.TensorArray(tf.int32, size=0, dynamic_size=True),
-               tf.TensorArray(tf.float32, size=0, dynamic_size=True),
-               tf.TensorArray(tf.float32, size=0, dynamic_size=True))
+        # XLA needs TensorArrays of a fixed size: max_dec_steps, of which the first G are
+        # written (the caller keeps those); without XLA they grow to G.
+        size = cfg.max_dec_steps if self.jit_compile else 0
+        tas = tuple(tf.TensorArray(dtype, size=size, dynamic_size=not self.jit_compile)
+                    for dtype in (tf.int32, tf.int32, tf.float32, tf.float32))
 
         def cond(it, state, tas):
             done = tf.reduce_sum(tf.cast(state.finished, tf.int32))
@@ -90,11 +92,11 @@ class SlotSearch:
             return it + 1, state, tuple(ta.write(it, r)
                                         for ta, r in zip(tas, records, strict=True))
 
-        _, state, tas = tf.while_loop(cond, body, (tf.constant(0), state, tas),
-                                      maximum_iterations=cfg.max_dec_steps)
+        steps, state, tas = tf.while_loop(cond, body, (tf.constant(0), state, tas),
+                                          maximum_iterations=cfg.max_dec_steps)
         final = {f: getattr(state, f) for f in _FINAL_FIELDS}
         answer = _choose(final, tf.constant(cfg.norm_table()), cfg.beam_size)
-        return state, tuple(ta.stack() for ta in tas), answer
+        return state, tuple(ta.stack() for ta in tas), steps, answer
 
     def _fill_graph(self, state: _SearchState, slots: tf.Tensor, carry: Any, articles: Any):
         """`state` with the articles of `carry` ([R*K, ...], row r*K = article r) and
@@ -197,8 +199,8 @@ class SlotSearch:
                 return
             more = bool(pending) or not exhausted
             stop_after = self.refill if more else self.num_slots + 1
-            state, records, answer = self._segment(state, tf.constant(stop_after))
-            records = [r.numpy() for r in records]
+            state, records, steps, answer = self._segment(state, tf.constant(stop_after))
+            records = [r.numpy()[:int(steps)] for r in records]
             finished = state.finished.numpy()
             answer = [a.numpy() for a in answer]
             for slot, key in enumerate(occupant):

@@ -36,11 +36,14 @@ def test_decode_benchmark_runs_every_comparison(tmp_path, table):
     fig = result["figures"]
     assert fig["steps_per_article"] == 120.0  # untrained weights never stop early
     for key in ("batched", "original_single", "single", "batch1", "full_dist",
-                "no_compaction", "reference"):
+                "no_compaction", "reference", "stream"):
         assert fig[f"{key}_articles_per_s"] > 0, key
     assert fig["speedup_vs_original_single"] == pytest.approx(
         fig["batched_articles_per_s"] / fig["original_single_articles_per_s"], rel=0.05)
     assert fig["identical_summaries_vs_no_compaction"] == "2/2"
+    assert fig["identical_summaries_stream_vs_batched"] == "2/2"
+    assert fig["stream_speedup_vs_original_single"] == pytest.approx(
+        fig["stream_articles_per_s"] / fig["original_single_articles_per_s"], rel=0.05)
     assert result["machine"] in table.read_text()
 
 

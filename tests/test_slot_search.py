@@ -25,13 +25,16 @@ def _groups(dec, k, sizes):
     (2, 2, [11], 2, 2.5, {"trigram_blocking": True}),
     (4, 3, [1] * 11, 1, 3.0, {"length_penalty": 1.2}),
     (16, 4, [11], 2, 2.0, {}),  # more slots than articles
+    (3, 2, [4, 7], 2, 2.0, {"jit_compile": True}),  # each segment one XLA computation
 ])
 def test_slot_search_equals_one_article_search(slots, refill, sizes, k, stop_bias, extras):
     n, max_steps, min_steps = sum(sizes), 14, 2
     dec = ToyRNN(7 + slots, n, 10, 2, 5, stop_bias=stop_bias)
+    extras = dict(extras)
+    jit = extras.pop("jit_compile", False)
     kw = dict(max_dec_steps=max_steps, min_dec_steps=min_steps, **extras)
     search = SlotSearch(dec.article_step_fn(k), num_slots=slots, refill=refill, beam_size=k,
-                        vocab_size=dec.vocab_size, **IDS, **kw)
+                        vocab_size=dec.vocab_size, jit_compile=jit, **IDS, **kw)
     order, lengths = [], set()
     for key, out in search.run(_groups(dec, k, sizes)):
         hyp = run_single(dec, key, k, **kw)
