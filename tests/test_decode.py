@@ -109,15 +109,15 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
     _assert_equals_one_article_search(model, hps, vocab, batch, batched)
 
 
-@pytest.mark.parametrize("skip,refill", [(0, 2), (4, 1)])
-def test_decode_stream_equals_decode_batch(setup, skip, refill):
+@pytest.mark.parametrize("skip,refill,xla", [(0, 2, False), (4, 1, False), (1, 3, True)])
+def test_decode_stream_equals_decode_batch(setup, skip, refill, xla):
     """Continuous batching (articles padded to max_enc_steps, refilled into finished
     slots, put back in input order) gives every article the summary decode_batch gives;
     the first `skip` articles are left out (a resumed single pass)."""
     hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, refill=refill)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, refill=refill, jit_compile=xla)
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     expected = [(decode.example_strings(b, i), s) for b in dataset
                 for i, s in enumerate(decoder.decode_batch(b))]
