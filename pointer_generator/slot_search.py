@@ -145,48 +145,14 @@ class SlotSearch:
         result: tokens int32 [L] (generated ids, the final [STOP] included if any), score
           float, attn_dists float32 [L, T], p_gens float32 [L].
         """
-        k = self.cfg.beam_size
-        pending: deque = deque()  # [keys, carry, articles, next row]
-        source = iter(groups)
-        exhausted = False
+        queue = _ArticleQueue(groups, self.cfg.beam_size)
         state = None
         occupant: list = [None] * self.num_slots  # key of the article in each slot
         history: list = [[] for _ in range(self.num_slots)]  # record chunks per slot
 
-        def take(n):
-            """Up to n articles from the input: (keys, carry rows, article rows)."""
-            nonlocal exhausted
-            keys, carries, arts = [], [], []
-            while len(keys) < n:
-                if not pending:
-                    if exhausted:
-                        break
-                    try:
-                        group_keys, carry, articles = next(source)
-                    except StopIteration:
-                        exhausted = True
-                        break
-                    pending.append([list(group_keys), carry, articles, 0])
-                    continue
-                group = pending[0]
-                start = group[3]
-                stop = min(len(group[0]), start + n - len(keys))
-                keys += group[0][start:stop]
-                carries.append(tf.nest.map_structure(
-                    lambda x, a=start, b=stop: x[a * k:b * k], group[1]))
-                arts.append(tf.nest.map_structure(lambda x, a=start, b=stop: x[a:b], group[2]))
-                group[3] = stop
-                if stop == len(group[0]):
-                    pending.popleft()
-            if not keys:
-                return [], None, None
-            concat = (lambda *xs: tf.concat(xs, 0)) if len(carries) > 1 else (lambda x: x)
-            return (keys, tf.nest.map_structure(concat, *carries),
-                    tf.nest.map_structure(concat, *arts))
-
         while True:
             free = [i for i, key in enumerate(occupant) if key is None]
-            keys, carry, arts = take(len(free))
+            keys, carry, arts = queue.take(len(free))
             if keys:
                 if state is None:
                     state = self._empty_state(carry, arts)
@@ -197,8 +163,7 @@ class SlotSearch:
                     occupant[slot], history[slot] = key, []
             if all(key is None for key in occupant):
                 return
-            more = bool(pending) or not exhausted
-            stop_after = self.refill if more else self.num_slots + 1
+            stop_after = self.refill if queue.may_have_more() else self.num_slots + 1
             state, records, steps, answer = self._segment(state, tf.constant(stop_after))
             records = [r.numpy()[:int(steps)] for r in records]
             finished = state.finished.numpy()
@@ -223,6 +188,52 @@ class SlotSearch:
         return self._fill(state, tf.constant(slots + [slots[-1]] * (size - n), tf.int32),
                           tf.nest.map_structure(lambda x: tf.gather(x, carry_index), carry),
                           tf.nest.map_structure(lambda x: tf.gather(x, index), arts))
+
+
+class _ArticleQueue:
+    """The articles of an iterable of groups (keys, carry [R*K, ...], articles [R, ...]),
+    handed out a few rows at a time; groups are read only when needed."""
+
+    def __init__(self, groups: Iterable, beam_size: int):
+        self.source, self.k = iter(groups), beam_size
+        self.pending: deque = deque()  # [keys, carry, articles, next row]
+        self.exhausted = False
+
+    def may_have_more(self) -> bool:
+        return bool(self.pending) or not self.exhausted
+
+    def _next_group(self) -> bool:
+        try:
+            keys, carry, articles = next(self.source)
+        except StopIteration:
+            self.exhausted = True
+            return False
+        self.pending.append([list(keys), carry, articles, 0])
+        return True
+
+    def take(self, n: int):
+        """Up to n articles: (keys, carry [n'*K, ...], articles [n', ...]), or ([], None,
+        None) when none is left."""
+        k = self.k
+        keys, carries, arts = [], [], []
+        while len(keys) < n:
+            if not self.pending and (self.exhausted or not self._next_group()):
+                break
+            group = self.pending[0]
+            start = group[3]
+            stop = min(len(group[0]), start + n - len(keys))
+            keys += group[0][start:stop]
+            carries.append(tf.nest.map_structure(
+                lambda x, a=start, b=stop: x[a * k:b * k], group[1]))
+            arts.append(tf.nest.map_structure(lambda x, a=start, b=stop: x[a:b], group[2]))
+            group[3] = stop
+            if stop == len(group[0]):
+                self.pending.popleft()
+        if not keys:
+            return [], None, None
+        concat = (lambda *xs: tf.concat(xs, 0)) if len(carries) > 1 else (lambda x: x)
+        return (keys, tf.nest.map_structure(concat, *carries),
+                tf.nest.map_structure(concat, *arts))
 
 
 def _backtrack_one(chunks: list, answer: list, stop_id: int) -> dict:
