@@ -88,6 +88,8 @@ class BeamSearchDecoder:
                  continuous: bool = True, refill: int = DEFAULT_REFILL):
         self.model, self.vocab, self.hps = model, vocab, hps
         self.continuous, self.refill = continuous, refill
+        self._stream_encode = None
+        self._stream_searches: dict[int, tuple] = {}  # slots -> (projection, SlotSearch)
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
@@ -166,6 +168,44 @@ class BeamSearchDecoder:
             words = words[:words.index(STOP_DECODING)]
         return Summary(words, attn[:, :enc_len], p_gens, score)
 
+    def _stream_encoder(self):
+        """The compiled encoder of `decode_stream` (built once): padded pipeline tensors
+        [B, T] -> (initial carry [B*K, ...], per-article tensors [B, ...])."""
+        if self._stream_encode is None:
+            model, k = self.model, self.hps.beam_size
+
+            def encode(enc_batch, enc_padding_mask, enc_batch_extend_vocab):
+                enc = model.encode(enc_batch, enc_padding_mask)
+                return (tile_beams(model.initial_carry(enc), k),
+                        self._articles(enc, enc_batch_extend_vocab, enc_padding_mask))
+
+            self._stream_encode = tf.function(encode)
+        return self._stream_encode
+
+    def _slot_search(self, slots: int) -> SlotSearch:
+        """The SlotSearch of `decode_stream` for `slots` slots, built (and traced) once per
+        decoder. Its step reads the vocabulary projection's pieces from variables, which
+        take the model's current weights at every call."""
+        fresh = self.model.candidate_projection()
+        if slots in self._stream_searches:
+            projection, search = self._stream_searches[slots]
+            for var, value in zip(projection.kernels + projection.biases,
+                                  fresh.kernels + fresh.biases, strict=True):
+                var.assign(value)
+            return search
+        projection = final_candidates.VocabProjection(
+            tuple(tf.Variable(x, trainable=False) for x in fresh.kernels),
+            tuple(tf.Variable(x, trainable=False) for x in fresh.biases), fresh.vocab_size)
+        hps = self.hps
+        search = SlotSearch(
+            self._step_fn(None, projection), num_slots=slots, beam_size=hps.beam_size,
+            vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
+            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
+            unk_id=UNK_ID, length_penalty=self.length_penalty, top_k=self.top_k,
+            refill=min(self.refill, slots), jit_compile=self.jit_compile)
+        self._stream_searches[slots] = (projection, search)
+        return search
+
     def decode_stream(self, batches, skip: int = 0):
         """Decode every article of an iterable of pipeline batches with continuous
         batching; yields (batch, row, Summary) in input order.
@@ -202,18 +242,8 @@ class _StreamDecoding:
 
     def __init__(self, decoder: BeamSearchDecoder, batches, skip: int):
         self.decoder, self.batches, self.skip = decoder, batches, skip
-        hps = decoder.hps
-        self.length = hps.max_enc_steps
-        model, k = decoder.model, hps.beam_size
-        # Weights are fixed during a stream: the projection pieces are made once.
-        self.projection = model.candidate_projection()
-
-        def encode(enc_batch, enc_padding_mask, enc_batch_extend_vocab):
-            enc = model.encode(enc_batch, enc_padding_mask)
-            return (tile_beams(model.initial_carry(enc), k),
-                    decoder._articles(enc, enc_batch_extend_vocab, enc_padding_mask))
-
-        self.encode = tf.function(encode)
+        self.length = decoder.hps.max_enc_steps
+        self.encode = decoder._stream_encoder()
         self.held: dict[int, list] = {}  # batch number -> [batch, summaries by row]
 
     def _pad(self, x, value):
@@ -240,20 +270,13 @@ class _StreamDecoding:
             yield [(number, i) for i in range(first, n)], carry, articles
 
     def run(self):
-        decoder, hps = self.decoder, self.decoder.hps
+        decoder = self.decoder
         groups = self._groups()
         first = next(groups, None)
         if first is None:
             return
         # As many slots as the batches have rows (--decode_batch_size).
-        slots = len(self.held[first[0][0][0]][1])
-        search = SlotSearch(
-            decoder._step_fn(None, self.projection), num_slots=slots,
-            beam_size=hps.beam_size, vocab_size=decoder.vocab.size(),
-            max_dec_steps=hps.max_dec_steps, min_dec_steps=hps.min_dec_steps,
-            start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID,
-            length_penalty=decoder.length_penalty, top_k=decoder.top_k,
-            refill=min(decoder.refill, slots), jit_compile=decoder.jit_compile)
+        search = decoder._slot_search(len(self.held[first[0][0][0]][1]))
         for (number, row), out in search.run(_chain([first], groups)):
             batch, summaries, _ = self.held[number]
             summaries[row] = decoder._summary(

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from pointer_generator.beam_search import (
     _FINAL_FIELDS,
+    MIN_COMPACT_SIZE,
     _advance,
     _choose,
     _Config,
@@ -48,6 +49,8 @@ class SlotSearch:
       num_slots: S, articles decoded at once.
       refill: a segment ends once this many slots have finished (fewer at the end).
       jit_compile: compile each segment with XLA.
+      min_slots: when no article is left to start, the table halves (as the batched
+        search does) while the running articles fit, down to this many slots.
       Other arguments as in `batched_beam_search` (beam_size, vocab_size, max_dec_steps,
       min_dec_steps, start_id, stop_id, unk_id, trigram_blocking, length_penalty, top_k).
     """
@@ -56,7 +59,8 @@ class SlotSearch:
                  max_dec_steps: int, min_dec_steps: int, start_id: int, stop_id: int,
                  unk_id: int, trigram_blocking: bool = False,
                  length_penalty: float | None = None, top_k: Callable | None = None,
-                 refill: int = DEFAULT_REFILL, jit_compile: bool = False):
+                 refill: int = DEFAULT_REFILL, jit_compile: bool = False,
+                 min_slots: int = MIN_COMPACT_SIZE):
         if num_slots < 1:
             raise ValueError(f"num_slots must be >= 1, got {num_slots}")
         if not 1 <= refill <= num_slots:
@@ -65,9 +69,10 @@ class SlotSearch:
                            stop_id, unk_id, trigram_blocking, length_penalty,
                            top_k or chunked_top_k)
         self.step_fn, self.num_slots, self.refill = step_fn, num_slots, refill
-        self.jit_compile = jit_compile
+        self.jit_compile, self.min_slots = jit_compile, min_slots
         self._segment = tf.function(self._segment_graph, jit_compile=jit_compile)
         self._fill = tf.function(self._fill_graph)
+        self._gather = tf.function(self._gather_graph)
 
     # ------------------------------------------------------------------ compiled parts
     def _segment_graph(self, state: _SearchState, stop_after: tf.Tensor):
@@ -75,7 +80,7 @@ class SlotSearch:
         runs). Returns the state, the records [>= G, S, ...] of the G steps run (tokens,
         parents, attention, p_gen, as `_advance` records them), G, and each slot's
         answer (`_choose`)."""
-        cfg, s = self.cfg, self.num_slots
+        cfg, s = self.cfg, state.finished.shape[0]  # fewer than num_slots once draining
         done_before = tf.reduce_sum(tf.cast(state.finished, tf.int32))
         # XLA needs TensorArrays of a fixed size: max_dec_steps, of which the first G are
         # written (the caller keeps those); without XLA they grow to G.
@@ -123,6 +128,15 @@ class SlotSearch:
                 parts[name] = tf.nest.map_structure(lambda o, n: put(o, n, slots), old, new)
         return _SearchState(**parts)
 
+    def _gather_graph(self, state: _SearchState, slots: tf.Tensor) -> _SearchState:
+        """The state of the slots `slots` [S'] only, in that order."""
+        k = self.cfg.beam_size
+        rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1])
+        parts = {name: tf.nest.map_structure(
+            lambda x, idx=(rows if name == "carry" else slots): tf.gather(x, idx), value)
+            for name, value in state._asdict().items()}
+        return _SearchState(**parts)
+
     # ------------------------------------------------------------------ the driver
     def _empty_state(self, carry_row: Any, article_row: Any) -> _SearchState:
         """All slots empty (finished), shaped like one article's carry and tensors."""
@@ -163,7 +177,14 @@ class SlotSearch:
                     occupant[slot], history[slot] = key, []
             if all(key is None for key in occupant):
                 return
-            stop_after = self.refill if queue.may_have_more() else self.num_slots + 1
+            if queue.may_have_more():
+                stop_after = self.refill
+            else:  # draining: the running articles move to smaller tables
+                state, occupant, history = self._shrink(state, occupant, history)
+                size, running = len(occupant), sum(key is not None for key in occupant)
+                # Stop when the table can halve again, else run to the end.
+                stop_after = (running - size // 2 if size // 2 >= self.min_slots
+                              else size + 1)
             state, records, steps, answer = self._segment(state, tf.constant(stop_after))
             records = [r.numpy()[:int(steps)] for r in records]
             finished = state.finished.numpy()
@@ -176,6 +197,21 @@ class SlotSearch:
                     yield key, _backtrack_one(history[slot], [a[slot] for a in answer],
                                               self.cfg.stop_id)
                     occupant[slot], history[slot] = None, []
+
+    def _shrink(self, state, occupant, history):
+        """Once no article is left to start, halve the table (down to `min_slots`)
+        while the running articles fit in half: they keep their rows of the state, so the
+        steps still to run cost less. Returns the state, occupants and histories."""
+        size = len(occupant)
+        running = [i for i, key in enumerate(occupant) if key is not None]
+        while size // 2 >= max(len(running), self.min_slots) and size > 1:
+            size //= 2
+        if size == len(occupant):
+            return state, occupant, history
+        idle = [i for i, key in enumerate(occupant) if key is None]
+        order = running + idle[:size - len(running)]
+        state = self._gather(state, tf.constant(order, tf.int32))
+        return state, [occupant[i] for i in order], [history[i] for i in order]
 
     def _fill_chunk(self, state, slots, keys, carry, arts, lo):
         """Fill `slots` with rows lo.. of carry/arts, padded to `refill` rows (the last

@@ -88,3 +88,24 @@ def test_slot_search_checks_its_arguments():
     empty = SlotSearch(dec.article_step_fn(2), num_slots=2, beam_size=2, refill=1,
                        vocab_size=10, max_dec_steps=4, min_dec_steps=0, **IDS)
     assert list(empty.run([])) == []
+
+
+def test_slot_search_shrinks_its_table_when_draining():
+    """Once no article is left to start, the table halves while the running articles
+    fit (8 -> 4 -> 2 -> 1 slots here): same summaries, fewer decoder rows computed."""
+    n, k = 8, 2
+    dec = ToyRNN(33, n, 10, 2, 5, stop_bias=2.0)
+    kw = dict(max_dec_steps=14, min_dec_steps=2)
+    out, rows = {}, {}
+    for smallest in (1, 8):  # the second never shrinks
+        rows[smallest] = tf.Variable(0)
+        search = SlotSearch(dec.article_step_fn(k, rows[smallest]), num_slots=8, refill=2,
+                            beam_size=k, vocab_size=dec.vocab_size, min_slots=smallest,
+                            **IDS, **kw)
+        out[smallest] = dict(search.run(_groups(dec, k, [n])))
+    assert len({len(r["tokens"]) for r in out[1].values()}) > 2
+    for key, result in out[1].items():
+        hyp = run_single(dec, key, k, **kw)
+        np.testing.assert_array_equal(result["tokens"], hyp.tokens[1:])
+        np.testing.assert_allclose(result["attn_dists"], out[8][key]["attn_dists"], atol=1e-6)
+    assert int(rows[1].numpy()) < int(rows[8].numpy())

@@ -140,6 +140,11 @@ def main(argv=None) -> int:
                         " on the same batches, alternating with the current one")
     p.add_argument("--train_dir", default="", help="load the newest checkpoint of this dir")
     p.add_argument("--tf1_checkpoint", default="", help="load an original TF1 checkpoint")
+    p.add_argument("--stop_bias", type=float, default=0.0,
+                   help="synthetic summary lengths: add this to the [STOP] logit (7.8 with "
+                        "untrained weights: summaries of 36 or 120 tokens), to see what "
+                        "continuous batching and dropping finished articles do without a "
+                        "trained model; the step's cost is unchanged")
     p.add_argument("--seed", type=int, default=111)
     common.add_thread_arguments(p)
     p.add_argument("--matmul_seconds", type=float, default=2.0)
@@ -173,6 +178,11 @@ def main(argv=None) -> int:
     if args.train_dir or args.tf1_checkpoint:
         weights = decode.load_weights(model, args.train_dir, args.tf1_checkpoint or None,
                                       wait=False)
+    if args.stop_bias:
+        from pointer_generator.vocab import STOP_ID
+        bias = model.output_projection.bias
+        bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [args.stop_bias]))
+        weights += f", [STOP] logit + {args.stop_bias:g}"
     print(model.parameter_summary(), f"- weights: {weights}", flush=True)
     decoder = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla)
     rss_model = common.peak_rss_mib()
