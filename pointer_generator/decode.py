@@ -72,8 +72,8 @@ class BeamSearchDecoder:
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
-      continuous: `decode_stream` decodes with continuous batching; False = batch by
-        batch (`decode_batch`).
+      continuous: `decode_stream` decodes with continuous batching; False (default) =
+        batch by batch (`decode_batch`, which drops finished articles).
       refill: `decode_stream` refills its slots once this many articles have finished
         (`slot_search.SlotSearch`).
 
@@ -85,7 +85,7 @@ class BeamSearchDecoder:
                  trigram_blocking: bool = False, length_penalty: float | None = None,
                  jit_compile: bool = False, top_k=None, full_final_dist: bool = False,
                  min_compact_size: int | None = MIN_COMPACT_SIZE,
-                 continuous: bool = True, refill: int = DEFAULT_REFILL):
+                 continuous: bool = False, refill: int = DEFAULT_REFILL):
         self.model, self.vocab, self.hps = model, vocab, hps
         self.continuous, self.refill = continuous, refill
         self._stream_encode = None
@@ -522,7 +522,7 @@ def main(hps: HParams, vocab: Vocab, flags) -> None:
         length_penalty=getattr(flags, "length_penalty", None) or None,
         jit_compile=getattr(flags, "xla", False),
         full_final_dist=getattr(flags, "full_final_dist", False),
-        continuous=getattr(flags, "continuous_batching", True))
+        continuous=getattr(flags, "continuous_batching", False))
     batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 32))
     with data_errors():
         dataset = make_dataset(flags.data_path, vocab, batch_hps, "decode", flags.single_pass,

@@ -164,10 +164,10 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
                          "vocabulary distribution at every step and take its top 2K, as the "
                          "original (default: only the entries that can be in that top; same "
                          "summaries up to float rounding, faster).", flag_values=fv)
-    flags.DEFINE_boolean("continuous_batching", True, "decode --single_pass: refill the "
-                         "places of finished articles with new ones (the batch never waits "
-                         "for its longest summary; articles are padded to max_enc_steps). "
-                         "Off: decode batch by batch. Same summaries either way.",
+    flags.DEFINE_boolean("continuous_batching", False, "decode --single_pass: give a "
+                         "finished article's place in the batch to the next article at "
+                         "once (articles are padded to max_enc_steps). Off: batch by batch, "
+                         "dropping finished articles. Same summaries either way.",
                          flag_values=fv)
     flags.DEFINE_integer("attention_pages", 100, "decode --single_pass: write attention "
                          "pages for the first N examples.", flag_values=fv)

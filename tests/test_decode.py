@@ -117,7 +117,8 @@ def test_decode_stream_equals_decode_batch(setup, skip, refill, xla):
     hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, refill=refill, jit_compile=xla)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, refill=refill, jit_compile=xla,
+                                       continuous=True)
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     expected = [(decode.example_strings(b, i), s) for b in dataset
                 for i, s in enumerate(decoder.decode_batch(b))]
