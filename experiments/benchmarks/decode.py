@@ -10,7 +10,8 @@ batches of distinct articles, in file order).
 Weights: random (the initialisers; `--seed`) unless `--train_dir` or `--tf1_checkpoint`
 gives trained ones. An untrained model practically never emits [STOP], so every article
 runs the full 120 steps: the worst case (a trained model stops most summaries earlier).
-The figures report the average number of decoder steps per article.
+`--stop_bias` raises the [STOP] logit to give untrained weights varied summary lengths
+(the row says so). The figures report the average number of decoder steps per article.
 
 Measured in one run, after a warm-up (tracing and compilation) of each:
   * batched: `decode.BeamSearchDecoder.decode_batch` on `--articles` articles in batches
@@ -18,13 +19,16 @@ Measured in one run, after a warm-up (tracing and compilation) of each:
     of each step's final distribution (final_candidates.py; the default);
   * the same with the whole final distribution (`--full_final_dist`), alternating batch
     by batch, and how many summaries came out identical (random weights give nearly flat
-    distributions, where float rounding can swap near-tied candidates);
-  * one at a time: `beam_search_single`, the original's algorithm (a Python loop over
-    steps calling a compiled one-step decoder for the 4 beams of one article, whole
-    final distribution), on `--single_articles` articles, twice: with the original's
-    decode graph per step (`reference_step`: what the original ran, 2-3 s per article
-    on its GPU) and with this implementation's step function (so that the ratio
-    measures batching alone); and the batched search with one article per batch.
+    distributions, where float rounding can swap near-tied candidates); likewise the
+    search that keeps finished articles and the pre-optimisation search;
+  * continuous batching (`--continuous_batching`), whole passes alternated with the
+    batched search;
+  * one at a time, on `--single_articles` articles, twice (original_decode.py): the
+    original's decoding as it ran (K encoder copies, its decode graph with W_h h_i
+    recomputed at every step, top 2K in the step, the Python beam search; 2-3 s per
+    article on its GPU) and the same Python search over this implementation's step (so
+    that the ratio measures batching alone); and the batched search with one article
+    per batch.
 Figures: articles/s of each, the ratios, decoder steps per article, the vocabulary
 projection's share (its FLOPs at this machine's matmul rate, measured in the same run:
 the ceiling for a matmul-bound decoder), and the peak resident memory. Targets: >= 4
@@ -33,8 +37,7 @@ articles/s batched, >= 10x the original's one-article-at-a-time search.
 The one-at-a-time searches compute 4 rows per step and are bound by per-step overheads
 (Python, a compiled call, the whole [4, V_ext] distribution and its top-k), while the
 batched search is bound by arithmetic: their ratio moves with the machine and its load
-(7-11x with this implementation's step on one 2-core VM in one afternoon; see
-docs/performance.md). `--single_articles` more articles narrow the noise.
+(see docs/performance.md). `--single_articles` more articles narrow the noise.
 """
 
 from __future__ import annotations
