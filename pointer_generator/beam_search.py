@@ -682,16 +682,27 @@ def _initial_state(b, k: int, carry: Any, articles: Any, cfg: _Config) -> _Searc
         articles=tf.nest.map_structure(tf.convert_to_tensor, articles), index=tf.range(b))
 
 
-def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
-    """The loop state for `size` rows: the running articles first (in batch order), then
-    finished ones to fill up. Each article keeps its K carry rows (b*K .. b*K + K-1)."""
-    # A stable sort on the finished flag: running rows first, each group in row order.
-    order = tf.argsort(tf.cast(state.finished, tf.int32), stable=True)[:size]
-    rows = tf.reshape(order[:, None] * k + tf.range(k)[None, :], [-1])
+def _beam_rows(articles: tf.Tensor, k: int) -> tf.Tensor:
+    """int32 [A*K]: the decoder rows a*K .. a*K + K-1 of each article index in [A]."""
+    return tf.reshape(articles[:, None] * k + tf.range(k)[None, :], [-1])
+
+
+def _gather_articles(state: _SearchState, order: tf.Tensor, k: int) -> _SearchState:
+    """The state of the articles `order` [S'] only, in that order (each with its K carry
+    rows)."""
+    rows = _beam_rows(order, k)
     parts = {name: tf.nest.map_structure(
         lambda x, idx=(rows if name == "carry" else order): tf.gather(x, idx), value)
         for name, value in state._asdict().items()}
     return _SearchState(**parts)
+
+
+def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
+    """The loop state for `size` rows: the running articles first (in batch order), then
+    finished ones to fill up."""
+    # A stable sort on the finished flag: running rows first, each group in row order.
+    return _gather_articles(
+        state, tf.argsort(tf.cast(state.finished, tf.int32), stable=True)[:size], k)
 
 
 def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):

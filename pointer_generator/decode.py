@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -77,8 +78,9 @@ class BeamSearchDecoder:
       refill: `decode_stream` refills its slots once this many articles have finished
         (`slot_search.SlotSearch`).
 
-    `decode_batch` decodes one pipeline batch; `decode_stream` decodes a stream of them
-    with continuous batching (new articles take the places of finished ones).
+    `decode_batch` decodes one pipeline batch; `decode_stream` decodes a stream of them,
+    with `continuous` batching (new articles take the places of finished ones) or batch
+    by batch.
     """
 
     def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
@@ -222,6 +224,7 @@ class BeamSearchDecoder:
             return decode_batches(self.decode_batch, batches, skip)
         return _StreamDecoding(self, batches, skip).run()
 
+
 def decode_batches(decode_batch, batches, skip: int = 0):
     """(batch, row, Summary) of every article after the first `skip`, decoding batch by
     batch with `decode_batch(batch) -> [Summary]`."""
@@ -277,7 +280,7 @@ class _StreamDecoding:
             return
         # As many slots as the batches have rows (--decode_batch_size).
         search = decoder._slot_search(len(self.held[first[0][0][0]][1]))
-        for (number, row), out in search.run(_chain([first], groups)):
+        for (number, row), out in search.run(itertools.chain([first], groups)):
             batch, summaries, _ = self.held[number]
             summaries[row] = decoder._summary(
                 out["tokens"], out["attn_dists"], out["p_gens"], out["score"],
@@ -297,11 +300,6 @@ class _StreamDecoding:
             if next_row < len(summaries):
                 return
             del self.held[number]
-
-
-def _chain(*iterables):
-    for it in iterables:
-        yield from it
 
 
 def _text(x: bytes) -> str:

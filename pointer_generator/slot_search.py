@@ -28,8 +28,10 @@ from pointer_generator.beam_search import (
     _FINAL_FIELDS,
     MIN_COMPACT_SIZE,
     _advance,
+    _beam_rows,
     _choose,
     _Config,
+    _gather_articles,
     _initial_state,
     _SearchState,
     chunked_top_k,
@@ -72,7 +74,8 @@ class SlotSearch:
         self.jit_compile, self.min_slots = jit_compile, min_slots
         self._segment = tf.function(self._segment_graph, jit_compile=jit_compile)
         self._fill = tf.function(self._fill_graph)
-        self._gather = tf.function(self._gather_graph)
+        self._gather = tf.function(
+            lambda state, slots: _gather_articles(state, slots, self.cfg.beam_size))
 
     # ------------------------------------------------------------------ compiled parts
     def _segment_graph(self, state: _SearchState, stop_after: tf.Tensor):
@@ -110,7 +113,7 @@ class SlotSearch:
         k = self.cfg.beam_size
         r = tf.shape(slots)[0]
         fresh = _initial_state(r, k, carry, articles, self.cfg)
-        rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1])
+        rows = _beam_rows(slots, k)
 
         def put(old, new, index):
             if old.shape.num_elements() == 0:  # no history without trigram blocking
@@ -126,15 +129,6 @@ class SlotSearch:
                 parts[name] = tf.nest.map_structure(lambda o, n: put(o, n, rows), old, new)
             else:
                 parts[name] = tf.nest.map_structure(lambda o, n: put(o, n, slots), old, new)
-        return _SearchState(**parts)
-
-    def _gather_graph(self, state: _SearchState, slots: tf.Tensor) -> _SearchState:
-        """The state of the slots `slots` [S'] only, in that order."""
-        k = self.cfg.beam_size
-        rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1])
-        parts = {name: tf.nest.map_structure(
-            lambda x, idx=(rows if name == "carry" else slots): tf.gather(x, idx), value)
-            for name, value in state._asdict().items()}
         return _SearchState(**parts)
 
     # ------------------------------------------------------------------ the driver
@@ -220,7 +214,7 @@ class SlotSearch:
         slots = list(slots[:n])
         rows = list(range(lo, lo + n)) + [lo + n - 1] * (size - n)
         index = tf.constant(rows, tf.int32)
-        carry_index = tf.reshape(index[:, None] * k + tf.range(k)[None, :], [-1])
+        carry_index = _beam_rows(index, k)
         return self._fill(state, tf.constant(slots + [slots[-1]] * (size - n), tf.int32),
                           tf.nest.map_structure(lambda x: tf.gather(x, carry_index), carry),
                           tf.nest.map_structure(lambda x: tf.gather(x, index), arts))
