@@ -51,7 +51,12 @@ KILLS = max(2, int(os.environ.get("RELIABILITY_KILLS", "3")))  # jobs killed in 
 # oldest checkpoint). The pauses make a kill land inside a save often, and let the test
 # kill at a chosen point of one.
 CHILD = r"""
-import os, runpy, sys, time
+import faulthandler, os, runpy, signal, sys, time
+# SIGUSR1 prints every thread's stack: where a job is stuck when it overruns a wait.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+# Ctrl-C as at a terminal, even when the test run itself was started with SIGINT
+# ignored (`nohup cmd &` from a script), which children inherit and Python honours.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 pause = float(os.environ.get("PG_TEST_SLOW_SAVE", "0"))
 if pause:
     from tensorflow.python.checkpoint import checkpoint_management
@@ -139,12 +144,18 @@ class Job:
         return t
 
     def wait(self, timeout: float) -> int:
+        """The job's exit status; AssertionError with its stacks if it overruns `timeout`."""
         try:
             code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # faulthandler: the stacks, on stdout
+            time.sleep(3)
+            self.stop()
+            self._reader.join(timeout=30)
+            raise AssertionError(f"job still running after {timeout} s; its last output "
+                                 f"and stacks:\n{self.tail(120)}") from None
         finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
+            self.stop()
         self._reader.join(timeout=30)
         return code
 
