@@ -27,6 +27,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -52,8 +53,10 @@ KILLS = max(2, int(os.environ.get("RELIABILITY_KILLS", "3")))  # jobs killed in 
 # kill at a chosen point of one.
 CHILD = r"""
 import faulthandler, os, runpy, signal, sys, time
-# SIGUSR1 prints every thread's stack: where a job is stuck when it overruns a wait.
-faulthandler.register(signal.SIGUSR1, all_threads=True)
+# SIGUSR1 writes every thread's stack to PG_TEST_STACKS: where a job was when it overran
+# a wait (a file, not stdout, where a busy job's output would bury them).
+faulthandler.register(signal.SIGUSR1, file=open(os.environ["PG_TEST_STACKS"], "w"),
+                      all_threads=True)
 # Ctrl-C as at a terminal, even when the test run itself was started with SIGINT
 # ignored (`nohup cmd &` from a script), which children inherit and Python honours.
 signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -87,9 +90,12 @@ class Job:
     thread (so waiting for a line never blocks past its timeout)."""
 
     def __init__(self, args: list[str], **env):
+        fd, self.stacks_path = tempfile.mkstemp(suffix=".stacks")
+        os.close(fd)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", CHILD, *args], stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, env=helpers.subprocess_env(**env),
+            stderr=subprocess.STDOUT, text=True,
+            env=helpers.subprocess_env(PG_TEST_STACKS=self.stacks_path, **env),
             cwd=helpers.REPO_ROOT, start_new_session=True)
         self.started = time.time()
         self.lines: list[tuple[float, str]] = []
@@ -139,30 +145,35 @@ class Job:
         """SIGKILL the job; returns the moment of the kill."""
         t = time.time()
         self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
+        self.stop()
         self._reader.join(timeout=30)
         return t
 
     def wait(self, timeout: float) -> int:
         """The job's exit status; AssertionError with its stacks if it overruns `timeout`."""
+        code = stacks = None
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.send_signal(signal.SIGUSR1)  # faulthandler: the stacks, on stdout
+            self.proc.send_signal(signal.SIGUSR1)  # faulthandler: the stacks, to a file
             time.sleep(3)
-            self.stop()
-            self._reader.join(timeout=30)
-            raise AssertionError(f"job still running after {timeout} s; its last output "
-                                 f"and stacks:\n{self.tail(120)}") from None
+            with open(self.stacks_path) as f:
+                stacks = f.read()
         finally:
             self.stop()
         self._reader.join(timeout=30)
+        if code is None:
+            raise AssertionError(f"job still running after {timeout} s; its last output:\n"
+                                 f"{self.tail()}\nits stacks:\n{stacks}")
         return code
 
     def stop(self):
+        """Kill the job if it still runs, and remove its stacks file."""
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(timeout=30)
+        self.proc.wait(timeout=30)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.stacks_path)
 
 
 def _checkpoint_step(prefix: str) -> int:
