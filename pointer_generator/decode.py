@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator import attention_html, decode_output, final_candidates
+from pointer_generator import attention_html, decode_output, final_candidates, interrupts
 from pointer_generator.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
 from pointer_generator.hparams import HParams
 from pointer_generator.model import EncoderOutput, PointerGeneratorModel
@@ -376,6 +376,7 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     with open(p_gens_path, "a", encoding="utf-8") as p_gen_file:
         for ex, (batch, i, summary) in enumerate(decoder.decode_stream(dataset, skip=done),
                                                  start=done):
+            interrupts.check()
             strings = example_strings(batch, i)
             # The p_gen line and the attention page come first and the decoded file last:
             # an example counts as complete (and is skipped by a resumed run) only once
@@ -445,6 +446,7 @@ def load_weights(model: PointerGeneratorModel, train_dir: str, tf1_path: str | N
         return tf1_checkpoint.load_tf1_checkpoint(model, tf1_path).path
     start = time.time()
     while True:
+        interrupts.check()
         path = checkpointing.latest_checkpoint(train_dir)
         if path is not None:
             try:
@@ -490,6 +492,7 @@ def decode_forever(decoder: BeamSearchDecoder, dataset, decode_dir: str, train_d
     last_load, count = time.time(), 0
     for batch in dataset:
         for i, summary in enumerate(decoder.decode_batch(batch)):
+            interrupts.check()
             strings = example_strings(batch, i)
             log_example(strings, summary, vocab, hps.pointer_gen)
             record = attention_record(strings, summary, vocab, hps.pointer_gen)

@@ -19,7 +19,7 @@ import time
 
 import tensorflow as tf
 
-from pointer_generator import checkpointing, summaries
+from pointer_generator import checkpointing, interrupts, summaries
 from pointer_generator.errors import CheckpointError, DataError
 from pointer_generator.experiment import Experiment
 from pointer_generator.hparams import HParams
@@ -140,6 +140,7 @@ def concurrent(evaluator: Evaluator, vocab, exp: Experiment, data_path: str,
     waiting_logged = False
     try:
         while not max_iterations or done < max_iterations:
+            interrupts.check()
             latest = checkpointing.latest_checkpoint(exp.train_dir)
             if latest is None:
                 if not waiting_logged:

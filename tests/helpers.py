@@ -6,8 +6,10 @@ max_enc_steps 20, max_dec_steps 8. Shareable by every test module.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
+import signal
 import subprocess
 import sys
 import types
@@ -239,3 +241,33 @@ def run_main_in_process(args: list[str]) -> int:
         return 0
     finally:
         run_summarization.FLAGS.unparse_flags()
+
+
+# ------------------------------------------------------------------------------ Ctrl-C
+class _PressesCtrlCWhenCollected:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs at a loop's back-jump: inside __del__
+            pass
+
+
+def ctrl_c_in_a_finalizer() -> None:
+    """Press Ctrl-C (SIGINT to this process) while a `__del__` runs, where Python swallows
+    the KeyboardInterrupt (as TensorFlow's finalizers sometimes do)."""
+    _PressesCtrlCWhenCollected()
+
+
+@contextlib.contextmanager
+def ctrl_c_remembered():
+    """`interrupts.install()` for the duration (from Python's default SIGINT handler, even
+    where the test run ignores SIGINT), then the run's own handler back."""
+    from pointer_generator import interrupts
+
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert interrupts.install()
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        interrupts.forget()

@@ -168,6 +168,29 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
     assert sorted(set(indices)) == list(range(7))
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup,
+                                                                          monkeypatch):
+    hps, vocab, model = _model(setup)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+    real_write = decode_output.write_for_rouge
+    written = []
+
+    def write_then_press(*args, **kwargs):
+        real_write(*args, **kwargs)
+        written.append(1)
+        if len(written) == 2:
+            helpers.ctrl_c_in_a_finalizer()
+
+    monkeypatch.setattr(decode_output, "write_for_rouge", write_then_press)
+    out = os.path.join(setup.log_root, "ctrl_c")
+    dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
+    with helpers.ctrl_c_remembered(), pytest.raises(KeyboardInterrupt):
+        decode.decode_single_pass(decoder, dataset, out, run_rouge=False, attention_pages=0)
+    # It stopped before the next example: two complete ones for a rerun to resume after.
+    assert len(written) == 2 and decode_output.count_complete(out) == 2
+
+
 def test_decode_mode_cli_single_pass_with_rouge_and_concurrent(setup):
     hps, vocab, model = _model(setup)
     _save(model, setup)

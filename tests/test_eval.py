@@ -114,6 +114,28 @@ def test_eval_survives_a_checkpoint_vanishing_while_loading(setup, monkeypatch):
     assert len(calls) == 2 and int(evaluator.step.numpy()) == 21
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_that_a_finalizer_swallowed_still_ends_the_eval_loop(setup, monkeypatch):
+    """The real eval job once evaluated on for a minute after Ctrl-C: the signal had
+    landed in a TensorFlow finalizer, where Python ignores the KeyboardInterrupt."""
+    data, exp, trainer, ckpts, evaluator, vocab = setup
+    _save_train_checkpoint(trainer, ckpts, 25, seed=25)
+    real_evaluate = evaluator.evaluate
+    calls = []
+
+    def evaluate_then_press(batch):
+        calls.append(1)
+        if len(calls) == 2:
+            helpers.ctrl_c_in_a_finalizer()
+        return real_evaluate(batch)
+
+    monkeypatch.setattr(evaluator, "evaluate", evaluate_then_press)
+    with helpers.ctrl_c_remembered(), pytest.raises(KeyboardInterrupt):
+        evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05,
+                            max_iterations=6)
+    assert len(calls) == 2  # it stopped before the next evaluation
+
+
 # ------------------------------------------------------------------------------ single pass
 @pytest.mark.parametrize("pointer_gen", [True, False])
 def test_single_pass_loss_is_exact_over_a_partial_final_batch(tmp_path, pointer_gen):

@@ -44,6 +44,7 @@ SEED = int(os.environ.get("RELIABILITY_SEED", random.SystemRandom().randrange(10
 SAVE_SECS = 1  # --save_checkpoint_secs of the killed jobs (the smallest the flag allows)
 SLOW_SAVE = 0.25  # seconds added at each marked point inside every checkpoint save
 STARTUP_TIMEOUT = 150  # seconds for a job to start training (TensorFlow import, tracing)
+ROTATION_TIMEOUT = 180  # seconds of training for the eval job to see a checkpoint rotated
 KILLS = max(2, int(os.environ.get("RELIABILITY_KILLS", "3")))  # jobs killed in a row
 
 # Runs the real command line; with PG_TEST_SLOW_SAVE set, each checkpoint save pauses (and
@@ -222,8 +223,10 @@ def disk_problems(train_dir: str) -> list[str]:
 @pytest.fixture(scope="module")
 def kill_scenario(tmp_path_factory):
     """KILLS training jobs killed with SIGKILL in a row (a random moment; inside a
-    checkpoint save; a random moment), a final job that runs to --max_steps, and one eval
-    job reading the checkpoints all along. Returns what happened, for the tests below."""
+    checkpoint save; a random moment), a job that trains until the eval job has read a
+    checkpoint rotated away later and is then stopped with SIGTERM, a final job that runs
+    to --max_steps, and one eval job reading the checkpoints all along. Returns what
+    happened, for the tests below."""
     rng = random.Random(SEED)
     root = tmp_path_factory.mktemp("kill")
     data = helpers.tiny_setup(root, n_train=40, n_val=12)
@@ -264,8 +267,23 @@ def kill_scenario(tmp_path_factory):
                 start=start, saved=saved,
                 steps={int(m.group(1)): t for t, m in job.matches(STEP_LINE)},
                 temp_dirs=glob.glob(os.path.join(exp.train_dir, "*_temp*"))))
+        # Training goes on until the eval job has read a checkpoint that rotation then
+        # deleted (on a slow machine the kills may leave too few saves for that); SIGTERM
+        # then stops it with a checkpoint.
+        rotating = Job(train_args)
+        jobs.append(rotating)
+        rotating.wait_for(STEP_LINE, STARTUP_TIMEOUT)
+        deadline = time.time() + ROTATION_TIMEOUT
+        while not _read_then_deleted(eval_job, exp.train_dir):
+            assert time.time() < deadline, (f"no checkpoint read by eval was rotated away "
+                                             f"within {ROTATION_TIMEOUT} s:\n"
+                                             f"{eval_job.tail()}\n{rotating.tail()}")
+            assert rotating.proc.poll() is None, rotating.tail()
+            time.sleep(0.2)
+        rotating.proc.send_signal(signal.SIGTERM)
+        rotating_status = rotating.wait(timeout=60)
         newest = checkpointing.latest_checkpoint(exp.train_dir)
-        max_steps = _checkpoint_step(newest) + 40  # a few more saves: rotation for sure
+        max_steps = _checkpoint_step(newest) + 10
         final = Job(helpers.cli_args(mode="train", data_path=data.train_path,
                                      save_checkpoint_secs=SAVE_SECS, max_steps=max_steps,
                                      **common))
@@ -279,9 +297,16 @@ def kill_scenario(tmp_path_factory):
         for job in [*jobs, eval_job]:
             job.stop()
     return types.SimpleNamespace(
-        exp=exp, rounds=rounds, jobs=jobs, final=final, final_status=final_status,
+        exp=exp, rounds=rounds, jobs=jobs, rotating=rotating,
+        rotating_status=rotating_status, final=final, final_status=final_status,
         max_steps=max_steps, eval_job=eval_job, eval_alive=eval_alive,
         eval_status=eval_status)
+
+
+def _read_then_deleted(eval_job: Job, train_dir: str) -> list[int]:
+    """Steps of the checkpoints the eval job evaluated that are no longer on disk."""
+    kept = helpers.checkpoint_steps(train_dir)
+    return sorted({int(m.group(2)) for _, m in eval_job.matches(EVAL_LINE)} - set(kept))
 
 
 def _where(scenario, r) -> str:
@@ -306,6 +331,13 @@ def test_killed_training_resumes_from_the_newest_checkpoint_and_continues_the_st
         # The step counter continues from there.
         _, first = restart.wait_for(STEP_LINE, 1)
         assert int(first.group(1)) == step + 1, _where(s, r)
+    # SIGTERM: the job stops after its step with a checkpoint of it, and exits normally.
+    assert s.rotating_status == 0, s.rotating.tail()
+    last_step = max(int(m.group(1)) for _, m in s.rotating.matches(STEP_LINE))
+    saved = [int(m.group(1)) for _, m in s.rotating.matches(SAVED_LINE)]
+    assert saved and saved[-1] == last_step, s.rotating.tail()
+    _, resumed = s.final.wait_for(RESUMED_LINE, 1)
+    assert int(resumed.group(2)) == last_step, s.final.tail()
     assert s.final_status == 0, s.final.tail()
     assert _checkpoint_step(checkpointing.latest_checkpoint(s.exp.train_dir)) == s.max_steps
     assert "Traceback" not in "".join(job.text() for job in s.jobs)

@@ -1,0 +1,73 @@
+"""A Ctrl-C is never lost (pointer_generator/interrupts.py), even when Python swallows
+its KeyboardInterrupt inside a finalizer."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from pointer_generator import interrupts
+from tests import helpers
+
+SCRIPT = textwrap.dedent("""
+    import signal, sys
+    from pointer_generator import interrupts
+    from tests import helpers
+
+    signal.signal(signal.SIGINT, {start})
+    print("installed", interrupts.install(), flush=True)
+    try:
+        helpers.ctrl_c_in_a_finalizer()
+        print("went on after the finalizer", flush=True)
+        interrupts.check()
+        print("not interrupted", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+""")
+
+
+def _run(start: str):
+    return helpers.run_python(["-c", SCRIPT.format(start=start)], timeout=60)
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_is_raised_at_the_next_check():
+    result = _run("signal.default_int_handler")
+    assert "installed True" in result.stdout
+    # Python printed the KeyboardInterrupt as ignored and went on, as without install()...
+    assert "Exception ignored" in result.stderr and "KeyboardInterrupt" in result.stderr
+    assert "went on after the finalizer" in result.stdout
+    # ...but the loop's next check() raised it.
+    assert result.stdout.splitlines()[-1] == "interrupted", result.stdout
+
+
+def test_without_install_a_ctrl_c_in_a_finalizer_is_lost():
+    """The failure the module exists for."""
+    script = textwrap.dedent("""
+        from tests import helpers
+        helpers.ctrl_c_in_a_finalizer()
+        print("still running", flush=True)
+    """)
+    result = helpers.run_python(["-c", script], timeout=60)
+    assert result.returncode == 0 and "still running" in result.stdout
+    assert "KeyboardInterrupt" in result.stderr  # printed, then ignored
+
+
+def test_ignored_sigint_stays_ignored():
+    """A job started with SIGINT ignored (nohup, `cmd &` in a script) keeps ignoring it."""
+    result = _run("signal.SIG_IGN")
+    assert "installed False" in result.stdout
+    assert "not interrupted" in result.stdout
+    assert "KeyboardInterrupt" not in result.stderr
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_check_raises_only_after_a_press():
+    with helpers.ctrl_c_remembered():
+        interrupts.check()  # nothing pressed yet
+        assert not interrupts.pressed()
+        helpers.ctrl_c_in_a_finalizer()  # swallowed where it was raised...
+        assert interrupts.pressed()
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.check()  # ...and raised again here
+    interrupts.check()  # forgotten once the test's handler is back
