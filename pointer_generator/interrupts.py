@@ -9,7 +9,8 @@ key had never been pressed.
 
 `install()` replaces Python's default SIGINT handler with one that also remembers the
 press, and the long-running loops call `check()` once per iteration, which raises the
-`KeyboardInterrupt` again if it was swallowed. A process that ignores SIGINT (started
+`KeyboardInterrupt` again if it was swallowed (without the "Exception ignored" traceback,
+which would only alarm: the press is not lost). A process that ignores SIGINT (started
 with `nohup`, or by a shell script with `&`) or that installed a handler of its own keeps
 it. Library callers that never call `install()` see no change.
 """
@@ -17,9 +18,11 @@ it. Library callers that never call `install()` see no change.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 
 _pressed = threading.Event()
+_previous: dict = {}  # what install() replaced: "handler", "unraisablehook"
 
 
 def _handle(signum, frame) -> None:
@@ -35,13 +38,24 @@ def install() -> bool:
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return False
     _pressed.clear()
-    signal.signal(signal.SIGINT, _handle)
+    _previous["handler"] = signal.signal(signal.SIGINT, _handle)
+    _previous["unraisablehook"] = sys.unraisablehook
+    sys.unraisablehook = _unraisable
     return True
 
 
-def forget() -> None:
-    """Forget a press (for a caller that handled the interrupt and goes on)."""
+def uninstall() -> None:
+    """Undo `install()` and forget any press."""
+    if "handler" in _previous:
+        signal.signal(signal.SIGINT, _previous.pop("handler"))
+        sys.unraisablehook = _previous.pop("unraisablehook")
     _pressed.clear()
+
+
+def _unraisable(info) -> None:
+    # A press swallowed by a finalizer is raised again by check(): nothing to report.
+    if not (issubclass(info.exc_type, KeyboardInterrupt) and _pressed.is_set()):
+        _previous.get("unraisablehook", sys.__unraisablehook__)(info)
 
 
 def pressed() -> bool:

@@ -269,5 +269,5 @@ def ctrl_c_remembered():
         assert interrupts.install()
         yield
     finally:
+        interrupts.uninstall()
         signal.signal(signal.SIGINT, previous)
-        interrupts.forget()

@@ -168,7 +168,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
     assert sorted(set(indices)) == list(range(7))
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup,
                                                                           monkeypatch):
     hps, vocab, model = _model(setup)

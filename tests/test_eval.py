@@ -114,7 +114,7 @@ def test_eval_survives_a_checkpoint_vanishing_while_loading(setup, monkeypatch):
     assert len(calls) == 2 and int(evaluator.step.numpy()) == 21
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_ends_the_eval_loop(setup, monkeypatch):
     """The real eval job once evaluated on for a minute after Ctrl-C: the signal had
     landed in a TensorFlow finalizer, where Python ignores the KeyboardInterrupt."""
