@@ -49,10 +49,8 @@ def run(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     argv = list(sys.argv if argv is None else argv)
     if len(argv) > 1 and argv[1] in SUBCOMMANDS:
-        from pointer_generator import interrupts
         from pointer_generator.process_exit import run_and_exit
 
-        interrupts.install()
         run_and_exit(run_subcommand, argv[1], argv[2:])
     from pointer_generator import run_summarization
     run_summarization.run(argv)

@@ -7,10 +7,11 @@ the eval loop landed there). An exception raised in `__del__` cannot propagate; 
 prints "Exception ignored in ..." and carries on, so the job goes on running as if the
 key had never been pressed.
 
-`install()` replaces Python's default SIGINT handler with one that also remembers the
-press, and the long-running loops call `check()` once per iteration, which raises the
-`KeyboardInterrupt` again if it was swallowed (without the "Exception ignored" traceback,
-which would only alarm: the press is not lost). A process that ignores SIGINT (started
+`install()` (called by the command line, `process_exit.run_and_exit`) replaces Python's
+default SIGINT handler with one that also remembers the press, and the long-running
+loops call `check()` once per iteration, which raises the `KeyboardInterrupt` again if it
+was swallowed (without the "Exception ignored" traceback, which would only alarm: the
+press is not lost). A process that ignores SIGINT (started
 with `nohup`, or by a shell script with `&`) or that installed a handler of its own keeps
 it. Library callers that never call `install()` see no change.
 """

@@ -39,7 +39,13 @@ def exit_now(status: int) -> None:
 
 
 def run_and_exit(entry, *args) -> None:
-    """Call `entry(*args)` (which may `sys.exit`), then `exit_now` with its status."""
+    """Call `entry(*args)` (which may `sys.exit`), then `exit_now` with its status.
+
+    Every Ctrl-C of the process is remembered (`interrupts`), so a press that a finalizer
+    swallowed still ends the mode's loop at its next check."""
+    from pointer_generator import interrupts
+
+    interrupts.install()
     try:
         status = status_of(SystemExit(entry(*args)))  # a return value counts as sys.exit's
     except SystemExit as e:

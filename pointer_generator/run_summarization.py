@@ -98,10 +98,8 @@ def mode_main(mode: str):
 def run(argv: list[str] | None = None) -> None:
     """Parse flags and run (the console script's default command), then end the process
     without TensorFlow's slow teardown (`process_exit`)."""
-    from pointer_generator import interrupts
     from pointer_generator.process_exit import run_and_exit
 
-    interrupts.install()
     run_and_exit(lambda: app.run(main, argv=argv, flags_parser=parse_flags))
 
 
