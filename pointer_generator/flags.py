@@ -21,7 +21,7 @@ import os
 from absl import flags
 
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES
+from pointer_generator.hparams import DECODE_ATTENTION_MODES, GRAD_NORM_MODES, MODES
 
 FLAGS = flags.FLAGS
 
@@ -138,6 +138,12 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
                          "softmax, distributions and losses stay float32. For GPUs/TPUs "
                          "with bfloat16 units (slower on CPUs without them). Changes the "
                          "numbers slightly; off = float32 as the original.", flag_values=fv)
+    flags.DEFINE_enum("grad_norm", "original", GRAD_NORM_MODES,
+                      "The global gradient norm clipped to --max_grad_norm (and reported as "
+                      "global_norm): 'original' = the original's tf.global_norm, which sees "
+                      "the embedding gradient as one row per looked-up token (repeated "
+                      "words not summed); 'dense' = the norm of the summed embedding "
+                      "gradient.", flag_values=fv)
     flags.DEFINE_float("eval_interval_secs", 10.0, "Eval/decode: seconds to wait before "
                        "looking again when train/ has no (new) checkpoint (the original's "
                        "10 s retry).", flag_values=fv)

@@ -13,6 +13,7 @@ from pointer_generator.errors import FlagError
 
 MODES = ("train", "eval", "decode")
 DECODE_ATTENTION_MODES = ("original", "train_consistent")
+GRAD_NORM_MODES = ("original", "dense")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class HParams:
     # bfloat16 inputs for the vocabulary projection (most of a step's FLOPs), float32
     # variables, logits, softmax, distributions and loss. For GPUs/TPUs with bf16 units.
     mixed_precision: bool = False
+    # The global norm that gradients are clipped to `max_grad_norm` by (grad_norm.py):
+    # "original" = TF1's `tf.global_norm` over the gradients as `tf.gradients` returned
+    # them, where the embedding's gradient is one row per looked-up token (duplicates not
+    # summed); "dense" = the norm of the summed (dense) embedding gradient.
+    grad_norm: str = "original"
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -66,6 +72,9 @@ class HParams:
         if self.decode_attention not in DECODE_ATTENTION_MODES:
             raise FlagError(f"--decode_attention must be one of "
                             f"{', '.join(DECODE_ATTENTION_MODES)}, got {self.decode_attention!r}")
+        if self.grad_norm not in GRAD_NORM_MODES:
+            raise FlagError(f"--grad_norm must be one of {', '.join(GRAD_NORM_MODES)}, got "
+                            f"{self.grad_norm!r}")
 
     @property
     def attention_dim(self) -> int:

@@ -7,8 +7,10 @@ One training step, on every replica of a `tf.distribute` strategy:
    number of devices);
 2. compute the loss scaled so that the sum over replicas is the single-device loss of
    the global batch (see `Trainer._scaled_losses`), and its gradients;
-3. all-reduce (sum) the gradients and losses, take the global norm, clip with
-   `tf.clip_by_global_norm(grads, max_grad_norm)`;
+3. all-reduce (sum) the gradients and losses, take the global norm the way the
+   original's `tf.global_norm` did (the embedding gradient as one row per looked-up
+   token, `grad_norm.py`; `--grad_norm=dense` for the norm of the summed gradient), and
+   clip with `tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)`;
 4. if the loss and the norm are finite, apply TF1's Adagrad update and increment the
    global step; otherwise apply nothing (the loop then stops, see `main`).
 
@@ -31,7 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator import checkpointing, distribution, summaries
+from pointer_generator import checkpointing, distribution, grad_norm, summaries
 from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError, OutputError
 from pointer_generator.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.flags import strategy_name
@@ -168,10 +170,9 @@ class Trainer:
         mask = batch["dec_padding_mask"]
         examples = tf.cast(tf.shape(mask)[0], tf.float32)
         global_examples, global_tokens = ctx.all_reduce(SUM, [examples, tf.reduce_sum(mask)])
-        metrics, grads = self._grads(batch, global_examples, global_tokens)
-        grads = ctx.all_reduce(SUM, grads)
-        metrics = ctx.all_reduce(SUM, metrics)
-        norm = tf.linalg.global_norm(grads)
+        metrics, grads, row_sq, is_rows = self._grads(batch, global_examples, global_tokens)
+        grads, metrics, row_sq = ctx.all_reduce(SUM, (grads, metrics, row_sq))
+        norm = grad_norm.global_norm(grads, row_sq, is_rows, self.hps.grad_norm)
         finite = tf.math.is_finite(metrics["total_loss"]) & tf.math.is_finite(norm)
         clipped, _ = tf.clip_by_global_norm(grads, self.hps.max_grad_norm, use_norm=norm)
         # A skipped step applies exact zeros: Adagrad then changes nothing at all.
@@ -185,10 +186,13 @@ class Trainer:
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             metrics = self._scaled_losses(batch, global_examples, global_tokens)
-        grads = tape.gradient(metrics["total_loss"], variables)
-        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+        # The embedding's gradient comes as one row per lookup, which the original's
+        # clipping norm needs (grad_norm.py); the optimizer takes the summed rows.
+        grads, row_sq, is_rows = grad_norm.split_gradients(
+            tape.gradient(metrics["total_loss"], variables))
+        grads = [tf.zeros_like(v) if g is None else g
                  for g, v in zip(grads, variables, strict=True)]
-        return metrics, grads
+        return metrics, grads, row_sq, is_rows
 
     def _scaled_losses(self, batch, global_examples, global_tokens):
         """This replica's share of the global batch's losses (they sum to the global ones).

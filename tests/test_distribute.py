@@ -40,9 +40,12 @@ MIRRORED_SCRIPT = textwrap.dedent("""
         variables = trainer.model.trainable_variables
         with tf.GradientTape() as tape:
             out = trainer.model(batch, training=True)
-        grads = [tf.convert_to_tensor(g).numpy().astype(np.float64)
-                 for g in tape.gradient(out["total_loss"], variables)]
-        norm = float(np.sqrt(sum(np.sum(g ** 2) for g in grads)))
+        raw = tape.gradient(out["total_loss"], variables)
+        grads = [tf.convert_to_tensor(g).numpy().astype(np.float64) for g in raw]
+        # The original's tf.global_norm: embedding rows per lookup, not summed by word.
+        parts = [g.values.numpy() if isinstance(g, tf.IndexedSlices) else g.numpy()
+                 for g in raw]
+        norm = float(np.sqrt(sum(np.sum(p.astype(np.float64) ** 2) for p in parts)))
         scale = min(1.0, max_grad_norm / norm)
         weights, accs = {}, []
         for v, g in zip(variables, grads, strict=True):
