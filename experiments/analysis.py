@@ -20,13 +20,23 @@ all summaries of the set before dividing, so long summaries weigh more):
 * **Duplicate sentences**: a sentence equal to an earlier sentence of the same summary.
 * **Novel n-grams** (paper Figure 6): an n-gram occurrence of the summary that occurs
   nowhere in the (whole, untruncated) article. % = novel / all n-gram occurrences.
-* **Novel sentences**: a summary sentence whose token sequence does not occur as a
-  contiguous token sequence of the article (i.e. it was not copied verbatim).
-* **[UNK] rate**: % of summaries containing the literal token `[UNK]`.
+* **Copied whole article sentences** (the paper's measure, Section 7.2: 35 % for the
+  pointer-generator + coverage, 1.3 % for the references): the summary's tokens and the
+  (whole) article are both cut into sentences with the splitter lead-3 uses
+  (`experiments.sentences`); a summary sentence is copied when it equals an article
+  sentence token for token. % = copied / all summary sentences (of that splitter).
+* **Novel sentences** (Figure 6's "sentences"): the complement of the above, 100 - copied.
+* **Sentences found as an article span**: a summary line whose token sequence occurs
+  somewhere in the article as a contiguous run of tokens, possibly inside a longer
+  sentence. A weaker notion of copying than the paper's (on the paper's own released
+  outputs it gives about 50 % where the paper reports 35 %); do not compare it with 35 %.
+* **Unknown-token rate**: % of summaries containing the unknown token, `[UNK]` by
+  default (`--unk_token UNK` or `<unk>` for outputs of other tools).
 * **Copied article OOVs**: summary tokens that are out of the given vocabulary (with its
   `vocab_size` cut-off) and occur among the first `max_enc_steps` article tokens (the part
-  the model reads, from which the pointer can copy). Counted per occurrence; reported as
-  the total, the mean per summary and the % of summaries with at least one.
+  the model reads, from which the pointer can copy); the unknown token itself never
+  counts. Counted per occurrence; reported as the total, the mean per summary and the % of
+  summaries with at least one.
 * **Mean p_gen**: from the decode dir's `p_gens.tsv` (lines `index<TAB>mean p_gen<TAB>
   steps`; for a repeated index the last line counts): the mean over summaries of their
   mean, and the mean over all decoder steps (each summary's mean weighted by its steps).
@@ -34,7 +44,7 @@ all summaries of the set before dividing, so long summaries weigh more):
 Command line:
 
     python -m experiments.analysis --decode_dir DIR [--data_path 'D/chunked/test_*'] \
-        [--vocab_path D/vocab --vocab_size 50000] [--out analysis.json]
+        [--vocab_path D/vocab --vocab_size 50000] [--unk_token '[UNK]'] [--out analysis.json]
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from experiments.sentences import split_tokens
 from pointer_generator import decode_output
 from pointer_generator.binfile import read_records
 from pointer_generator.errors import PointerGeneratorError
@@ -100,23 +111,37 @@ def novel_ngrams(tokens: list[str], n: int, article_ngrams: set) -> tuple[int, i
     return sum(1 for g in grams if g not in article_ngrams), len(grams)
 
 
-def novel_sentences(sentences: list[str], article_tokens: list[str]) -> tuple[int, int]:
-    """(sentences not found verbatim, as a contiguous token run, in the article, all)."""
+def span_sentences(sentences: list[str], article_tokens: list[str]) -> tuple[int, int]:
+    """(sentences found verbatim, as a contiguous token run, in the article, all)."""
     # Tokens never contain spaces, so a space-padded substring test is an exact test for
     # a contiguous token subsequence (no partial-word matches).
     padded = " " + " ".join(article_tokens) + " "
-    novel = sum(1 for s in sentences if " " + s + " " not in padded)
-    return novel, len(sentences)
+    found = sum(1 for s in sentences if " " + s + " " in padded)
+    return found, len(sentences)
 
 
-def copied_oovs(tokens: list[str], article_tokens: list[str], vocab: Vocab) -> int:
+def copied_whole_sentences(tokens: list[str], article_sentences: set[tuple[str, ...]]
+                           ) -> tuple[int, int]:
+    """(summary sentences equal to a whole article sentence, all summary sentences).
+
+    `tokens`: the summary's tokens; they are cut with `experiments.sentences`, the
+    splitter `article_sentences` (token tuples) must have been made with.
+    """
+    sents = split_tokens(tokens)
+    return sum(1 for s in sents if tuple(s) in article_sentences), len(sents)
+
+
+def copied_oovs(tokens: list[str], article_tokens: list[str], vocab: Vocab,
+                unk_token: str = UNK_TOKEN) -> int:
     """Occurrences of summary tokens that are OOV for `vocab` and appear in the article.
 
-    `article_tokens` should already be truncated to what the model reads.
+    `article_tokens` should already be truncated to what the model reads; `unk_token`
+    (the summaries' spelling of the unknown word) never counts as a copy.
     """
     article = set(article_tokens)
     return sum(1 for t in tokens
-               if t != UNK_TOKEN and vocab.word2id(t) == UNK_ID and t in article)
+               if t != unk_token and t != UNK_TOKEN and vocab.word2id(t) == UNK_ID
+               and t in article)
 
 
 # ---------------------------------------------------------------------------------------
@@ -143,12 +168,13 @@ def summary_tokens(sentences: list[str]) -> list[str]:
 
 def measure(summaries: list[list[str]], articles: list[str] | None = None,
             vocab: Vocab | None = None,
-            max_enc_steps: int = DEFAULT_MAX_ENC_STEPS) -> dict:
+            max_enc_steps: int = DEFAULT_MAX_ENC_STEPS, unk_token: str = UNK_TOKEN) -> dict:
     """The measures of the module doc for `summaries` (each a list of sentence strings).
 
-    `articles[k]` is the source of `summaries[k]`; without articles the novelty and OOV
-    measures are None, without a vocab the OOV measures are None. `max_enc_steps` <= 0
-    means the whole article counts for copied OOVs.
+    `articles[k]` is the source of `summaries[k]`; without articles the novelty, copying
+    and OOV measures are None, without a vocab the OOV measures are None. `max_enc_steps`
+    <= 0 means the whole article counts for copied OOVs. `unk_token`: how the summaries
+    spell the unknown word.
     """
     if articles is not None and len(articles) != len(summaries):
         raise AnalysisError(f"{len(summaries)} summaries but {len(articles)} articles")
@@ -162,17 +188,19 @@ def measure(summaries: list[list[str]], articles: list[str] | None = None,
         for n in NGRAM_ORDERS:
             counts.add(f"duplicate_{n}gram", duplicate_ngrams(tokens, n))
         counts.add("duplicate_sentence", duplicate_sentences(sents))
-        if UNK_TOKEN in tokens:
+        if unk_token in tokens:
             unk += 1
         if articles is None:
             continue
         art = ascii_split(articles[k])
         for n in NGRAM_ORDERS:
             counts.add(f"novel_{n}gram", novel_ngrams(tokens, n, set(ngrams(art, n))))
-        counts.add("novel_sentence", novel_sentences(sents, art))
+        counts.add("copied_sentence", copied_whole_sentences(
+            tokens, {tuple(x) for x in split_tokens(art)}))
+        counts.add("span_sentence", span_sentences(sents, art))
         if vocab is not None:
             seen = art[:max_enc_steps] if max_enc_steps > 0 else art
-            c = copied_oovs(tokens, seen, vocab)
+            c = copied_oovs(tokens, seen, vocab, unk_token)
             oov_total += c
             with_oov += c > 0
     n = len(summaries)
@@ -180,8 +208,11 @@ def measure(summaries: list[list[str]], articles: list[str] | None = None,
     for key in [f"duplicate_{g}gram" for g in NGRAM_ORDERS] + ["duplicate_sentence"]:
         out[key + "_pct"] = counts.pct(key)
     out["unk_summary_pct"] = 100.0 * unk / n if n else None
-    for key in [f"novel_{g}gram" for g in NGRAM_ORDERS] + ["novel_sentence"]:
+    for key in [f"novel_{g}gram" for g in NGRAM_ORDERS] + ["copied_sentence",
+                                                            "span_sentence"]:
         out[key + "_pct"] = counts.pct(key) if articles is not None else None
+    copied = out["copied_sentence_pct"]
+    out["novel_sentence_pct"] = None if copied is None else 100.0 - copied
     have_oov = articles is not None and vocab is not None
     out["copied_oov_tokens"] = oov_total if have_oov else None
     out["copied_oov_per_summary"] = (oov_total / n if n else None) if have_oov else None
@@ -306,7 +337,8 @@ def p_gen_summary(p_gens: dict[int, tuple[float, int]],
 
 def analyse(reference_dir: str, decoded_dir: str, data_path: str | None = None,
             vocab: Vocab | None = None, max_enc_steps: int = DEFAULT_MAX_ENC_STEPS,
-            p_gens_path: str | None = None, check_references: bool = True) -> dict:
+            p_gens_path: str | None = None, check_references: bool = True,
+            unk_token: str = UNK_TOKEN) -> dict:
     """All measures for the system summaries and the references of one decode output.
 
     Returns {"examples", "system": measures, "reference": measures, "p_gen": ... or None}.
@@ -316,8 +348,8 @@ def analyse(reference_dir: str, decoded_dir: str, data_path: str | None = None,
     if data_path:
         articles = articles_for(indices, data_path, refs if check_references else None)
     result = {"examples": len(indices),
-              "system": measure(decoded, articles, vocab, max_enc_steps),
-              "reference": measure(refs, articles, vocab, max_enc_steps),
+              "system": measure(decoded, articles, vocab, max_enc_steps, unk_token),
+              "reference": measure(refs, articles, vocab, max_enc_steps, unk_token),
               "p_gen": None}
     if p_gens_path and os.path.isfile(p_gens_path):
         result["p_gen"] = p_gen_summary(read_p_gens(p_gens_path), indices)
@@ -342,7 +374,9 @@ MEASURE_LABELS = [
     ("duplicate_sentence_pct", "% duplicate sentences"),
     *[(f"novel_{n}gram_pct", f"% novel {n}-grams") for n in NGRAM_ORDERS],
     ("novel_sentence_pct", "% novel sentences"),
-    ("unk_summary_pct", "% summaries with [UNK]"),
+    ("copied_sentence_pct", "% copied whole article sentences"),
+    ("span_sentence_pct", "% sentences found as an article span"),
+    ("unk_summary_pct", "% summaries with the unknown token"),
     ("copied_oov_tokens", "copied article-OOV tokens"),
     ("copied_oov_per_summary", "copied article-OOVs per summary"),
     ("summaries_with_copied_oov_pct", "% summaries copying an OOV"),
@@ -381,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab_size", type=int, default=50000)
     parser.add_argument("--max_enc_steps", type=int, default=DEFAULT_MAX_ENC_STEPS,
                         help="article tokens the model read (OOV copies); 0 = all")
+    parser.add_argument("--unk_token", default=UNK_TOKEN,
+                        help="how the summaries spell the unknown word (default %(default)s; "
+                        "released outputs of other tools write UNK or <unk>)")
     parser.add_argument("--no_check_references", action="store_true",
                         help="do not check the reference files against the data")
     parser.add_argument("--out", help="write the results as JSON here")
@@ -388,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
         common = dict(data_path=args.data_path, vocab=vocab, max_enc_steps=args.max_enc_steps,
-                      check_references=not args.no_check_references)
+                      check_references=not args.no_check_references,
+                      unk_token=args.unk_token)
         if args.decode_dir:
             result = analyse_decode_dir(args.decode_dir, **common)
         elif args.reference_dir and args.decoded_dir:

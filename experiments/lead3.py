@@ -10,12 +10,10 @@ each, `DIR/reference/%06d_reference.txt` (the abstract's sentences) and
 `decode_output.write_for_rouge`, then the set is scored with the same official ROUGE-1.5.5
 call as decode, into `DIR/ROUGE_results.txt`.
 
-Sentence splitting of the tokenized, lower-cased article (our rule; the paper does not
-give one): a sentence ends after a `.`, `!` or `?` token; tokens right after it that are
-further end marks or closing brackets/quotes (`''`, `'`, `-rrb-`, `-rsb-`, `-rcb-`, `"`)
-still belong to it, e.g. `he said `` stop . '' then` gives `he said `` stop . ''` and
-`then`. `...` does not end a sentence (it is mostly mid-sentence in news text). Words
-after the last end mark form a final sentence.
+Sentence splitting of the tokenized, lower-cased article: `experiments.sentences` (a
+sentence ends after `.`, `!` or `?` plus any closing quotes or brackets right after it;
+`...` does not end one). The analysis's "copied whole article sentences" uses the same
+splitter.
 
 Lines of the decoded file: by default (`--lines period`) the lead's words are handed to
 `write_for_rouge`, which, like for model output, starts a new line after every "." token
@@ -30,35 +28,18 @@ import os
 import shutil
 import sys
 
+from experiments import sentences
 from experiments.analysis import iter_examples
 from pointer_generator import decode_output
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.vocab import abstract2sents, ascii_split
+from pointer_generator.vocab import abstract2sents
 
-SENTENCE_END_TOKENS = frozenset({".", "!", "?"})
-# In PTB-tokenized text opening quotes are `` and `, so '' and ' after an end mark close it.
-CLOSING_TOKENS = frozenset({"''", "'", '"', "-rrb-", "-rsb-", "-rcb-"})
 LEAD_SENTENCES = 3
 
 
 def split_article(article: str) -> list[list[str]]:
-    """The article's sentences as token lists (rule in the module doc)."""
-    sents, current = [], []
-    tokens = ascii_split(article)
-    i = 0
-    while i < len(tokens):
-        current.append(tokens[i])
-        if tokens[i] in SENTENCE_END_TOKENS:
-            while i + 1 < len(tokens) and (tokens[i + 1] in SENTENCE_END_TOKENS
-                                           or tokens[i + 1] in CLOSING_TOKENS):
-                i += 1
-                current.append(tokens[i])
-            sents.append(current)
-            current = []
-        i += 1
-    if current:
-        sents.append(current)
-    return sents
+    """The article's sentences as token lists (`experiments.sentences`)."""
+    return sentences.split_text(article)
 
 
 def lead(article: str, n: int = LEAD_SENTENCES) -> list[str]:

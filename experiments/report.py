@@ -324,6 +324,10 @@ DUP_KEYS = [f"duplicate_{n}gram_pct" for n in analysis.NGRAM_ORDERS] + \
     ["duplicate_sentence_pct"]
 NOVEL_KEYS = [f"novel_{n}gram_pct" for n in analysis.NGRAM_ORDERS] + ["novel_sentence_pct"]
 CATEGORIES = [f"{n}-grams" for n in analysis.NGRAM_ORDERS] + ["sentences"]
+COPY_KEYS = ["copied_sentence_pct", "span_sentence_pct"]
+COPY_HEADERS = ["% copied whole article sentences (paper: 35 % pointer-gen. + coverage, "
+                "1.3 % reference)", "% sentences found as an article span (not the "
+                "paper's measure)"]
 
 
 def parse_named(items: list[str], what: str) -> dict[str, str]:
@@ -438,8 +442,15 @@ def write_report(systems: list[dict], out: str, train_runs: dict | None = None,
     if "novel" in plots:
         md += ["## Novelty (paper Figure 6)", "",
                f"% of n-grams (sentences) not found in the article (data: `{data_path}`).",
+               "A sentence is novel unless it equals a whole article sentence (the paper's "
+               "measure; sentences of summary and article cut by the lead-3 splitter, "
+               "`experiments.sentences`).",
                "", measure_table(systems, NOVEL_KEYS, [f"novel {c}" for c in CATEGORIES]),
-               ""]
+               "", "### Copying whole sentences (paper Section 7.2)", "",
+               "The paper's measure is the first column; the second counts any summary "
+               "sentence that occurs in the article as a run of words, even inside a longer "
+               "sentence, and is always at least as high.", "",
+               measure_table(systems, COPY_KEYS, COPY_HEADERS), ""]
     vocab_note = f"the vocabulary `{vocab_path}`" if vocab_path else \
         "the vocabulary (not computed: no --vocab_path)"
     md += ["## Vocabulary and p_gen", "",

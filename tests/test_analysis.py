@@ -2,7 +2,7 @@
 
 import pytest
 
-from experiments import analysis
+from experiments import analysis, lead3
 from pointer_generator.binfile import write_bin
 from pointer_generator.decode_output import write_for_rouge
 from pointer_generator.vocab import Vocab
@@ -36,11 +36,46 @@ def test_novel_ngrams_against_the_article():
     assert analysis.novel_ngrams(summary, 2, bi) == (2, 5)
 
 
-def test_novel_sentences_need_a_contiguous_whole_token_copy():
+def test_span_sentences_need_a_contiguous_whole_token_copy():
     article = "the cat sat on the mat .".split()
     sents = ["cat sat on", "cat on the", "at on", "the mat ."]
     # "cat on the" is not contiguous; "at on" only matches inside the word "sat"
-    assert analysis.novel_sentences(sents, article) == (2, 4)
+    assert analysis.span_sentences(sents, article) == (2, 4)
+
+
+def test_copied_whole_sentences_is_the_papers_measure_not_a_span_match():
+    article = "the cat sat on the mat . it was red ! then rain . '' ok"
+    art_sents = {tuple(x) for x in lead3.split_article(article)}
+    # sentences of the summary: "on the mat ." (a span, not a whole sentence),
+    # "it was red !" (whole), "then rain . ''" (whole, closing quote kept), "ok" (whole)
+    tokens = "on the mat . it was red ! then rain . '' ok".split()
+    assert analysis.copied_whole_sentences(tokens, art_sents) == (3, 4)
+    assert analysis.span_sentences(["on the mat ."], article.split()) == (1, 1)
+    assert analysis.copied_whole_sentences([], art_sents) == (0, 0)
+
+
+def test_measure_reports_whole_sentence_copies_spans_and_their_complement():
+    articles = ["the cat sat on the mat . it was red .", "a b . c d ."]
+    summaries = [["the cat sat on the mat .", "on the mat ."], ["a b .", "x y ."]]
+    m = analysis.measure(summaries, articles)
+    # whole: "the cat sat on the mat ." and "a b ." of 4 sentences; spans: those and
+    # "on the mat ."
+    assert m["copied_sentence_pct"] == pytest.approx(100 * 2 / 4)
+    assert m["novel_sentence_pct"] == pytest.approx(100 * 2 / 4)
+    assert m["span_sentence_pct"] == pytest.approx(100 * 3 / 4)
+    assert analysis.measure(summaries)["copied_sentence_pct"] is None
+
+
+def test_the_unknown_token_spelling_is_configurable(tmp_path):
+    vocab = _vocab(tmp_path, ["a", "b", "."])
+    summaries = [["a UNK ."], ["a b ."]]
+    articles = ["a UNK zz .", "a b ."]
+    default = analysis.measure(summaries, articles, vocab)
+    assert default["unk_summary_pct"] == 0.0
+    assert default["copied_oov_tokens"] == 1          # "UNK" looks like a copied OOV
+    other = analysis.measure(summaries, articles, vocab, unk_token="UNK")
+    assert other["unk_summary_pct"] == 50.0
+    assert other["copied_oov_tokens"] == 0
 
 
 def _vocab(tmp_path, words):
@@ -111,7 +146,10 @@ def test_analyse_decode_dir_by_hand(tmp_path):
     assert s["novel_1gram_pct"] == 0.0
     # "c .", ". a", "c ." are not in "a b c d . e f ."
     assert s["novel_2gram_pct"] == pytest.approx(100 * 3 / 11)
+    # whole-sentence copies: "x y z w ." only (1 of 3); "a b c ." is no article span
     assert s["novel_sentence_pct"] == pytest.approx(100 * 2 / 3)
+    assert s["copied_sentence_pct"] == pytest.approx(100 * 1 / 3)
+    assert s["span_sentence_pct"] == pytest.approx(100 * 1 / 3)
     assert s["copied_oov_tokens"] == 1        # "w"
     assert s["copied_oov_per_summary"] == 0.5
     assert s["summaries_with_copied_oov_pct"] == 50.0
@@ -119,6 +157,7 @@ def test_analyse_decode_dir_by_hand(tmp_path):
     assert ref["duplicate_1gram_pct"] == pytest.approx(100 * 1 / 8)
     assert ref["novel_1gram_pct"] == pytest.approx(100 * 1 / 8)     # "q"
     assert ref["novel_sentence_pct"] == 100.0
+    assert ref["copied_sentence_pct"] == 0.0
     assert ref["copied_oov_tokens"] == 0      # "q" is OOV but not in the article
     # p_gens.tsv: index 0 written twice, the last line (0.3 over 10 steps) counts
     assert r["p_gen"]["p_gen_mean_per_summary"] == pytest.approx((0.3 + 0.2) / 2)
@@ -156,4 +195,8 @@ def test_command_line_writes_json(tmp_path, capsys):
     import json
     assert json.loads(out.read_text())["system"]["duplicate_sentence_pct"] == \
         pytest.approx(100 / 3)
-    assert "% duplicate sentences" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "% duplicate sentences" in printed and "% copied whole article sentences" in printed
+    assert analysis.main(["--decode_dir", decode_dir, "--data_path", data_path,
+                          "--unk_token", "w", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["system"]["unk_summary_pct"] == 50.0

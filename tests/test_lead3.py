@@ -20,6 +20,16 @@ def test_split_keeps_closing_quotes_and_brackets_with_their_sentence():
     ]
 
 
+def test_literal_closing_brackets_end_with_their_sentence_too():
+    article = "( he left . ) then -lrb- it rained ! -rrb- [ so ? ] ok . }"
+    assert lead3.split_article(article) == [
+        ["(", "he", "left", ".", ")"],
+        ["then", "-lrb-", "it", "rained", "!", "-rrb-"],
+        ["[", "so", "?", "]"],
+        ["ok", ".", "}"],
+    ]
+
+
 def test_ellipsis_does_not_end_a_sentence_and_whitespace_is_ascii_only():
     assert lead3.split_article("wait ... then go . next") == [
         ["wait", "...", "then", "go", "."], ["next"]]

@@ -137,6 +137,10 @@ def test_report_table_cells_and_plots(tmp_path, dirs):
     novel = [line for line in md.split("## Novelty")[1].splitlines()
              if line.startswith("| `lead3`")][0]
     assert novel == "| `lead3` | 0.00 | 0.00 | 0.00 | 0.00 | 0.00 |"
+    copying = md.split("### Copying whole sentences")[1].split("## Vocabulary")[0]
+    # "x y z w ." is a whole article sentence; "a b c ." (twice) is not even a span
+    assert "| `pointer_generator` | 33.33 | 33.33 |" in copying
+    assert "| `lead3` | 100.00 | 100.00 |" in copying
     pgen = [line for line in md.split("## Vocabulary")[1].splitlines()
             if line.startswith("| `pointer_generator`")][0]
     # p_gen per step (0.2 * 8 + 0.4 * 2) / 10 = 0.24, per summary (0.2 + 0.4) / 2 = 0.3
