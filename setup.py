@@ -6,7 +6,7 @@ setup(
     name="pointer-generator",
     version="0.1.0",
     description="Pointer-generator networks for summarization (See et al., 2017) in "
-                "TensorFlow 2 / Keras 3",
+    "TensorFlow 2 / Keras 3",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",

@@ -59,6 +59,7 @@ class Record:
 
     `highlights` is None when the input has no such field at all.
     """
+
     name: str
     article: str
     highlights: list[str] | None
@@ -69,8 +70,9 @@ def _open_text(path: str) -> TextIO:
         raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
     except OSError as e:
         raise DataError(f"{path}: cannot open ({e.strerror})") from None
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="data_tools.count_replace",
-                            newline="")
+    return io.TextIOWrapper(
+        raw, encoding="utf-8-sig", errors="data_tools.count_replace", newline=""
+    )
 
 
 def _sentences(value, where: str, tokenized: bool) -> list[str] | None:
@@ -83,14 +85,17 @@ def _sentences(value, where: str, tokenized: bool) -> list[str] | None:
         if tokenized and SENTENCE_START in value:
             return abstract2sents(value)
         return [s for s in (ascii_strip(x) for x in value.split("\n")) if s]
-    raise DataError(f"{where}: highlights/abstract must be a string or a list of strings, "
-                    f"got {type(value).__name__}")
+    raise DataError(
+        f"{where}: highlights/abstract must be a string or a list of strings, "
+        f"got {type(value).__name__}"
+    )
 
 
 def _record(obj, where: str, tokenized: bool) -> Record:
     if not isinstance(obj, dict):
-        raise DataError(f"{where}: expected an object with an 'article' field, got "
-                        f"{type(obj).__name__}")
+        raise DataError(
+            f"{where}: expected an object with an 'article' field, got {type(obj).__name__}"
+        )
     if "article" not in obj:
         raise DataError(f"{where}: no 'article' field (fields: {', '.join(map(str, obj))})")
     article = obj["article"]
@@ -110,8 +115,10 @@ def read_csv(path: str, tokenized: bool = False) -> Iterator[Record]:
     with _open_text(path) as f:
         reader = csv.DictReader(f)
         if reader.fieldnames is None or "article" not in reader.fieldnames:
-            raise DataError(f"{path}: the CSV header must have an 'article' column "
-                            f"(found: {', '.join(reader.fieldnames or []) or 'no header'})")
+            raise DataError(
+                f"{path}: the CSV header must have an 'article' column "
+                f"(found: {', '.join(reader.fieldnames or []) or 'no header'})"
+            )
         try:
             for i, row in enumerate(reader, start=1):
                 if None in row:
@@ -128,8 +135,10 @@ def read_json(path: str, tokenized: bool = False) -> Iterator[Record]:
         except json.JSONDecodeError as e:
             raise DataError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
     if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of article objects, got "
-                        f"{type(data).__name__} (one object per line? use --format jsonl)")
+        raise DataError(
+            f"{path}: expected a JSON list of article objects, got "
+            f"{type(data).__name__} (one object per line? use --format jsonl)"
+        )
     for i, obj in enumerate(data):
         yield _record(obj, f"{path} item {i}", tokenized)
 
@@ -148,8 +157,7 @@ def read_jsonl(path: str, tokenized: bool = False) -> Iterator[Record]:
 
 def _text_files(path: str) -> list[str]:
     if os.path.isdir(path):
-        files = sorted(os.path.join(path, f) for f in os.listdir(path)
-                       if f.endswith(TEXT_SUFFIXES))
+        files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(TEXT_SUFFIXES))
         if not files:
             raise DataError(f"{path}: no {', '.join(TEXT_SUFFIXES)} files in this folder")
         return files
@@ -160,6 +168,7 @@ def _text_files(path: str) -> list[str]:
 
 def read_text(path: str, tokenized: bool = False) -> Iterator[Record]:
     """One record per file (or stdin for '-'); the whole file is the article."""
+
     def article(text: str) -> str:
         if not tokenized:
             return text
@@ -205,6 +214,7 @@ def abstract_from_sentences(sentences: list[str]) -> str:
 @dataclass
 class ConvertSummary:
     """What a conversion read, wrote and dropped."""
+
     read: int = 0
     written: int = 0
     chunk_files: int = 0
@@ -217,11 +227,19 @@ class ConvertSummary:
         return self.issues.setdefault(key, Issue(message))
 
 
-def convert(input_path: str, fmt: str, out_dir: str, set_name: str = "train",
-            chunk_size: int = CHUNK_SIZE, write_vocab: bool | None = None,
-            tokenized: bool = False, num_workers: int = 1,
-            vocab_size: int = DEFAULT_VOCAB_SIZE, unicode_text: bool = False,
-            stream: TextIO | None = None) -> ConvertSummary:
+def convert(
+    input_path: str,
+    fmt: str,
+    out_dir: str,
+    set_name: str = "train",
+    chunk_size: int = CHUNK_SIZE,
+    write_vocab: bool | None = None,
+    tokenized: bool = False,
+    num_workers: int = 1,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    unicode_text: bool = False,
+    stream: TextIO | None = None,
+) -> ConvertSummary:
     """Convert one input (file, folder or '-') into `{set_name}` .bin files in `out_dir`."""
     stream = stream if stream is not None else sys.stderr
     if fmt not in READERS:
@@ -233,13 +251,26 @@ def convert(input_path: str, fmt: str, out_dir: str, set_name: str = "train",
     records = READERS[fmt](input_path, tokenized)
     counter = VocabCounter() if write_vocab else None
     with FinishedFilesWriter(out_dir) as writer:
-        out = writer.write_set(set_name, _examples(records, fmt, set_name, tokenized,
-                                                   num_workers, unicode_text, summary,
-                                                   counter, stream), chunk_size)
+        out = writer.write_set(
+            set_name,
+            _examples(
+                records,
+                fmt,
+                set_name,
+                tokenized,
+                num_workers,
+                unicode_text,
+                summary,
+                counter,
+                stream,
+            ),
+            chunk_size,
+        )
         summary.written, summary.chunk_files = out.count, len(out.chunk_files)
         if summary.written == 0:
-            raise DataError(f"{input_path}: no usable articles ({summary.read} read); "
-                            "nothing was written")
+            raise DataError(
+                f"{input_path}: no usable articles ({summary.read} read); nothing was written"
+            )
         if counter is not None:
             summary.vocab_words = writer.write_vocab(counter, vocab_size)
     summary.bad_bytes = _bad_bytes[0]
@@ -248,8 +279,9 @@ def convert(input_path: str, fmt: str, out_dir: str, set_name: str = "train",
     return summary
 
 
-def _examples(records, fmt, set_name, tokenized, num_workers, unicode_text, summary, counter,
-              stream):
+def _examples(
+    records, fmt, set_name, tokenized, num_workers, unicode_text, summary, counter, stream
+):
     """(article, abstract) pairs to write, with problems noted in `summary`."""
     names: deque[str] = deque()  # names of the records in flight, oldest first
 
@@ -263,11 +295,14 @@ def _examples(records, fmt, set_name, tokenized, num_workers, unicode_text, summ
                 yield story_text(r.article, r.highlights or []), unicode_text
 
     if tokenized:
-        results = ((r.article, abstract_from_sentences(r.highlights or []),
-                    len(r.highlights or []), 0) for r in jobs())
+        results = (
+            (r.article, abstract_from_sentences(r.highlights or []), len(r.highlights or []), 0)
+            for r in jobs()
+        )
     else:
-        results = ordered_map(_process_raw, jobs(), num_workers, label=f"tokenizing {set_name}",
-                              stream=stream)
+        results = ordered_map(
+            _process_raw, jobs(), num_workers, label=f"tokenizing {set_name}", stream=stream
+        )
     for article, abstract, n_highlights, untokenizable in results:
         name = names.popleft()
         summary.untokenizable_chars += untokenizable
@@ -276,9 +311,11 @@ def _examples(records, fmt, set_name, tokenized, num_workers, unicode_text, summ
             continue
         if n_highlights == 0 and fmt != "text":
             dropped = set_name == "train"
-            summary.issue("no_highlights", "articles without highlights "
-                          + ("(dropped from training data)" if dropped
-                             else "(kept with an empty abstract)")).add(name, stream)
+            summary.issue(
+                "no_highlights",
+                "articles without highlights "
+                + ("(dropped from training data)" if dropped else "(kept with an empty abstract)"),
+            ).add(name, stream)
             if dropped:
                 continue
         if counter is not None:
@@ -287,8 +324,10 @@ def _examples(records, fmt, set_name, tokenized, num_workers, unicode_text, summ
 
 
 def _summary_lines(s: ConvertSummary, input_path: str, out_dir: str, set_name: str):
-    yield (f"summary: {s.read} articles read from {input_path}, {s.written} written to "
-           f"{os.path.join(out_dir, set_name)}.bin ({plural(s.chunk_files, 'chunk file')})")
+    yield (
+        f"summary: {s.read} articles read from {input_path}, {s.written} written to "
+        f"{os.path.join(out_dir, set_name)}.bin ({plural(s.chunk_files, 'chunk file')})"
+    )
     if s.vocab_words is not None:
         yield f"  vocab: {s.vocab_words} words"
     if s.bad_bytes:
@@ -304,30 +343,51 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m data_tools.convert",
         description="Convert CSV / JSON / JSONL / plain-text articles into the original "
-                    ".bin format (and a vocab for training data).")
+        ".bin format (and a vocab for training data).",
+    )
     p.add_argument("--input", required=True, help="input file, folder (text), or - (stdin)")
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("--out_dir", required=True, help="output folder (finished_files layout)")
-    p.add_argument("--set_name", default="train",
-                   help="name of the output set: {set}.bin, chunked/{set}_NNN.bin")
+    p.add_argument(
+        "--set_name",
+        default="train",
+        help="name of the output set: {set}.bin, chunked/{set}_NNN.bin",
+    )
     p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE)
-    p.add_argument("--write_vocab", action=argparse.BooleanOptionalAction, default=None,
-                   help="write a vocab file (default: only when --set_name is train)")
-    p.add_argument("--tokenized", action="store_true",
-                   help="the text is already PTB-tokenized and lower-cased: use it verbatim")
+    p.add_argument(
+        "--write_vocab",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write a vocab file (default: only when --set_name is train)",
+    )
+    p.add_argument(
+        "--tokenized",
+        action="store_true",
+        help="the text is already PTB-tokenized and lower-cased: use it verbatim",
+    )
     p.add_argument("--num_workers", type=int, default=1, help="tokenizer processes")
     p.add_argument("--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE)
-    p.add_argument("--unicode_text", action="store_true",
-                   help="Python 3 text semantics (Unicode lower-casing)")
+    p.add_argument(
+        "--unicode_text", action="store_true", help="Python 3 text semantics (Unicode lower-casing)"
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
     try:
-        convert(args.input, args.format, args.out_dir, args.set_name, args.chunk_size,
-                args.write_vocab, args.tokenized, max(1, args.num_workers), args.vocab_size,
-                args.unicode_text)
+        convert(
+            args.input,
+            args.format,
+            args.out_dir,
+            args.set_name,
+            args.chunk_size,
+            args.write_vocab,
+            args.tokenized,
+            max(1, args.num_workers),
+            args.vocab_size,
+            args.unicode_text,
+        )
     except PointerGeneratorError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

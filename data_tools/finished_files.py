@@ -26,6 +26,7 @@ _SET_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 @dataclass(frozen=True)
 class SetOutput:
     """What was written for one set."""
+
     name: str
     count: int
     chunk_files: list[str]
@@ -47,26 +48,33 @@ class FinishedFilesWriter:
         self._sets: dict[str, SetOutput] = {}
         self._vocab_staged = False
 
-    def write_set(self, name: str, examples: Iterable[tuple[str, str]],
-                  chunk_size: int = CHUNK_SIZE) -> SetOutput:
+    def write_set(
+        self, name: str, examples: Iterable[tuple[str, str]], chunk_size: int = CHUNK_SIZE
+    ) -> SetOutput:
         """Stage `{name}.bin` and its chunks from (article, abstract) pairs, in order."""
         if chunk_size < 1:
             raise FlagError(f"--chunk_size must be at least 1, got {chunk_size}")
         if not _SET_NAME_RE.fullmatch(name):
-            raise FlagError(f"set name {name!r} must be letters, digits, '-' or '_' (it "
-                            "becomes part of the file names)")
+            raise FlagError(
+                f"set name {name!r} must be letters, digits, '-' or '_' (it "
+                "becomes part of the file names)"
+            )
         count = 0
         with AtomicWriter(os.path.join(self._staging, f"{name}.bin")) as whole:
+
             def tee():
                 nonlocal count
                 for article, abstract in examples:
                     whole.write(encode_record(article, abstract))
                     count += 1
                     yield article, abstract
-            chunks = write_chunked(os.path.join(self._staging, "chunked"), name, tee(),
-                                   chunk_size)
-        out = SetOutput(name, count, [os.path.join(self.out_dir, "chunked",
-                                                   os.path.basename(c)) for c in chunks])
+
+            chunks = write_chunked(os.path.join(self._staging, "chunked"), name, tee(), chunk_size)
+        out = SetOutput(
+            name,
+            count,
+            [os.path.join(self.out_dir, "chunked", os.path.basename(c)) for c in chunks],
+        )
         if count:
             self._sets[name] = out
         else:
@@ -88,8 +96,10 @@ class FinishedFilesWriter:
             for f in os.listdir(chunk_dir):
                 if stale.fullmatch(f):
                     os.remove(os.path.join(chunk_dir, f))
-            os.replace(os.path.join(self._staging, f"{name}.bin"),
-                       os.path.join(self.out_dir, f"{name}.bin"))
+            os.replace(
+                os.path.join(self._staging, f"{name}.bin"),
+                os.path.join(self.out_dir, f"{name}.bin"),
+            )
         if os.path.isdir(staged_chunks):
             for f in sorted(os.listdir(staged_chunks)):
                 os.replace(os.path.join(staged_chunks, f), os.path.join(chunk_dir, f))

@@ -72,6 +72,7 @@ def list_stories(story_dir: str) -> set[str]:
 @dataclass(frozen=True)
 class StoryResult:
     """One processed story file."""
+
     path: str
     article: str
     abstract: str
@@ -98,13 +99,21 @@ def process_story_file(job: tuple[str, bool]) -> StoryResult:
         bad = text.count("\ufffd") - data.count("\ufffd".encode("utf-8"))
     processed = process_raw_story(text, unicode_text)
     s = processed.story
-    return StoryResult(path, s.article, s.abstract, s.num_highlights > 0, bad,
-                       processed.untokenizable, not text.strip())
+    return StoryResult(
+        path,
+        s.article,
+        s.abstract,
+        s.num_highlights > 0,
+        bad,
+        processed.untokenizable,
+        not text.strip(),
+    )
 
 
 @dataclass
 class Summary:
     """Counts per set and problems found, printed at the end of a run."""
+
     listed: dict[str, int] = field(default_factory=dict)
     written: dict[str, int] = field(default_factory=dict)
     chunks: dict[str, int] = field(default_factory=dict)
@@ -121,8 +130,10 @@ class Summary:
         out = ["summary:"]
         for s in SETS:
             if s in self.listed:
-                out.append(f"  {s}: {self.listed[s]} listed, {self.written[s]} written "
-                           f"({plural(self.chunks[s], 'chunk file')})")
+                out.append(
+                    f"  {s}: {self.listed[s]} listed, {self.written[s]} written "
+                    f"({plural(self.chunks[s], 'chunk file')})"
+                )
         for s in self.skipped_sets:
             out.append(f"  {s}: skipped (url list all_{s}.txt missing or empty)")
         if self.vocab_words is not None:
@@ -151,38 +162,91 @@ def locate(hashes: list[str], dirs: list[tuple[str, set[str]]]) -> tuple[list[st
     return paths, missing
 
 
-def make_datafiles(cnn_stories_dir: str | None, dm_stories_dir: str | None,
-                   url_lists_dir: str, out_dir: str, num_workers: int = 1,
-                   check_counts: bool = False, chunk_size: int = CHUNK_SIZE,
-                   vocab_size: int = DEFAULT_VOCAB_SIZE, unicode_text: bool = False,
-                   stream: TextIO | None = None) -> Summary:
+def make_datafiles(
+    cnn_stories_dir: str | None,
+    dm_stories_dir: str | None,
+    url_lists_dir: str,
+    out_dir: str,
+    num_workers: int = 1,
+    check_counts: bool = False,
+    chunk_size: int = CHUNK_SIZE,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    unicode_text: bool = False,
+    stream: TextIO | None = None,
+) -> Summary:
     """Build the finished files; raises DataError before writing anything on bad input."""
     stream = stream if stream is not None else sys.stderr
+    dirs = _story_dirs(cnn_stories_dir, dm_stories_dir, check_counts)
+    if not os.path.isdir(url_lists_dir):
+        raise DataError(f"url lists folder {url_lists_dir!r} does not exist")
+    summary = Summary()
+    jobs = _stories_of_sets(url_lists_dir, dirs, summary, stream)
+
+    counter = VocabCounter()
+    with FinishedFilesWriter(out_dir) as writer:
+        for s in SETS:
+            if s not in jobs:
+                continue
+            results = ordered_map(
+                process_story_file,
+                ((p, unicode_text) for p in jobs[s]),
+                num_workers,
+                label=f"tokenizing {s}",
+                total=len(jobs[s]),
+                stream=stream,
+            )
+            out = writer.write_set(
+                s, _keep_examples(results, s, summary, counter, stream), chunk_size
+            )
+            summary.written[s] = out.count
+            summary.chunks[s] = len(out.chunk_files)
+            if not out.count:
+                print(f"warning: no usable {s} stories: no {s} files written", file=stream)
+        if "train" in jobs:
+            summary.vocab_words = writer.write_vocab(counter, vocab_size)
+    for line in summary.lines():
+        print(line, file=stream)
+    return summary
+
+
+def _story_dirs(
+    cnn_stories_dir: str | None, dm_stories_dir: str | None, check_counts: bool
+) -> list[tuple[str, list[str]]]:
+    """(folder, its .story names) of each given folder; with `check_counts`, the full
+    corpora's counts are required."""
     if not cnn_stories_dir and not dm_stories_dir:
         raise DataError("give at least one of --cnn_stories_dir and --dm_stories_dir")
     given = {"cnn": cnn_stories_dir, "dm": dm_stories_dir}
     listed = {key: list_stories(d) for key, d in given.items() if d}
-    dirs = [(given[key], names) for key, names in listed.items()]
     if check_counts:
         for key, expected in EXPECTED_STORIES.items():
             n = len(listed.get(key, ()))
             if n != expected:
-                raise DataError(f"--check_counts: {given[key] or 'no ' + key + ' folder'} "
-                                f"holds {n} .story files, but the full {key.upper()} corpus "
-                                f"has {expected}; leave out --check_counts to build from a "
-                                "subset")
-    if not os.path.isdir(url_lists_dir):
-        raise DataError(f"url lists folder {url_lists_dir!r} does not exist")
+                raise DataError(
+                    f"--check_counts: {given[key] or 'no ' + key + ' folder'} "
+                    f"holds {n} .story files, but the full {key.upper()} corpus "
+                    f"has {expected}; leave out --check_counts to build from a "
+                    "subset"
+                )
+    return [(given[key], names) for key, names in listed.items()]
 
-    summary = Summary()
+
+def _stories_of_sets(
+    url_lists_dir: str, dirs, summary: Summary, stream: TextIO
+) -> dict[str, list[str]]:
+    """{set: story paths in url-list order} of every set whose url list exists; raises
+    DataError, before anything is written, when a listed story is missing."""
     jobs: dict[str, list[str]] = {}
     missing: dict[str, tuple[int, list[str], list[str]]] = {}
     for s in SETS:
         list_path = os.path.join(url_lists_dir, f"all_{s}.txt")
         if not os.path.exists(list_path):
             summary.skipped_sets.append(s)
-            print(f"note: {list_path} not found: the {s} set is skipped"
-                  + (" and no vocab is written" if s == "train" else ""), file=stream)
+            print(
+                f"note: {list_path} not found: the {s} set is skipped"
+                + (" and no vocab is written" if s == "train" else ""),
+                file=stream,
+            )
             continue
         urls, blank = read_url_list(list_path)
         summary.blank_url_lines += blank
@@ -198,46 +262,28 @@ def make_datafiles(cnn_stories_dir: str | None, dm_stories_dir: str | None,
             by_hash = dict(zip(hashes, urls, strict=True))
             missing[s] = (len(miss), miss[:5], [by_hash[h] for h in miss[:5]])
     if not jobs:
-        raise DataError(f"{url_lists_dir} holds none of all_test.txt, all_val.txt, "
-                        "all_train.txt")
+        raise DataError(f"{url_lists_dir} holds none of all_test.txt, all_val.txt, all_train.txt")
     if missing:
         where = " or ".join(repr(d) for d, _ in dirs)
         parts = []
         for s, (n, hs, us) in missing.items():
             examples = "; ".join(f"{h}.story ({u})" for h, u in zip(hs, us, strict=True))
             parts.append(f"{s}: {n} of {summary.listed[s]} missing, e.g. {examples}")
-        raise DataError(f"stories listed in the url lists are not in {where} — nothing was "
-                        "written. " + " | ".join(parts))
-
-    counter = VocabCounter()
-    with FinishedFilesWriter(out_dir) as writer:
-        for s in SETS:
-            if s not in jobs:
-                continue
-            results = ordered_map(process_story_file, ((p, unicode_text) for p in jobs[s]),
-                                  num_workers, label=f"tokenizing {s}", total=len(jobs[s]),
-                                  stream=stream)
-            out = writer.write_set(s, _keep_examples(results, s, summary, counter, stream),
-                                   chunk_size)
-            summary.written[s] = out.count
-            summary.chunks[s] = len(out.chunk_files)
-            if not out.count:
-                print(f"warning: no usable {s} stories: no {s} files written", file=stream)
-        if "train" in jobs:
-            summary.vocab_words = writer.write_vocab(counter, vocab_size)
-    for line in summary.lines():
-        print(line, file=stream)
-    return summary
+        raise DataError(
+            f"stories listed in the url lists are not in {where} — nothing was "
+            "written. " + " | ".join(parts)
+        )
+    return jobs
 
 
-def _keep_examples(results, set_name: str, summary: Summary, counter: VocabCounter,
-                   stream: TextIO):
+def _keep_examples(results, set_name: str, summary: Summary, counter: VocabCounter, stream: TextIO):
     """Yield the (article, abstract) pairs worth writing; note the problems of the others."""
     for r in results:
         summary.untokenizable_chars += r.untokenizable
         if r.bad_bytes:
-            summary.issue("utf8", "files with bytes that are not UTF-8 (replaced, story kept)"
-                          ).add(r.path, stream, f" ({plural(r.bad_bytes, 'byte')})")
+            summary.issue("utf8", "files with bytes that are not UTF-8 (replaced, story kept)").add(
+                r.path, stream, f" ({plural(r.bad_bytes, 'byte')})"
+            )
         if r.empty_file:
             summary.issue("empty_file", "empty story files (dropped)").add(r.path, stream)
             continue
@@ -246,10 +292,11 @@ def _keep_examples(results, set_name: str, summary: Summary, counter: VocabCount
             continue
         if not r.has_highlights:
             dropped = set_name == "train"
-            summary.issue(f"no_highlight_{set_name}",
-                          f"{set_name}: stories without @highlight "
-                          f"({'dropped' if dropped else 'kept with an empty abstract'})"
-                          ).add(r.path, stream)
+            summary.issue(
+                f"no_highlight_{set_name}",
+                f"{set_name}: stories without @highlight "
+                f"({'dropped' if dropped else 'kept with an empty abstract'})",
+            ).add(r.path, stream)
             if dropped:
                 continue
         if set_name == "train":
@@ -261,31 +308,55 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m data_tools.make_datafiles",
         description="Turn the DMQA CNN / Daily Mail stories into the original .bin files "
-                    "(train/val/test, 1000-example chunks) and vocab.")
+        "(train/val/test, 1000-example chunks) and vocab.",
+    )
     p.add_argument("--cnn_stories_dir", help="folder of CNN .story files (cnn/stories)")
     p.add_argument("--dm_stories_dir", help="folder of Daily Mail .story files")
-    p.add_argument("--url_lists_dir", required=True,
-                   help="folder holding all_train.txt, all_val.txt, all_test.txt")
+    p.add_argument(
+        "--url_lists_dir",
+        required=True,
+        help="folder holding all_train.txt, all_val.txt, all_test.txt",
+    )
     p.add_argument("--out_dir", required=True, help="output folder (finished_files)")
-    p.add_argument("--num_workers", type=int, default=os.cpu_count() or 1,
-                   help="tokenizer processes (default: all CPUs)")
-    p.add_argument("--check_counts", action=argparse.BooleanOptionalAction, default=False,
-                   help="require the full corpus (92,579 CNN and 219,506 DM stories)")
+    p.add_argument(
+        "--num_workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="tokenizer processes (default: all CPUs)",
+    )
+    p.add_argument(
+        "--check_counts",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="require the full corpus (92,579 CNN and 219,506 DM stories)",
+    )
     p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE, help="records per chunk file")
-    p.add_argument("--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE,
-                   help="words in the vocab file")
-    p.add_argument("--unicode_text", action="store_true",
-                   help="Python 3 text semantics (Unicode lower-casing) instead of the "
-                        "original's byte semantics")
+    p.add_argument(
+        "--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE, help="words in the vocab file"
+    )
+    p.add_argument(
+        "--unicode_text",
+        action="store_true",
+        help="Python 3 text semantics (Unicode lower-casing) instead of the "
+        "original's byte semantics",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
     try:
-        make_datafiles(args.cnn_stories_dir, args.dm_stories_dir, args.url_lists_dir,
-                       args.out_dir, max(1, args.num_workers), args.check_counts,
-                       args.chunk_size, args.vocab_size, args.unicode_text)
+        make_datafiles(
+            args.cnn_stories_dir,
+            args.dm_stories_dir,
+            args.url_lists_dir,
+            args.out_dir,
+            max(1, args.num_workers),
+            args.check_counts,
+            args.chunk_size,
+            args.vocab_size,
+            args.unicode_text,
+        )
     except PointerGeneratorError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

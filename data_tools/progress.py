@@ -27,8 +27,14 @@ class Progress:
     is printed at most every `log_interval` seconds so that logs stay short.
     """
 
-    def __init__(self, label: str, total: int | None = None, stream: TextIO | None = None,
-                 interval: float = 0.5, log_interval: float = 30.0):
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        stream: TextIO | None = None,
+        interval: float = 0.5,
+        log_interval: float = 30.0,
+    ):
         self.label, self.total = label, total
         self.stream = stream if stream is not None else sys.stderr
         self.tty = getattr(self.stream, "isatty", lambda: False)()
@@ -69,9 +75,15 @@ class Progress:
         self.stream.flush()
 
 
-def ordered_map(func: Callable, items: Iterable, num_workers: int = 1, label: str = "",
-                total: int | None = None, chunksize: int = 16,
-                stream: TextIO | None = None) -> Iterator:
+def ordered_map(
+    func: Callable,
+    items: Iterable,
+    num_workers: int = 1,
+    label: str = "",
+    total: int | None = None,
+    chunksize: int = 16,
+    stream: TextIO | None = None,
+) -> Iterator:
     """`map(func, items)` in input order, over `num_workers` processes, with progress.
 
     `func` must be a picklable top-level function when `num_workers` > 1. Exceptions raised
@@ -107,6 +119,7 @@ def ordered_map(func: Callable, items: Iterable, num_workers: int = 1, label: st
 @dataclass
 class Issue:
     """Problem files of one kind: how many, and the first few names."""
+
     message: str
     count: int = 0
     names: list[str] = field(default_factory=list)
@@ -117,8 +130,10 @@ class Issue:
             self.names.append(name)
             print(f"warning: {name}: {self.message}{detail}", file=stream)
             if len(self.names) == MAX_LISTED:
-                print(f"warning: further files with this problem ({self.message}) are only "
-                      "counted", file=stream)
+                print(
+                    f"warning: further files with this problem ({self.message}) are only counted",
+                    file=stream,
+                )
 
     def summary_line(self) -> str:
         """`  message: count (first, names and N more)` for the end-of-run summary."""

@@ -52,6 +52,7 @@ def fix_missing_period(line: str, unicode_text: bool = False) -> str:
 @dataclass(frozen=True)
 class Story:
     """The (article, abstract) pair of one story, plus what the summary needs to know."""
+
     article: str
     abstract: str
     num_highlights: int
@@ -94,6 +95,7 @@ def story_text(article: str, highlights: list[str]) -> str:
 @dataclass(frozen=True)
 class ProcessedStory:
     """A raw story after tokenization and construction; `untokenizable` counts deleted chars."""
+
     story: Story
     untokenizable: int
 
@@ -104,5 +106,6 @@ _TOKENIZER = PTBTokenizer()
 def process_raw_story(raw: str, unicode_text: bool = False) -> ProcessedStory:
     """Tokenize a raw story (PTB, lines preserved) and build its article and abstract."""
     tokenized = _TOKENIZER.tokenize_text(raw)
-    return ProcessedStory(article_and_abstract(tokenized, unicode_text),
-                          _TOKENIZER.last_untokenizable)
+    return ProcessedStory(
+        article_and_abstract(tokenized, unicode_text), _TOKENIZER.last_untokenizable
+    )

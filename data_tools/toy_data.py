@@ -71,8 +71,16 @@ SPORTS_TEAMS = "united city rovers athletic wanderers rangers albion town".split
 INDUSTRIES = "motors foods bank airways steel textiles pharma energy systems".split()
 SITES = "factory plant warehouse depot office mill".split()
 ANIMALS = "frog beetle spider orchid lizard moth snail fern bat shrimp".split()
-HABITATS = ["amazon rainforest", "andes mountains", "coral reef", "sahara desert",
-            "arctic tundra", "borneo jungle", "mekong delta", "scottish highlands"]
+HABITATS = [
+    "amazon rainforest",
+    "andes mountains",
+    "coral reef",
+    "sahara desert",
+    "arctic tundra",
+    "borneo jungle",
+    "mekong delta",
+    "scottish highlands",
+]
 ROLES = "teacher nurse builder driver student farmer shopkeeper engineer chef doctor".split()
 RELATIVES = "mother father sister brother wife husband daughter son neighbour friend".split()
 ADJECTIVES = "terrible wonderful strange difficult sad great long busy frightening".split()
@@ -91,7 +99,8 @@ class _World:
     def surname(self) -> str:
         r = self.rng
         return "".join(r.choice(SYLLABLES) for _ in range(r.randint(1, 2))) + r.choice(
-            SURNAME_ENDINGS)
+            SURNAME_ENDINGS
+        )
 
     def town(self) -> str:
         if self.rng.random() < 0.4:
@@ -108,76 +117,143 @@ class _World:
     def slots(self) -> dict[str, str]:
         r = self.rng
         female = r.random() < 0.5
-        first = self.pick(FIRST_NAMES[:len(FIRST_NAMES) // 2] if not female
-                          else FIRST_NAMES[len(FIRST_NAMES) // 2:])
+        first = self.pick(
+            FIRST_NAMES[: len(FIRST_NAMES) // 2]
+            if not female
+            else FIRST_NAMES[len(FIRST_NAMES) // 2 :]
+        )
         return {
-            "first": first, "last": self.surname(), "first2": self.pick(FIRST_NAMES),
-            "last2": self.surname(), "first3": self.pick(FIRST_NAMES), "last3": self.surname(),
-            "pron": "she" if female else "he", "poss": "her" if female else "his",
-            "age": str(r.randint(18, 79)), "city": self.town(), "city2": self.town(),
-            "country": self.pick(COUNTRIES), "day": self.pick(DAYS), "day2": self.pick(DAYS),
-            "month": self.pick(MONTHS), "num": self.count(2, 40), "big": self.count(120, 9000),
-            "item": self.pick(ITEMS), "vehicle": self.pick(VEHICLES),
-            "charge": self.pick(CHARGES), "team1": self.town() + " " + self.pick(SPORTS_TEAMS),
+            "first": first,
+            "last": self.surname(),
+            "first2": self.pick(FIRST_NAMES),
+            "last2": self.surname(),
+            "first3": self.pick(FIRST_NAMES),
+            "last3": self.surname(),
+            "pron": "she" if female else "he",
+            "poss": "her" if female else "his",
+            "age": str(r.randint(18, 79)),
+            "city": self.town(),
+            "city2": self.town(),
+            "country": self.pick(COUNTRIES),
+            "day": self.pick(DAYS),
+            "day2": self.pick(DAYS),
+            "month": self.pick(MONTHS),
+            "num": self.count(2, 40),
+            "big": self.count(120, 9000),
+            "item": self.pick(ITEMS),
+            "vehicle": self.pick(VEHICLES),
+            "charge": self.pick(CHARGES),
+            "team1": self.town() + " " + self.pick(SPORTS_TEAMS),
             "team2": self.town() + " " + self.pick(SPORTS_TEAMS),
-            "score1": str(r.randint(2, 5)), "score2": str(r.randint(0, 1)),
-            "ordinal": self.pick(ORDINALS), "company": self.company(), "site": self.pick(SITES),
-            "pct": f"{r.randint(3, 40)}", "mag": f"{r.randint(50, 79) / 10:.1f}",
-            "animal": self.pick(ANIMALS), "habitat": self.pick(HABITATS),
-            "role": self.pick(ROLES), "relative": self.pick(RELATIVES),
-            "adj": self.pick(ADJECTIVES), "emotion": self.pick(EMOTIONS),
-            "n_words": self.pick(NUMBER_WORDS), "money": self.count(2, 90),
-            "big2": self.count(120, 9000), "hour": str(r.randint(1, 11)),
+            "score1": str(r.randint(2, 5)),
+            "score2": str(r.randint(0, 1)),
+            "ordinal": self.pick(ORDINALS),
+            "company": self.company(),
+            "site": self.pick(SITES),
+            "pct": f"{r.randint(3, 40)}",
+            "mag": f"{r.randint(50, 79) / 10:.1f}",
+            "animal": self.pick(ANIMALS),
+            "habitat": self.pick(HABITATS),
+            "role": self.pick(ROLES),
+            "relative": self.pick(RELATIVES),
+            "adj": self.pick(ADJECTIVES),
+            "emotion": self.pick(EMOTIONS),
+            "n_words": self.pick(NUMBER_WORDS),
+            "money": self.count(2, 90),
+            "big2": self.count(120, 9000),
+            "hour": str(r.randint(1, 11)),
             "year": str(r.randint(1990, 2014)),
         }
 
 
 # Each event: (lead sentences carrying the facts, the summary restating them in fixed form).
 EVENTS = [
-    (["{first} {last} , {age} , was arrested in {city} on {day} after police found {num} "
-      "stolen {item} in {poss} {vehicle} .",
-      "{last} was charged with {charge} and will appear before {city} magistrates on "
-      "{day2} ."],
-     ["{first} {last} , {age} , was arrested in {city} on {day} .",
-      "police found {num} stolen {item} in {poss} {vehicle} .",
-      "{last} was charged with {charge} and will appear in court on {day2} ."]),
-    (["{team1} beat {team2} {score1}-{score2} on {day} , with {first} {last} scoring twice "
-      "in the second half .",
-      "the win lifts {team1} to {ordinal} place in the table ."],
-     ["{team1} beat {team2} {score1}-{score2} on {day} .",
-      "{first} {last} scored twice for {team1} in the second half .",
-      "the win lifts {team1} to {ordinal} place in the table ."]),
-    (["{company} said on {day} it will cut {big} jobs at its {site} in {city} after sales "
-      "fell {pct} % .",
-      "chief executive {first} {last} said the company had `` no other choice '' ."],
-     ["{company} will cut {big} jobs at its {site} in {city} .",
-      "sales fell {pct} % , the company said on {day} .",
-      "chief executive {first} {last} said there was no other choice ."]),
-    (["a magnitude {mag} earthquake struck near {city} , {country} , on {day} , killing at "
-      "least {num} people .",
-      "rescue teams led by {first} {last} were searching collapsed buildings overnight ."],
-     ["a magnitude {mag} earthquake struck near {city} , {country} , on {day} .",
-      "at least {num} people were killed .",
-      "rescue teams led by {first} {last} searched collapsed buildings ."]),
-    (["{first} {last} has been elected mayor of {city} with {pct} % of the vote , beating "
-      "{first2} {last2} .",
-      "{last} , a former {role} , promised to build {big} new homes ."],
-     ["{first} {last} has been elected mayor of {city} with {pct} % of the vote .",
-      "{pron} beat {first2} {last2} .",
-      "{last} , a former {role} , promised {big} new homes ."]),
-    (["scientists from the university of {city} have discovered a new species of {animal} "
-      "in the {habitat} .",
-      "the team , led by professor {first} {last} , found {num} of the animals during a "
-      "{n_words}-week expedition ."],
-     ["a new species of {animal} has been discovered in the {habitat} .",
-      "the team from the university of {city} was led by professor {first} {last} .",
-      "they found {num} of the animals ."]),
-    (["a {age}-year-old {role} , {first} {last} , was rescued from the sea off {city} on "
-      "{day} after {num} hours in the water .",
-      "{last} was taken to hospital in {city2} , where {pron} is in a stable condition ."],
-     ["{first} {last} , {age} , was rescued from the sea off {city} on {day} .",
-      "the {role} spent {num} hours in the water .",
-      "{pron} is in a stable condition in hospital in {city2} ."]),
+    (
+        [
+            "{first} {last} , {age} , was arrested in {city} on {day} after police found {num} "
+            "stolen {item} in {poss} {vehicle} .",
+            "{last} was charged with {charge} and will appear before {city} magistrates on "
+            "{day2} .",
+        ],
+        [
+            "{first} {last} , {age} , was arrested in {city} on {day} .",
+            "police found {num} stolen {item} in {poss} {vehicle} .",
+            "{last} was charged with {charge} and will appear in court on {day2} .",
+        ],
+    ),
+    (
+        [
+            "{team1} beat {team2} {score1}-{score2} on {day} , with {first} {last} scoring twice "
+            "in the second half .",
+            "the win lifts {team1} to {ordinal} place in the table .",
+        ],
+        [
+            "{team1} beat {team2} {score1}-{score2} on {day} .",
+            "{first} {last} scored twice for {team1} in the second half .",
+            "the win lifts {team1} to {ordinal} place in the table .",
+        ],
+    ),
+    (
+        [
+            "{company} said on {day} it will cut {big} jobs at its {site} in {city} after sales "
+            "fell {pct} % .",
+            "chief executive {first} {last} said the company had `` no other choice '' .",
+        ],
+        [
+            "{company} will cut {big} jobs at its {site} in {city} .",
+            "sales fell {pct} % , the company said on {day} .",
+            "chief executive {first} {last} said there was no other choice .",
+        ],
+    ),
+    (
+        [
+            "a magnitude {mag} earthquake struck near {city} , {country} , on {day} , killing at "
+            "least {num} people .",
+            "rescue teams led by {first} {last} were searching collapsed buildings overnight .",
+        ],
+        [
+            "a magnitude {mag} earthquake struck near {city} , {country} , on {day} .",
+            "at least {num} people were killed .",
+            "rescue teams led by {first} {last} searched collapsed buildings .",
+        ],
+    ),
+    (
+        [
+            "{first} {last} has been elected mayor of {city} with {pct} % of the vote , beating "
+            "{first2} {last2} .",
+            "{last} , a former {role} , promised to build {big} new homes .",
+        ],
+        [
+            "{first} {last} has been elected mayor of {city} with {pct} % of the vote .",
+            "{pron} beat {first2} {last2} .",
+            "{last} , a former {role} , promised {big} new homes .",
+        ],
+    ),
+    (
+        [
+            "scientists from the university of {city} have discovered a new species of {animal} "
+            "in the {habitat} .",
+            "the team , led by professor {first} {last} , found {num} of the animals during a "
+            "{n_words}-week expedition .",
+        ],
+        [
+            "a new species of {animal} has been discovered in the {habitat} .",
+            "the team from the university of {city} was led by professor {first} {last} .",
+            "they found {num} of the animals .",
+        ],
+    ),
+    (
+        [
+            "a {age}-year-old {role} , {first} {last} , was rescued from the sea off {city} on "
+            "{day} after {num} hours in the water .",
+            "{last} was taken to hospital in {city2} , where {pron} is in a stable condition .",
+        ],
+        [
+            "{first} {last} , {age} , was rescued from the sea off {city} on {day} .",
+            "the {role} spent {num} hours in the water .",
+            "{pron} is in a stable condition in hospital in {city2} .",
+        ],
+    ),
 ]
 
 FILLERS = [
@@ -231,9 +307,15 @@ def make_set(name: str, n: int, seed: int) -> list[tuple[str, str]]:
     return [make_example(rng) for _ in range(n)]
 
 
-def make_toy_data(out_dir: str, num_train: int = 4000, num_val: int = 200,
-                  num_test: int = 200, seed: int = 0, chunk_size: int = CHUNK_SIZE,
-                  stream=None) -> dict[str, int]:
+def make_toy_data(
+    out_dir: str,
+    num_train: int = 4000,
+    num_val: int = 200,
+    num_test: int = 200,
+    seed: int = 0,
+    chunk_size: int = CHUNK_SIZE,
+    stream=None,
+) -> dict[str, int]:
     """Write the toy corpus into `out_dir`; returns the number of examples per set."""
     stream = stream if stream is not None else sys.stderr
     sizes = {"train": num_train, "val": num_val, "test": num_test}
@@ -253,15 +335,19 @@ def make_toy_data(out_dir: str, num_train: int = 4000, num_val: int = 200,
                     counter.add(article, abstract)
             writer.write_set(name, examples, chunk_size)
         words = writer.write_vocab(counter)
-    print(f"toy data: {num_train} train, {num_val} val, {num_test} test examples and a "
-          f"{words}-word vocab in {out_dir}", file=stream)
+    print(
+        f"toy data: {num_train} train, {num_val} val, {num_test} test examples and a "
+        f"{words}-word vocab in {out_dir}",
+        file=stream,
+    )
     return sizes
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m data_tools.toy_data",
-                                description="Write a small synthetic summarization corpus "
-                                            "in the original .bin format.")
+    p = argparse.ArgumentParser(
+        prog="python -m data_tools.toy_data",
+        description="Write a small synthetic summarization corpus in the original .bin format.",
+    )
     p.add_argument("--out_dir", required=True, help="output folder (finished_files layout)")
     p.add_argument("--num_train", type=int, default=4000)
     p.add_argument("--num_val", type=int, default=200)
@@ -270,8 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE)
     args = p.parse_args(argv)
     try:
-        make_toy_data(args.out_dir, args.num_train, args.num_val, args.num_test, args.seed,
-                      args.chunk_size)
+        make_toy_data(
+            args.out_dir, args.num_train, args.num_val, args.num_test, args.seed, args.chunk_size
+        )
     except PointerGeneratorError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -19,8 +19,9 @@ DEFAULT_VOCAB_SIZE = 200_000
 
 def vocab_tokens(article: str, abstract: str) -> list[str]:
     """The tokens one example contributes to the vocabulary counts."""
-    tokens = article.split(" ") + [t for t in abstract.split(" ")
-                                   if t not in (SENTENCE_START, SENTENCE_END)]
+    tokens = article.split(" ") + [
+        t for t in abstract.split(" ") if t not in (SENTENCE_START, SENTENCE_END)
+    ]
     tokens = [ascii_strip(t) for t in tokens]
     return [t for t in tokens if t]
 

@@ -79,9 +79,10 @@ class AnalysisError(PointerGeneratorError):
 # ---------------------------------------------------------------------------------------
 # Counting, per summary
 
+
 def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
     """All n-gram occurrences of `tokens`, in order."""
-    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
 def duplicate_ngrams(tokens: list[str], n: int) -> tuple[int, int]:
@@ -120,8 +121,9 @@ def span_sentences(sentences: list[str], article_tokens: list[str]) -> tuple[int
     return found, len(sentences)
 
 
-def copied_whole_sentences(tokens: list[str], article_sentences: set[tuple[str, ...]]
-                           ) -> tuple[int, int]:
+def copied_whole_sentences(
+    tokens: list[str], article_sentences: set[tuple[str, ...]]
+) -> tuple[int, int]:
     """(summary sentences equal to a whole article sentence, all summary sentences).
 
     `tokens`: the summary's tokens; they are cut with `experiments.sentences`, the
@@ -131,25 +133,30 @@ def copied_whole_sentences(tokens: list[str], article_sentences: set[tuple[str, 
     return sum(1 for s in sents if tuple(s) in article_sentences), len(sents)
 
 
-def copied_oovs(tokens: list[str], article_tokens: list[str], vocab: Vocab,
-                unk_token: str = UNK_TOKEN) -> int:
+def copied_oovs(
+    tokens: list[str], article_tokens: list[str], vocab: Vocab, unk_token: str = UNK_TOKEN
+) -> int:
     """Occurrences of summary tokens that are OOV for `vocab` and appear in the article.
 
     `article_tokens` should already be truncated to what the model reads; `unk_token`
     (the summaries' spelling of the unknown word) never counts as a copy.
     """
     article = set(article_tokens)
-    return sum(1 for t in tokens
-               if t != unk_token and t != UNK_TOKEN and vocab.word2id(t) == UNK_ID
-               and t in article)
+    return sum(
+        1
+        for t in tokens
+        if t != unk_token and t != UNK_TOKEN and vocab.word2id(t) == UNK_ID and t in article
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Aggregation over a set of summaries
 
+
 @dataclass
 class _Counts:
     """Numerator/denominator pairs summed over summaries."""
+
     num: dict = field(default_factory=dict)
     den: dict = field(default_factory=dict)
 
@@ -166,9 +173,13 @@ def summary_tokens(sentences: list[str]) -> list[str]:
     return [t for s in sentences for t in ascii_split(s)]
 
 
-def measure(summaries: list[list[str]], articles: list[str] | None = None,
-            vocab: Vocab | None = None,
-            max_enc_steps: int = DEFAULT_MAX_ENC_STEPS, unk_token: str = UNK_TOKEN) -> dict:
+def measure(
+    summaries: list[list[str]],
+    articles: list[str] | None = None,
+    vocab: Vocab | None = None,
+    max_enc_steps: int = DEFAULT_MAX_ENC_STEPS,
+    unk_token: str = UNK_TOKEN,
+) -> dict:
     """The measures of the module doc for `summaries` (each a list of sentence strings).
 
     `articles[k]` is the source of `summaries[k]`; without articles the novelty, copying
@@ -195,8 +206,9 @@ def measure(summaries: list[list[str]], articles: list[str] | None = None,
         art = ascii_split(articles[k])
         for n in NGRAM_ORDERS:
             counts.add(f"novel_{n}gram", novel_ngrams(tokens, n, set(ngrams(art, n))))
-        counts.add("copied_sentence", copied_whole_sentences(
-            tokens, {tuple(x) for x in split_tokens(art)}))
+        counts.add(
+            "copied_sentence", copied_whole_sentences(tokens, {tuple(x) for x in split_tokens(art)})
+        )
         counts.add("span_sentence", span_sentences(sents, art))
         if vocab is not None:
             seen = art[:max_enc_steps] if max_enc_steps > 0 else art
@@ -208,21 +220,22 @@ def measure(summaries: list[list[str]], articles: list[str] | None = None,
     for key in [f"duplicate_{g}gram" for g in NGRAM_ORDERS] + ["duplicate_sentence"]:
         out[key + "_pct"] = counts.pct(key)
     out["unk_summary_pct"] = 100.0 * unk / n if n else None
-    for key in [f"novel_{g}gram" for g in NGRAM_ORDERS] + ["copied_sentence",
-                                                            "span_sentence"]:
+    for key in [f"novel_{g}gram" for g in NGRAM_ORDERS] + ["copied_sentence", "span_sentence"]:
         out[key + "_pct"] = counts.pct(key) if articles is not None else None
     copied = out["copied_sentence_pct"]
     out["novel_sentence_pct"] = None if copied is None else 100.0 - copied
     have_oov = articles is not None and vocab is not None
     out["copied_oov_tokens"] = oov_total if have_oov else None
     out["copied_oov_per_summary"] = (oov_total / n if n else None) if have_oov else None
-    out["summaries_with_copied_oov_pct"] = (100.0 * with_oov / n if n else None) \
-        if have_oov else None
+    out["summaries_with_copied_oov_pct"] = (
+        (100.0 * with_oov / n if n else None) if have_oov else None
+    )
     return out
 
 
 # ---------------------------------------------------------------------------------------
 # Reading decode directories, articles and p_gens
+
 
 def read_summary_dir(directory: str, pattern: re.Pattern) -> dict[int, list[str]]:
     """{example index: its non-empty lines} of the files in `directory` matching `pattern`."""
@@ -233,13 +246,15 @@ def read_summary_dir(directory: str, pattern: re.Pattern) -> dict[int, list[str]
         m = pattern.fullmatch(name)
         if m:
             with open(os.path.join(directory, name), encoding="utf-8") as f:
-                out[int(m.group(1))] = [line.strip() for line in f.read().split("\n")
-                                        if line.strip()]
+                out[int(m.group(1))] = [
+                    line.strip() for line in f.read().split("\n") if line.strip()
+                ]
     return out
 
 
-def read_pairs(reference_dir: str, decoded_dir: str) -> tuple[list[int], list[list[str]],
-                                                               list[list[str]]]:
+def read_pairs(
+    reference_dir: str, decoded_dir: str
+) -> tuple[list[int], list[list[str]], list[list[str]]]:
     """(indices, decoded summaries, reference summaries) for every decoded file.
 
     Raises AnalysisError if a decoded summary has no reference or there is none at all.
@@ -250,8 +265,10 @@ def read_pairs(reference_dir: str, decoded_dir: str) -> tuple[list[int], list[li
         raise AnalysisError(f"{decoded_dir} holds no NNNNNN_decoded.txt files")
     missing = sorted(set(decoded) - set(refs))
     if missing:
-        raise AnalysisError(f"{len(missing)} decoded summaries have no reference in "
-                            f"{reference_dir}, e.g. {decode_output.REFERENCE_NAME % missing[0]}")
+        raise AnalysisError(
+            f"{len(missing)} decoded summaries have no reference in "
+            f"{reference_dir}, e.g. {decode_output.REFERENCE_NAME % missing[0]}"
+        )
     indices = sorted(decoded)
     return indices, [decoded[i] for i in indices], [refs[i] for i in indices]
 
@@ -273,8 +290,9 @@ def iter_examples(data_path: str) -> Iterator[tuple[str, str]]:
                 yield article, abstract
 
 
-def articles_for(indices: Iterable[int], data_path: str,
-                 references: list[list[str]] | None = None) -> list[str]:
+def articles_for(
+    indices: Iterable[int], data_path: str, references: list[list[str]] | None = None
+) -> list[str]:
     """The articles of the examples `indices` (sorted), optionally checking that each
     example's abstract equals the reference file written for it."""
     wanted = list(indices)
@@ -294,12 +312,15 @@ def articles_for(indices: Iterable[int], data_path: str,
                     raise AnalysisError(
                         f"reference of example {k} does not match example {k} of "
                         f"{data_path!r} (wrong --data_path, or a different order?): "
-                        f"file has {got[:1]!r}..., data has {expected[:1]!r}...")
+                        f"file has {got[:1]!r}..., data has {expected[:1]!r}..."
+                    )
         if k >= last:
             break
     if len(by_index) < len(wanted):
-        raise AnalysisError(f"{data_path!r} has fewer examples than the summaries: no "
-                            f"example {min(set(wanted) - set(by_index))}")
+        raise AnalysisError(
+            f"{data_path!r} has fewer examples than the summaries: no "
+            f"example {min(set(wanted) - set(by_index))}"
+        )
     return [by_index[i] for i in wanted]
 
 
@@ -316,29 +337,40 @@ def read_p_gens(path: str) -> dict[int, tuple[float, int]]:
                     raise ValueError
                 out[int(parts[0])] = (float(parts[1]), int(parts[2]))
             except ValueError:
-                raise AnalysisError(f"{path}:{lineno}: expected 'index<TAB>mean p_gen<TAB>"
-                                    f"steps', got {line.rstrip()!r}") from None
+                raise AnalysisError(
+                    f"{path}:{lineno}: expected 'index<TAB>mean p_gen<TAB>"
+                    f"steps', got {line.rstrip()!r}"
+                ) from None
     return out
 
 
-def p_gen_summary(p_gens: dict[int, tuple[float, int]],
-                  indices: Iterable[int] | None = None) -> dict:
+def p_gen_summary(
+    p_gens: dict[int, tuple[float, int]], indices: Iterable[int] | None = None
+) -> dict:
     """Mean p_gen per summary and per decoder step (see module doc), over `indices`."""
     keys = [i for i in (p_gens if indices is None else indices) if i in p_gens]
     if not keys:
-        return {"p_gen_summaries": 0, "p_gen_mean_per_summary": None,
-                "p_gen_mean_per_step": None}
+        return {"p_gen_summaries": 0, "p_gen_mean_per_summary": None, "p_gen_mean_per_step": None}
     steps = sum(p_gens[i][1] for i in keys)
-    return {"p_gen_summaries": len(keys),
-            "p_gen_mean_per_summary": sum(p_gens[i][0] for i in keys) / len(keys),
-            "p_gen_mean_per_step": (sum(p_gens[i][0] * p_gens[i][1] for i in keys) / steps
-                                    if steps else None)}
+    return {
+        "p_gen_summaries": len(keys),
+        "p_gen_mean_per_summary": sum(p_gens[i][0] for i in keys) / len(keys),
+        "p_gen_mean_per_step": (
+            sum(p_gens[i][0] * p_gens[i][1] for i in keys) / steps if steps else None
+        ),
+    }
 
 
-def analyse(reference_dir: str, decoded_dir: str, data_path: str | None = None,
-            vocab: Vocab | None = None, max_enc_steps: int = DEFAULT_MAX_ENC_STEPS,
-            p_gens_path: str | None = None, check_references: bool = True,
-            unk_token: str = UNK_TOKEN) -> dict:
+def analyse(
+    reference_dir: str,
+    decoded_dir: str,
+    data_path: str | None = None,
+    vocab: Vocab | None = None,
+    max_enc_steps: int = DEFAULT_MAX_ENC_STEPS,
+    p_gens_path: str | None = None,
+    check_references: bool = True,
+    unk_token: str = UNK_TOKEN,
+) -> dict:
     """All measures for the system summaries and the references of one decode output.
 
     Returns {"examples", "system": measures, "reference": measures, "p_gen": ... or None}.
@@ -347,10 +379,12 @@ def analyse(reference_dir: str, decoded_dir: str, data_path: str | None = None,
     articles = None
     if data_path:
         articles = articles_for(indices, data_path, refs if check_references else None)
-    result = {"examples": len(indices),
-              "system": measure(decoded, articles, vocab, max_enc_steps, unk_token),
-              "reference": measure(refs, articles, vocab, max_enc_steps, unk_token),
-              "p_gen": None}
+    result = {
+        "examples": len(indices),
+        "system": measure(decoded, articles, vocab, max_enc_steps, unk_token),
+        "reference": measure(refs, articles, vocab, max_enc_steps, unk_token),
+        "p_gen": None,
+    }
     if p_gens_path and os.path.isfile(p_gens_path):
         result["p_gen"] = p_gen_summary(read_p_gens(p_gens_path), indices)
     return result
@@ -360,9 +394,12 @@ def analyse_decode_dir(decode_dir: str, **kwargs) -> dict:
     """`analyse` for a decode dir's reference/, decoded/ and p_gens.tsv."""
     if not os.path.isdir(decode_dir):
         raise AnalysisError(f"decode dir {decode_dir} does not exist")
-    return analyse(os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
-                   os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
-                   p_gens_path=os.path.join(decode_dir, P_GENS_FILE), **kwargs)
+    return analyse(
+        os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
+        os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
+        p_gens_path=os.path.join(decode_dir, P_GENS_FILE),
+        **kwargs,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -394,8 +431,9 @@ def fmt(value) -> str:
 def text_table(result: dict) -> str:
     lines = [f"{'measure':36s} {'system':>10s} {'reference':>10s}"]
     for key, label in MEASURE_LABELS:
-        lines.append(f"{label:36s} {fmt(result['system'][key]):>10s} "
-                     f"{fmt(result['reference'][key]):>10s}")
+        lines.append(
+            f"{label:36s} {fmt(result['system'][key]):>10s} {fmt(result['reference'][key]):>10s}"
+        )
     if result.get("p_gen"):
         for key, value in result["p_gen"].items():
             lines.append(f"{key:36s} {fmt(value):>10s}")
@@ -403,30 +441,47 @@ def text_table(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.analysis",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--decode_dir", help="a decode dir (reference/, decoded/, "
-                        "p_gens.tsv)")
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.analysis", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--decode_dir", help="a decode dir (reference/, decoded/, p_gens.tsv)")
     parser.add_argument("--reference_dir", help="instead of --decode_dir")
     parser.add_argument("--decoded_dir", help="instead of --decode_dir")
-    parser.add_argument("--data_path", help="glob of the source .bin files, in the order "
-                        "they were decoded (needed for novelty and OOV measures)")
+    parser.add_argument(
+        "--data_path",
+        help="glob of the source .bin files, in the order "
+        "they were decoded (needed for novelty and OOV measures)",
+    )
     parser.add_argument("--vocab_path", help="vocab file (for the OOV measure)")
     parser.add_argument("--vocab_size", type=int, default=50000)
-    parser.add_argument("--max_enc_steps", type=int, default=DEFAULT_MAX_ENC_STEPS,
-                        help="article tokens the model read (OOV copies); 0 = all")
-    parser.add_argument("--unk_token", default=UNK_TOKEN,
-                        help="how the summaries spell the unknown word (default %(default)s; "
-                        "released outputs of other tools write UNK or <unk>)")
-    parser.add_argument("--no_check_references", action="store_true",
-                        help="do not check the reference files against the data")
+    parser.add_argument(
+        "--max_enc_steps",
+        type=int,
+        default=DEFAULT_MAX_ENC_STEPS,
+        help="article tokens the model read (OOV copies); 0 = all",
+    )
+    parser.add_argument(
+        "--unk_token",
+        default=UNK_TOKEN,
+        help="how the summaries spell the unknown word (default %(default)s; "
+        "released outputs of other tools write UNK or <unk>)",
+    )
+    parser.add_argument(
+        "--no_check_references",
+        action="store_true",
+        help="do not check the reference files against the data",
+    )
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args(argv)
     try:
         vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
-        common = dict(data_path=args.data_path, vocab=vocab, max_enc_steps=args.max_enc_steps,
-                      check_references=not args.no_check_references,
-                      unk_token=args.unk_token)
+        common = dict(
+            data_path=args.data_path,
+            vocab=vocab,
+            max_enc_steps=args.max_enc_steps,
+            check_references=not args.no_check_references,
+            unk_token=args.unk_token,
+        )
         if args.decode_dir:
             result = analyse_decode_dir(args.decode_dir, **common)
         elif args.reference_dir and args.decoded_dir:

@@ -47,8 +47,13 @@ def lead(article: str, n: int = LEAD_SENTENCES) -> list[str]:
     return [" ".join(s) for s in split_article(article)[:n]]
 
 
-def write_lead(data_path: str, out_dir: str, n: int = LEAD_SENTENCES,
-               max_examples: int | None = None, lines: str = "period") -> int:
+def write_lead(
+    data_path: str,
+    out_dir: str,
+    n: int = LEAD_SENTENCES,
+    max_examples: int | None = None,
+    lines: str = "period",
+) -> int:
     """Write the reference/ and decoded/ files of the lead-`n` baseline; returns the count."""
     if lines not in ("period", "sentence"):
         raise ValueError(f"lines must be 'period' or 'sentence', got {lines!r}")
@@ -62,20 +67,24 @@ def write_lead(data_path: str, out_dir: str, n: int = LEAD_SENTENCES,
         if lines == "sentence":
             # Same file, one lead sentence a line instead of write_for_rouge's "."-split.
             decode_output.atomic_write_text(
-                os.path.join(out_dir, decode_output.DECODED_SUBDIR,
-                             decode_output.DECODED_NAME % k), "\n".join(sents))
+                os.path.join(out_dir, decode_output.DECODED_SUBDIR, decode_output.DECODED_NAME % k),
+                "\n".join(sents),
+            )
         count += 1
     return count
 
 
 def prepare_out_dir(out_dir: str, overwrite: bool) -> None:
     """Refuse to mix with summaries of an earlier run (ROUGE would score stale files)."""
-    subdirs = [os.path.join(out_dir, d) for d in (decode_output.REFERENCE_SUBDIR,
-                                                  decode_output.DECODED_SUBDIR)]
+    subdirs = [
+        os.path.join(out_dir, d)
+        for d in (decode_output.REFERENCE_SUBDIR, decode_output.DECODED_SUBDIR)
+    ]
     used = [d for d in subdirs if os.path.isdir(d) and os.listdir(d)]
     if used and not overwrite:
-        raise PointerGeneratorError(f"{used[0]} already holds files; choose an empty "
-                                    "--out_dir or pass --overwrite")
+        raise PointerGeneratorError(
+            f"{used[0]} already holds files; choose an empty --out_dir or pass --overwrite"
+        )
     for d in used:
         shutil.rmtree(d)
     stale = os.path.join(out_dir, "ROUGE_results.txt")
@@ -85,32 +94,40 @@ def prepare_out_dir(out_dir: str, overwrite: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.lead3",
-                                     description="Lead-3 baseline, scored with ROUGE-1.5.5.")
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.lead3", description="Lead-3 baseline, scored with ROUGE-1.5.5."
+    )
     parser.add_argument("--data_path", required=True, help="glob of .bin files")
     parser.add_argument("--out_dir", required=True)
     parser.add_argument("--num_sentences", type=int, default=LEAD_SENTENCES)
-    parser.add_argument("--max_examples", type=int, default=None,
-                        help="only the first N examples")
-    parser.add_argument("--lines", choices=("period", "sentence"), default="period",
-                        help="decoded-file lines: split after '.' like decode (default) "
-                             "or one lead sentence a line")
+    parser.add_argument("--max_examples", type=int, default=None, help="only the first N examples")
+    parser.add_argument(
+        "--lines",
+        choices=("period", "sentence"),
+        default="period",
+        help="decoded-file lines: split after '.' like decode (default) "
+        "or one lead sentence a line",
+    )
     parser.add_argument("--no_rouge", action="store_true", help="write the files only")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace reference/ and decoded/ of an earlier run")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace reference/ and decoded/ of an earlier run"
+    )
     args = parser.parse_args(argv)
     try:
         prepare_out_dir(args.out_dir, args.overwrite)
-        n = write_lead(args.data_path, args.out_dir, args.num_sentences, args.max_examples,
-                       args.lines)
+        n = write_lead(
+            args.data_path, args.out_dir, args.num_sentences, args.max_examples, args.lines
+        )
         print(f"Wrote {n} lead-{args.num_sentences} summaries to {args.out_dir}", flush=True)
         if n == 0:
             raise PointerGeneratorError(f"{args.data_path!r} holds no examples")
         if not args.no_rouge:
             from pointer_generator import rouge
+
             results = rouge.rouge_eval(
                 os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),
-                os.path.join(args.out_dir, decode_output.DECODED_SUBDIR))
+                os.path.join(args.out_dir, decode_output.DECODED_SUBDIR),
+            )
             print(rouge.rouge_log(results, args.out_dir).lstrip("\n"), end="")
     except PointerGeneratorError as e:
         print(f"error: {e}", file=sys.stderr)

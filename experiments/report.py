@@ -59,18 +59,26 @@ class PaperRow:
 # Paper Table 1 (ROUGE F1, full-length, test set). "*" rows were evaluated on the
 # anonymised dataset, so they are not strictly comparable.
 PAPER_TABLE1 = (
-    PaperRow("nallapati_abstractive", "abstractive model (Nallapati et al., 2016)*",
-             35.46, 13.30, 32.65, True),
-    PaperRow("baseline_150k", "seq-to-seq + attn baseline (150k vocab)",
-             30.49, 11.17, 28.08, False),
-    PaperRow("baseline_50k", "seq-to-seq + attn baseline (50k vocab)",
-             31.33, 11.81, 28.83, True),
+    PaperRow(
+        "nallapati_abstractive",
+        "abstractive model (Nallapati et al., 2016)*",
+        35.46,
+        13.30,
+        32.65,
+        True,
+    ),
+    PaperRow(
+        "baseline_150k", "seq-to-seq + attn baseline (150k vocab)", 30.49, 11.17, 28.08, False
+    ),
+    PaperRow("baseline_50k", "seq-to-seq + attn baseline (50k vocab)", 31.33, 11.81, 28.83, True),
     PaperRow("pointer_generator", "pointer-generator", 36.44, 15.66, 33.42, True),
-    PaperRow("pointer_generator_coverage", "pointer-generator + coverage",
-             39.53, 17.28, 36.38, True),
+    PaperRow(
+        "pointer_generator_coverage", "pointer-generator + coverage", 39.53, 17.28, 36.38, True
+    ),
     PaperRow("lead3", "lead-3 baseline (ours)", 40.34, 17.70, 36.57, True),
-    PaperRow("nallapati_extractive", "extractive model (Nallapati et al., 2017)*",
-             39.6, 16.2, 35.3, True),
+    PaperRow(
+        "nallapati_extractive", "extractive model (Nallapati et al., 2017)*", 39.6, 16.2, 35.3, True
+    ),
 )
 PAPER_BY_KEY = {r.key: r for r in PAPER_TABLE1}
 
@@ -78,8 +86,10 @@ PAPER_BY_KEY = {r.key: r for r in PAPER_TABLE1}
 # ---------------------------------------------------------------------------------------
 # ROUGE_results.txt
 
-_ROUGE_LINE = re.compile(r"^(rouge_\w+):\s*([0-9.eE+-]+)\s+with confidence interval\s*"
-                         r"\(\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*\)\s*$")
+_ROUGE_LINE = re.compile(
+    r"^(rouge_\w+):\s*([0-9.eE+-]+)\s+with confidence interval\s*"
+    r"\(\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*\)\s*$"
+)
 
 
 def parse_rouge_results(path: str) -> dict[str, tuple[float, float, float]]:
@@ -94,19 +104,19 @@ def parse_rouge_results(path: str) -> dict[str, tuple[float, float, float]]:
         m = _ROUGE_LINE.match(line.strip())
         if m:
             out[m.group(1)] = (float(m.group(2)), float(m.group(3)), float(m.group(4)))
-    missing = [k for k in ("rouge_1_f_score", "rouge_2_f_score", "rouge_l_f_score")
-               if k not in out]
+    missing = [k for k in ("rouge_1_f_score", "rouge_2_f_score", "rouge_l_f_score") if k not in out]
     if missing:
-        raise ReportError(f"{path}: no {', '.join(missing)} line (expected lines like "
-                          "'rouge_1_f_score: 0.3953 with confidence interval (0.3931, "
-                          "0.3975)')")
+        raise ReportError(
+            f"{path}: no {', '.join(missing)} line (expected lines like "
+            "'rouge_1_f_score: 0.3953 with confidence interval (0.3931, "
+            "0.3975)')"
+        )
     return out
 
 
 def count_decoded(decode_dir: str) -> int:
     d = os.path.join(decode_dir, "decoded")
-    return sum(1 for f in os.listdir(d) if f.endswith("_decoded.txt")) if os.path.isdir(d) \
-        else 0
+    return sum(1 for f in os.listdir(d) if f.endswith("_decoded.txt")) if os.path.isdir(d) else 0
 
 
 def rouge_cell(result: tuple[float, float, float]) -> str:
@@ -116,8 +126,10 @@ def rouge_cell(result: tuple[float, float, float]) -> str:
 
 def table1(systems: list[dict]) -> str:
     """Markdown Table 1: our rows (ROUGE F1 with CI, examples) beside the paper's."""
-    lines = ["| model | R-1 | R-2 | R-L | examples | paper R-1 | paper R-2 | paper R-L |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | R-1 | R-2 | R-L | examples | paper R-1 | paper R-2 | paper R-L |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     shown = set()
     for s in systems:
         paper = PAPER_BY_KEY.get(s["name"])
@@ -129,19 +141,23 @@ def table1(systems: list[dict]) -> str:
             shown.add(paper.key)
         else:
             ref = ["–"] * 3
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {s['examples']} | "
-                     + " | ".join(ref) + " |")
+        lines.append(
+            f"| {label} | " + " | ".join(cells) + f" | {s['examples']} | " + " | ".join(ref) + " |"
+        )
     for paper in PAPER_TABLE1:
         if paper.key not in shown:
             mark = "" if paper.checked else "†"
-            lines.append(f"| {paper.label} (paper only) | – | – | – | – | "
-                         + " | ".join(f"{x:.2f}{mark}" for x in (paper.r1, paper.r2,
-                                                                  paper.rl)) + " |")
+            lines.append(
+                f"| {paper.label} (paper only) | – | – | – | – | "
+                + " | ".join(f"{x:.2f}{mark}" for x in (paper.r1, paper.r2, paper.rl))
+                + " |"
+            )
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------
 # TensorBoard event files (read without TensorFlow: TFRecord framing + Event protos)
+
 
 def _records(path: str):
     """Payloads of a TFRecord file (CRCs not checked; a truncated tail is ignored, as it
@@ -154,7 +170,7 @@ def _records(path: str):
         start = pos + 12
         if start + n + 4 > len(data):
             return
-        yield data[start:start + n]
+        yield data[start : start + n]
         pos = start + n + 4
 
 
@@ -165,15 +181,15 @@ def _tensor_value(buf: bytes, start: int, end: int) -> float | None:
         if f == 1 and w == 0:
             dtype = v
         elif f == 4 and w == 2:
-            content = buf[v[0]:v[1]]
+            content = buf[v[0] : v[1]]
         elif f == 5 and w == 5:
             floats.append(struct.unpack("<f", v)[0])
         elif f == 5 and w == 2:
-            floats += struct.unpack(f"<{(v[1] - v[0]) // 4}f", buf[v[0]:v[1]])
+            floats += struct.unpack(f"<{(v[1] - v[0]) // 4}f", buf[v[0] : v[1]])
         elif f == 6 and w == 1:
             floats.append(struct.unpack("<d", v)[0])
         elif f == 6 and w == 2:
-            floats += struct.unpack(f"<{(v[1] - v[0]) // 8}d", buf[v[0]:v[1]])
+            floats += struct.unpack(f"<{(v[1] - v[0]) // 8}d", buf[v[0] : v[1]])
     if content:
         if dtype == 1 and len(content) >= 4:
             return struct.unpack_from("<f", content)[0]
@@ -183,31 +199,43 @@ def _tensor_value(buf: bytes, start: int, end: int) -> float | None:
     return floats[0] if floats else None
 
 
+def _summary_value(rec: bytes, start: int, end: int) -> tuple[str | None, float | None]:
+    """(tag, value) of one Summary.Value message (simple_value or a scalar tensor)."""
+    tag, value = None, None
+    for f, w, v in proto_fields(rec, start, end):
+        if f == 1 and w == 2:
+            tag = rec[v[0] : v[1]].decode("utf-8", "replace")
+        elif f == 2 and w == 5:
+            value = struct.unpack("<f", v)[0]
+        elif f == 8 and w == 2:
+            value = _tensor_value(rec, *v)
+    return tag, value
+
+
+def _event_scalars(rec: bytes) -> list[tuple[str, int, float]]:
+    """(tag, step, value) of the scalars of one Event record."""
+    step, summaries = 0, []
+    for f, w, v in proto_fields(rec, 0, len(rec)):
+        if f == 2 and w == 0:
+            step = v
+        elif f == 5 and w == 2:
+            summaries.append(v)
+    out = []
+    for s_start, s_end in summaries:
+        for f, w, v in proto_fields(rec, s_start, s_end):
+            if f == 1 and w == 2:
+                tag, value = _summary_value(rec, *v)
+                if tag is not None and value is not None:
+                    out.append((tag, step, value))
+    return out
+
+
 def read_event_file(path: str) -> list[tuple[str, int, float]]:
     """(tag, step, value) of every scalar summary in one event file."""
     out = []
     for rec in _records(path):
         try:
-            step, summaries = 0, []
-            for f, w, v in proto_fields(rec, 0, len(rec)):
-                if f == 2 and w == 0:
-                    step = v
-                elif f == 5 and w == 2:
-                    summaries.append(v)
-            for s_start, s_end in summaries:
-                for f, w, v in proto_fields(rec, s_start, s_end):
-                    if f != 1 or w != 2:
-                        continue
-                    tag, value = None, None
-                    for f2, w2, v2 in proto_fields(rec, *v):
-                        if f2 == 1 and w2 == 2:
-                            tag = rec[v2[0]:v2[1]].decode("utf-8", "replace")
-                        elif f2 == 2 and w2 == 5:
-                            value = struct.unpack("<f", v2)[0]
-                        elif f2 == 8 and w2 == 2:
-                            value = _tensor_value(rec, *v2)
-                    if tag is not None and value is not None:
-                        out.append((tag, step, value))
+            out += _event_scalars(rec)
         except ValueError as e:
             raise ReportError(f"{path}: malformed event record ({e})") from None
     return out
@@ -236,10 +264,8 @@ def read_scalars(directory: str) -> dict[str, dict[str, list[tuple[int, float]]]
             for tag, step, value in read_event_file(os.path.join(root, name)):
                 series.setdefault(metric_name(tag), {})[step] = value
     if not out:
-        raise ReportError(f"no TensorBoard event files (events.out.tfevents.*) under "
-                          f"{directory}")
-    return {sub: {m: sorted(v.items()) for m, v in metrics.items()}
-            for sub, metrics in out.items()}
+        raise ReportError(f"no TensorBoard event files (events.out.tfevents.*) under {directory}")
+    return {sub: {m: sorted(v.items()) for m, v in metrics.items()} for sub, metrics in out.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -252,13 +278,16 @@ CURVE_METRICS = ("loss", "coverage_loss", "running_avg_loss")
 
 def _pyplot():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
-def bar_chart(series: dict[str, list[float | None]], categories: list[str], title: str,
-              ylabel: str, path: str) -> str:
+def bar_chart(
+    series: dict[str, list[float | None]], categories: list[str], title: str, ylabel: str, path: str
+) -> str:
     """Grouped bars: one group per category, one bar per series (None drawn as 0)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI)
@@ -282,14 +311,17 @@ def smooth(values: list[float], weight: float = 0.9) -> list[float]:
     out, avg = [], 0.0
     for i, v in enumerate(values, start=1):
         avg = weight * avg + (1 - weight) * v
-        out.append(avg / (1 - weight ** i))
+        out.append(avg / (1 - weight**i))
     return out
 
 
 def learning_curves(runs: dict[str, dict], path: str) -> str | None:
     """One panel per metric of CURVE_METRICS present; one line per (run, sub dir)."""
-    panels = [m for m in CURVE_METRICS
-              if any(m in metrics for subs in runs.values() for metrics in subs.values())]
+    panels = [
+        m
+        for m in CURVE_METRICS
+        if any(m in metrics for subs in runs.values() for metrics in subs.values())
+    ]
     if not panels:
         return None
     plt = _pyplot()
@@ -305,9 +337,8 @@ def learning_curves(runs: dict[str, dict], path: str) -> str | None:
                 label = name if sub == "." else f"{name} ({sub})"
                 # Markers keep short runs (a few points, e.g. the coverage phase) visible.
                 marker = "." if len(points) < 50 else None
-                line, = ax.plot(steps, values, alpha=0.25, linewidth=0.8)
-                ax.plot(steps, smooth(values), color=line.get_color(), label=label,
-                        marker=marker)
+                (line,) = ax.plot(steps, values, alpha=0.25, linewidth=0.8)
+                ax.plot(steps, smooth(values), color=line.get_color(), label=label, marker=marker)
         ax.set_title(metric)
         ax.set_xlabel("global step")
         ax.legend(fontsize="x-small")
@@ -320,14 +351,14 @@ def learning_curves(runs: dict[str, dict], path: str) -> str | None:
 # ---------------------------------------------------------------------------------------
 # Assembling the report
 
-DUP_KEYS = [f"duplicate_{n}gram_pct" for n in analysis.NGRAM_ORDERS] + \
-    ["duplicate_sentence_pct"]
+DUP_KEYS = [f"duplicate_{n}gram_pct" for n in analysis.NGRAM_ORDERS] + ["duplicate_sentence_pct"]
 NOVEL_KEYS = [f"novel_{n}gram_pct" for n in analysis.NGRAM_ORDERS] + ["novel_sentence_pct"]
 CATEGORIES = [f"{n}-grams" for n in analysis.NGRAM_ORDERS] + ["sentences"]
 COPY_KEYS = ["copied_sentence_pct", "span_sentence_pct"]
-COPY_HEADERS = ["% copied whole article sentences (paper: 35 % pointer-gen. + coverage, "
-                "1.3 % reference)", "% sentences found as an article span (not the "
-                "paper's measure)"]
+COPY_HEADERS = [
+    "% copied whole article sentences (paper: 35 % pointer-gen. + coverage, 1.3 % reference)",
+    "% sentences found as an article span (not the paper's measure)",
+]
 
 
 def parse_named(items: list[str], what: str) -> dict[str, str]:
@@ -342,19 +373,34 @@ def parse_named(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def gather(decode_dirs: dict[str, str], data_path: str | None, vocab: Vocab | None,
-           max_enc_steps: int, check_references: bool = True) -> list[dict]:
+def gather(
+    decode_dirs: dict[str, str],
+    data_path: str | None,
+    vocab: Vocab | None,
+    max_enc_steps: int,
+    check_references: bool = True,
+) -> list[dict]:
     """ROUGE and analysis of every decode dir."""
     systems = []
     for name, d in decode_dirs.items():
         if not os.path.isdir(d):
             raise ReportError(f"decode dir {d} ({name}) does not exist")
-        result = analysis.analyse_decode_dir(d, data_path=data_path, vocab=vocab,
-                                             max_enc_steps=max_enc_steps,
-                                             check_references=check_references)
-        systems.append({"name": name, "dir": os.path.abspath(d),
-                        "rouge": parse_rouge_results(os.path.join(d, ROUGE_FILE)),
-                        "examples": count_decoded(d), "analysis": result})
+        result = analysis.analyse_decode_dir(
+            d,
+            data_path=data_path,
+            vocab=vocab,
+            max_enc_steps=max_enc_steps,
+            check_references=check_references,
+        )
+        systems.append(
+            {
+                "name": name,
+                "dir": os.path.abspath(d),
+                "rouge": parse_rouge_results(os.path.join(d, ROUGE_FILE)),
+                "examples": count_decoded(d),
+                "analysis": result,
+            }
+        )
     return systems
 
 
@@ -372,8 +418,7 @@ def reference_rows(systems: list[dict]) -> list[tuple[str, dict]]:
 
 
 def measure_table(systems: list[dict], keys: list[str], headers: list[str]) -> str:
-    lines = ["| summaries | " + " | ".join(headers) + " |",
-             "|---|" + "---|" * len(headers)]
+    lines = ["| summaries | " + " | ".join(headers) + " |", "|---|" + "---|" * len(headers)]
     rows = [(f"`{s['name']}`", s["analysis"]["system"]) for s in systems]
     rows += reference_rows(systems)
     for label, m in rows:
@@ -382,26 +427,42 @@ def measure_table(systems: list[dict], keys: list[str], headers: list[str]) -> s
 
 
 def other_table(systems: list[dict]) -> str:
-    keys = ["mean_tokens", "unk_summary_pct", "copied_oov_per_summary",
-            "summaries_with_copied_oov_pct"]
-    lines = ["| summaries | mean tokens | % with [UNK] | copied article-OOVs per summary | "
-             "% copying an OOV | mean p_gen per step | mean p_gen per summary |",
-             "|---|---|---|---|---|---|---|"]
-    rows = [(f"`{s['name']}`", s["analysis"]["system"], s["analysis"].get("p_gen"))
-            for s in systems]
+    keys = [
+        "mean_tokens",
+        "unk_summary_pct",
+        "copied_oov_per_summary",
+        "summaries_with_copied_oov_pct",
+    ]
+    lines = [
+        "| summaries | mean tokens | % with [UNK] | copied article-OOVs per summary | "
+        "% copying an OOV | mean p_gen per step | mean p_gen per summary |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = [
+        (f"`{s['name']}`", s["analysis"]["system"], s["analysis"].get("p_gen")) for s in systems
+    ]
     rows += [(label, ref, None) for label, ref in reference_rows(systems)]
     for label, m, p in rows:
         cells = [analysis.fmt(m[k]) for k in keys]
-        cells += [f"{p['p_gen_mean_per_step']:.3f}" if p and p["p_gen_mean_per_step"]
-                  is not None else "–",
-                  f"{p['p_gen_mean_per_summary']:.3f}" if p and p["p_gen_mean_per_summary"]
-                  is not None else "–"]
+        cells += [
+            f"{p['p_gen_mean_per_step']:.3f}"
+            if p and p["p_gen_mean_per_step"] is not None
+            else "–",
+            f"{p['p_gen_mean_per_summary']:.3f}"
+            if p and p["p_gen_mean_per_summary"] is not None
+            else "–",
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def write_report(systems: list[dict], out: str, train_runs: dict | None = None,
-                 data_path: str | None = None, vocab_path: str | None = None) -> dict:
+def write_report(
+    systems: list[dict],
+    out: str,
+    train_runs: dict | None = None,
+    data_path: str | None = None,
+    vocab_path: str | None = None,
+) -> dict:
     """Write the markdown, the PNGs and the JSON; returns {"markdown", "plots", "json"}."""
     stem = out[:-3] if out.endswith(".md") else out
     out_dir = os.path.dirname(os.path.abspath(out))
@@ -409,16 +470,25 @@ def write_report(systems: list[dict], out: str, train_runs: dict | None = None,
     plots = {}
     series = {s["name"]: [s["analysis"]["system"][k] for k in DUP_KEYS] for s in systems}
     series.update({label: [ref[k] for k in DUP_KEYS] for label, ref in reference_rows(systems)})
-    plots["duplicates"] = bar_chart(series, CATEGORIES, "Duplicates within a summary "
-                                    "(Figure 4 style)", "% that are duplicates",
-                                    stem + "_duplicates.png")
+    plots["duplicates"] = bar_chart(
+        series,
+        CATEGORIES,
+        "Duplicates within a summary (Figure 4 style)",
+        "% that are duplicates",
+        stem + "_duplicates.png",
+    )
     if systems and systems[0]["analysis"]["system"]["novel_1gram_pct"] is not None:
-        series = {s["name"]: [s["analysis"]["system"][k] for k in NOVEL_KEYS]
-                  for s in systems}
-        series.update({label: [ref[k] for k in NOVEL_KEYS]
-                       for label, ref in reference_rows(systems)})
-        plots["novel"] = bar_chart(series, CATEGORIES, "Novel with respect to the article "
-                                   "(Figure 6 style)", "% that are novel", stem + "_novel.png")
+        series = {s["name"]: [s["analysis"]["system"][k] for k in NOVEL_KEYS] for s in systems}
+        series.update(
+            {label: [ref[k] for k in NOVEL_KEYS] for label, ref in reference_rows(systems)}
+        )
+        plots["novel"] = bar_chart(
+            series,
+            CATEGORIES,
+            "Novel with respect to the article (Figure 6 style)",
+            "% that are novel",
+            stem + "_novel.png",
+        )
     if train_runs:
         path = learning_curves(train_runs, stem + "_learning_curves.png")
         if path:
@@ -427,36 +497,66 @@ def write_report(systems: list[dict], out: str, train_runs: dict | None = None,
     md = ["# Table 1 reproduction report", ""]
     sizes = sorted({s["examples"] for s in systems})
     if sizes and sizes != [FULL_TEST_SET]:
-        md += [f"Summaries per row: {', '.join(map(str, sizes))}. The paper's figures are on "
-               f"the full CNN/DM test set ({FULL_TEST_SET:,} pairs); rows on other data are "
-               "not comparable with them.", ""]
-    md += ["## ROUGE (F1 × 100, [95 % confidence interval])", "",
-           "Official ROUGE-1.5.5 via pyrouge, default options (as the original release).",
-           "", table1(systems), "",
-           "† not cross-checked against secondary sources (spec §7.3). * evaluated on the "
-           "anonymised dataset.", ""]
-    md += ["## Repetition (paper Figure 4)", "",
-           "% of n-grams (sentences) of a summary that repeat an earlier one of the same "
-           "summary, over all summaries.", "",
-           measure_table(systems, DUP_KEYS, [f"dup. {c}" for c in CATEGORIES]), ""]
+        md += [
+            f"Summaries per row: {', '.join(map(str, sizes))}. The paper's figures are on "
+            f"the full CNN/DM test set ({FULL_TEST_SET:,} pairs); rows on other data are "
+            "not comparable with them.",
+            "",
+        ]
+    md += [
+        "## ROUGE (F1 × 100, [95 % confidence interval])",
+        "",
+        "Official ROUGE-1.5.5 via pyrouge, default options (as the original release).",
+        "",
+        table1(systems),
+        "",
+        "† not cross-checked against secondary sources (spec §7.3). * evaluated on the "
+        "anonymised dataset.",
+        "",
+    ]
+    md += [
+        "## Repetition (paper Figure 4)",
+        "",
+        "% of n-grams (sentences) of a summary that repeat an earlier one of the same "
+        "summary, over all summaries.",
+        "",
+        measure_table(systems, DUP_KEYS, [f"dup. {c}" for c in CATEGORIES]),
+        "",
+    ]
     if "novel" in plots:
-        md += ["## Novelty (paper Figure 6)", "",
-               f"% of n-grams (sentences) not found in the article (data: `{data_path}`).",
-               "A sentence is novel unless it equals a whole article sentence (the paper's "
-               "measure; sentences of summary and article cut by the lead-3 splitter, "
-               "`experiments.sentences`).",
-               "", measure_table(systems, NOVEL_KEYS, [f"novel {c}" for c in CATEGORIES]),
-               "", "### Copying whole sentences (paper Section 7.2)", "",
-               "The paper's measure is the first column; the second counts any summary "
-               "sentence that occurs in the article as a run of words, even inside a longer "
-               "sentence, and is always at least as high.", "",
-               measure_table(systems, COPY_KEYS, COPY_HEADERS), ""]
-    vocab_note = f"the vocabulary `{vocab_path}`" if vocab_path else \
-        "the vocabulary (not computed: no --vocab_path)"
-    md += ["## Vocabulary and p_gen", "",
-           f"Copied article-OOVs: summary tokens outside {vocab_note} that occur in the "
-           "article's first max_enc_steps tokens; p_gen from each decode dir's p_gens.tsv.",
-           "", other_table(systems), ""]
+        md += [
+            "## Novelty (paper Figure 6)",
+            "",
+            f"% of n-grams (sentences) not found in the article (data: `{data_path}`).",
+            "A sentence is novel unless it equals a whole article sentence (the paper's "
+            "measure; sentences of summary and article cut by the lead-3 splitter, "
+            "`experiments.sentences`).",
+            "",
+            measure_table(systems, NOVEL_KEYS, [f"novel {c}" for c in CATEGORIES]),
+            "",
+            "### Copying whole sentences (paper Section 7.2)",
+            "",
+            "The paper's measure is the first column; the second counts any summary "
+            "sentence that occurs in the article as a run of words, even inside a longer "
+            "sentence, and is always at least as high.",
+            "",
+            measure_table(systems, COPY_KEYS, COPY_HEADERS),
+            "",
+        ]
+    vocab_note = (
+        f"the vocabulary `{vocab_path}`"
+        if vocab_path
+        else "the vocabulary (not computed: no --vocab_path)"
+    )
+    md += [
+        "## Vocabulary and p_gen",
+        "",
+        f"Copied article-OOVs: summary tokens outside {vocab_note} that occur in the "
+        "article's first max_enc_steps tokens; p_gen from each decode dir's p_gens.tsv.",
+        "",
+        other_table(systems),
+        "",
+    ]
     md += ["## Plots", ""]
     for key, path in plots.items():
         md += [f"![{key}]({os.path.relpath(path, out_dir)})", ""]
@@ -464,8 +564,12 @@ def write_report(systems: list[dict], out: str, train_runs: dict | None = None,
         f.write("\n".join(md))
     json_path = stem + ".json"
     with open(json_path, "w", encoding="utf-8") as f:
-        json.dump({"systems": systems, "paper": [r.__dict__ for r in PAPER_TABLE1],
-                   "plots": plots}, f, indent=2, default=_json_default)
+        json.dump(
+            {"systems": systems, "paper": [r.__dict__ for r in PAPER_TABLE1], "plots": plots},
+            f,
+            indent=2,
+            default=_json_default,
+        )
     return {"markdown": out, "plots": plots, "json": json_path}
 
 
@@ -476,13 +580,17 @@ def _json_default(o):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.report",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.report", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--decode_dirs", nargs="*", default=[], metavar="NAME=DIR")
     parser.add_argument("--lead3", default=None, help="the lead-3 dir of experiments.lead3")
     parser.add_argument("--out", required=True, help="markdown file to write")
-    parser.add_argument("--data_path", default=None, help="glob of the decoded .bin files "
-                        "(for novelty and OOV measures)")
+    parser.add_argument(
+        "--data_path",
+        default=None,
+        help="glob of the decoded .bin files (for novelty and OOV measures)",
+    )
     parser.add_argument("--vocab_path", default=None)
     parser.add_argument("--vocab_size", type=int, default=50000)
     parser.add_argument("--max_enc_steps", type=int, default=analysis.DEFAULT_MAX_ENC_STEPS)
@@ -498,16 +606,20 @@ def main(argv: list[str] | None = None) -> int:
         if not dirs:
             raise ReportError("give at least one --decode_dirs NAME=DIR or --lead3 DIR")
         vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
-        systems = gather(dirs, args.data_path, vocab, args.max_enc_steps,
-                         not args.no_check_references)
-        runs = {name: read_scalars(d)
-                for name, d in parse_named(args.train_dirs, "--train_dirs").items()}
+        systems = gather(
+            dirs, args.data_path, vocab, args.max_enc_steps, not args.no_check_references
+        )
+        runs = {
+            name: read_scalars(d)
+            for name, d in parse_named(args.train_dirs, "--train_dirs").items()
+        }
         written = write_report(systems, args.out, runs, args.data_path, args.vocab_path)
     except PointerGeneratorError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"Wrote {written['markdown']}, {written['json']} and "
-          f"{', '.join(written['plots'].values())}")
+    print(
+        f"Wrote {written['markdown']}, {written['json']} and {', '.join(written['plots'].values())}"
+    )
     return 0
 
 

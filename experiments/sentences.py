@@ -26,8 +26,9 @@ def split_tokens(tokens: list[str]) -> list[list[str]]:
     while i < len(tokens):
         current.append(tokens[i])
         if tokens[i] in SENTENCE_END_TOKENS:
-            while i + 1 < len(tokens) and (tokens[i + 1] in SENTENCE_END_TOKENS
-                                           or tokens[i + 1] in CLOSING_TOKENS):
+            while i + 1 < len(tokens) and (
+                tokens[i + 1] in SENTENCE_END_TOKENS or tokens[i + 1] in CLOSING_TOKENS
+            ):
                 i += 1
                 current.append(tokens[i])
             sents.append(current)

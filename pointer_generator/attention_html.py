@@ -54,8 +54,9 @@ def _trim_padding(dist: list[float], n_words: int) -> list[float]:
     return dist
 
 
-def attn_vis_data(article, decoded_words: list[str], abstract: str, attn_dists,
-                  p_gens=None) -> dict:
+def attn_vis_data(
+    article, decoded_words: list[str], abstract: str, attn_dists, p_gens=None
+) -> dict:
     """The original's attention-visualiser record for one decoded example.
 
     Args:
@@ -75,8 +76,9 @@ def attn_vis_data(article, decoded_words: list[str], abstract: str, attn_dists,
         "article_lst": article_lst,
         "decoded_lst": [str(w) for w in decoded_words],
         "abstract_str": str(abstract),
-        "attn_dists": [_trim_padding(_floats(d, "attn_dists"), len(article_lst))
-                       for d in attn_dists],
+        "attn_dists": [
+            _trim_padding(_floats(d, "attn_dists"), len(article_lst)) for d in attn_dists
+        ],
     }
     if p_gens is not None:
         data["p_gens"] = [[float(v) for v in np.ravel(_floats(p, "p_gens"))] for p in p_gens]
@@ -90,14 +92,18 @@ def validate_attn_vis_data(data: dict) -> dict:
             raise DataError(f"attention data lacks the field {key!r}")
     article, decoded, attn = data["article_lst"], data["decoded_lst"], data["attn_dists"]
     if not len(decoded) <= len(attn) <= len(decoded) + 1:
-        raise DataError(f"attention data has {len(attn)} attention steps for {len(decoded)} "
-                        "decoded words; expected one per word, plus one if [STOP] was produced")
+        raise DataError(
+            f"attention data has {len(attn)} attention steps for {len(decoded)} "
+            "decoded words; expected one per word, plus one if [STOP] was produced"
+        )
     lengths = {len(d) for d in attn}
     if len(lengths) > 1:
         raise DataError(f"attention steps have different lengths {sorted(lengths)}")
     if lengths and lengths.pop() > len(article):
-        raise DataError(f"attention covers {len(attn[0])} positions but the article has only "
-                        f"{len(article)} words")
+        raise DataError(
+            f"attention covers {len(attn[0])} positions but the article has only "
+            f"{len(article)} words"
+        )
     for i, d in enumerate(attn):
         _check_range(d, f"attn_dists[{i}]")
     if "p_gens" in data:
@@ -123,8 +129,13 @@ def _json_for_script(data) -> str:
     """JSON that is inert inside <script>: no `</script>`, `<!--` or `&` can appear in it.
     The escapes are plain JSON string escapes, so JSON.parse gives the original text back."""
     text = json.dumps(data, allow_nan=False, ensure_ascii=False)
-    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _template(name: str) -> str:
@@ -143,8 +154,9 @@ def render_attention_page(data: dict, title: str = "Attention visualisation") ->
     page_data["attn_dists"] = [[round(v, PAGE_DIGITS) for v in d] for d in data["attn_dists"]]
     if "p_gens" in data:
         page_data["p_gens"] = [[round(p[0], PAGE_DIGITS)] for p in data["p_gens"]]
-    return _fill(_template("attention_page.html"), TITLE=html.escape(title),
-                 DATA=_json_for_script(page_data))
+    return _fill(
+        _template("attention_page.html"), TITLE=html.escape(title), DATA=_json_for_script(page_data)
+    )
 
 
 def write_attention_page(path: str, data: dict, title: str = "Attention visualisation") -> None:
@@ -171,11 +183,17 @@ def write_index(directory: str, title: str = "Attention visualisations") -> str:
         page_title = html.unescape(m.group(1)).strip() if m else name
         # Relative links so the listing works from file:// and after moving the directory.
         href = html.escape(quote(name), quote=True)
-        items.append(f'<li><a href="{href}">{html.escape(page_title)}</a> '
-                     f'<span class="file">{html.escape(name)}</span></li>')
+        items.append(
+            f'<li><a href="{href}">{html.escape(page_title)}</a> '
+            f'<span class="file">{html.escape(name)}</span></li>'
+        )
     body = "\n".join(items) if items else "<li>No pages yet.</li>"
-    text = _fill(_template("attention_index.html"), TITLE=html.escape(title), ITEMS=body,
-                 COUNT=str(len(items)))
+    text = _fill(
+        _template("attention_index.html"),
+        TITLE=html.escape(title),
+        ITEMS=body,
+        COUNT=str(len(items)),
+    )
     path = os.path.join(directory, INDEX_NAME)
     atomic_write_text(path, text)
     return path

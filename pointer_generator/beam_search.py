@@ -43,8 +43,9 @@ StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor, tf.Tensor, Any]]
 TOP_K_CHUNK = 256  # entries per chunk of chunked_top_k (a sweep of 64-512: all ~3x)
 
 
-def chunked_top_k(values: tf.Tensor, k: int, chunk: int = TOP_K_CHUNK
-                  ) -> tuple[tf.Tensor, tf.Tensor]:
+def chunked_top_k(
+    values: tf.Tensor, k: int, chunk: int = TOP_K_CHUNK
+) -> tuple[tf.Tensor, tf.Tensor]:
     """`tf.math.top_k(values, k)` for `values` [rows, V], same values and indices (ties
     included: the lower index first), about 3x faster for V = 50k on a CPU.
 
@@ -65,8 +66,7 @@ def chunked_top_k(values: tf.Tensor, k: int, chunk: int = TOP_K_CHUNK
     return top_k_of_chunks(chunks, tf.reduce_max(chunks, axis=-1), k)
 
 
-def top_k_of_chunks(chunks: tf.Tensor, chunk_max: tf.Tensor, k: int
-                    ) -> tuple[tf.Tensor, tf.Tensor]:
+def top_k_of_chunks(chunks: tf.Tensor, chunk_max: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
     """The top k of rows cut into equal chunks, given each chunk's maximum.
 
     Any chunk holding one of the row's top k has a maximum >= the k-th value, so only the
@@ -97,8 +97,7 @@ class Candidates(NamedTuple):
     ids: tf.Tensor
 
 
-def top_of(dist: tf.Tensor | Candidates, k: int, top_k: Callable
-           ) -> tuple[tf.Tensor, tf.Tensor]:
+def top_of(dist: tf.Tensor | Candidates, k: int, top_k: Callable) -> tuple[tf.Tensor, tf.Tensor]:
     """(top probabilities, their ids) [N, k] of a step's distribution or candidates."""
     if isinstance(dist, Candidates):
         probs, pos = tf.math.top_k(dist.probs, k)
@@ -109,7 +108,8 @@ def top_of(dist: tf.Tensor | Candidates, k: int, top_k: Callable
 def tile_beams(nested: Any, beam_size: int) -> Any:
     """Repeat every row `beam_size` times: [B, ...] -> [B*K, ...], row b*K + k = row b."""
     return tf.nest.map_structure(
-        lambda x: tf.repeat(tf.convert_to_tensor(x), beam_size, axis=0), nested)
+        lambda x: tf.repeat(tf.convert_to_tensor(x), beam_size, axis=0), nested
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -141,13 +141,16 @@ class _Config:
         trigram blocking must see the whole distribution."""
         if isinstance(dist, Candidates):
             if self.trigram_blocking:
-                raise ValueError("trigram blocking needs the step function's whole "
-                                 "distribution, not Candidates")
+                raise ValueError(
+                    "trigram blocking needs the step function's whole distribution, not Candidates"
+                )
             dist = dist.probs
         v_ext = dist.shape[-1]
         if v_ext is not None and v_ext < 2 * self.beam_size:
-            raise ValueError(f"the step function's distribution has {v_ext} entries; beam "
-                             f"search takes the top 2*beam_size = {2 * self.beam_size}")
+            raise ValueError(
+                f"the step function's distribution has {v_ext} entries; beam "
+                f"search takes the top 2*beam_size = {2 * self.beam_size}"
+            )
 
     def norm_table(self) -> np.ndarray:
         """float32 [max_dec_steps + 1]: the score divisor for g generated tokens.
@@ -168,8 +171,7 @@ def _repeated_trigram_ends(generated: list[int]) -> set[int]:
     if n < 2:
         return set()
     a, b = generated[-2], generated[-1]
-    return {generated[i + 2] for i in range(n - 2)
-            if generated[i] == a and generated[i + 1] == b}
+    return {generated[i + 2] for i in range(n - 2) if generated[i] == a and generated[i + 1] == b}
 
 
 def _trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> tf.Tensor:
@@ -184,8 +186,7 @@ def _trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> t
         return tf.zeros([b, k, v_ext], tf.bool)
 
     def at(pos):  # history[b, k, pos[b]] as [B, K, 1]
-        return tf.gather(history, tf.broadcast_to(pos[:, None, None], [b, k, 1]),
-                         batch_dims=2)
+        return tf.gather(history, tf.broadcast_to(pos[:, None, None], [b, k, 1]), batch_dims=2)
 
     prev2, prev1 = at(tf.maximum(t - 2, 0)), at(tf.maximum(t - 1, 0))
     # Trigram i is (h[i], h[i+1], h[i+2]); it counts once fully generated: i + 2 <= t - 1.
@@ -194,9 +195,11 @@ def _trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> t
     bi, ki, _ = tf.meshgrid(tf.range(b), tf.range(k), tf.range(m - 2), indexing="ij")
     index = tf.stack([bi, ki, history[..., 2:]], axis=-1)
     # Max-scatter: unmatched positions add a 0 and cannot un-block a matched token.
-    blocked = tf.tensor_scatter_nd_max(tf.zeros([b, k, v_ext], tf.int32),
-                                       tf.reshape(index, [-1, 3]),
-                                       tf.reshape(tf.cast(match, tf.int32), [-1]))
+    blocked = tf.tensor_scatter_nd_max(
+        tf.zeros([b, k, v_ext], tf.int32),
+        tf.reshape(index, [-1, 3]),
+        tf.reshape(tf.cast(match, tf.int32), [-1]),
+    )
     return blocked > 0
 
 
@@ -243,14 +246,28 @@ class Hypothesis:
         return tf.nest.map_structure(lambda x: x[self.carry_row], self.carry_source)
 
 
-def _extend(h: Hypothesis, token: int, log_prob: np.float32, attn: np.ndarray,
-            p_gen: float, carry_source: Any, carry_row: int, norm: np.ndarray) -> Hypothesis:
+def _extend(
+    h: Hypothesis,
+    token: int,
+    log_prob: np.float32,
+    attn: np.ndarray,
+    p_gen: float,
+    carry_source: Any,
+    carry_row: int,
+    norm: np.ndarray,
+) -> Hypothesis:
     # Running float32 sum in token order: the batched search adds in the same order.
     total = np.float32(h.log_prob_sum + log_prob)
-    return Hypothesis(tokens=h.tokens + [token], log_probs=h.log_probs + [log_prob],
-                      attn_dists=h.attn_dists + [attn], p_gens=h.p_gens + [p_gen],
-                      log_prob_sum=total, score=np.float32(total / norm[len(h.tokens)]),
-                      carry_source=carry_source, carry_row=carry_row)
+    return Hypothesis(
+        tokens=h.tokens + [token],
+        log_probs=h.log_probs + [log_prob],
+        attn_dists=h.attn_dists + [attn],
+        p_gens=h.p_gens + [p_gen],
+        log_prob_sum=total,
+        score=np.float32(total / norm[len(h.tokens)]),
+        carry_source=carry_source,
+        carry_row=carry_row,
+    )
 
 
 def _stack_carries(rows: list[Hypothesis]) -> Any:
@@ -262,10 +279,20 @@ def _stack_carries(rows: list[Hypothesis]) -> Any:
     return tf.nest.map_structure(lambda *xs: tf.stack(xs), *[h.carry for h in rows])
 
 
-def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, vocab_size: int,
-                       max_dec_steps: int, min_dec_steps: int, start_id: int, stop_id: int,
-                       unk_id: int, trigram_blocking: bool = False,
-                       length_penalty: float | None = None) -> Hypothesis:
+def beam_search_single(
+    step_fn: StepFn,
+    init_carry: Any,
+    *,
+    beam_size: int,
+    vocab_size: int,
+    max_dec_steps: int,
+    min_dec_steps: int,
+    start_id: int,
+    stop_id: int,
+    unk_id: int,
+    trigram_blocking: bool = False,
+    length_penalty: float | None = None,
+) -> Hypothesis:
     """Beam search for one article, exactly the original algorithm (spec section 5).
 
     Args:
@@ -280,15 +307,31 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, voca
     Returns:
       The best finished hypothesis, or the best of the last beam if none finished.
     """
-    cfg = _Config(beam_size, vocab_size, max_dec_steps, min_dec_steps, start_id, stop_id,
-                  unk_id, trigram_blocking, length_penalty)
+    cfg = _Config(
+        beam_size,
+        vocab_size,
+        max_dec_steps,
+        min_dec_steps,
+        start_id,
+        stop_id,
+        unk_id,
+        trigram_blocking,
+        length_penalty,
+    )
     k = beam_size
     norm = cfg.norm_table()
     init_carry = tf.nest.map_structure(tf.convert_to_tensor, init_carry)
     zero = np.float32(0.0)
-    start = Hypothesis(tokens=[start_id], log_probs=[zero], attn_dists=[], p_gens=[],
-                       log_prob_sum=zero, score=np.float32(zero / norm[0]),
-                       carry_source=init_carry, carry_row=0)
+    start = Hypothesis(
+        tokens=[start_id],
+        log_probs=[zero],
+        attn_dists=[],
+        p_gens=[],
+        log_prob_sum=zero,
+        score=np.float32(zero / norm[0]),
+        carry_source=init_carry,
+        carry_row=0,
+    )
     hyps = [start] * k
     results: list[Hypothesis] = []
     steps = 0
@@ -296,13 +339,16 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, voca
         # The beam is only short of K when trigram blocking skipped candidates; pad the
         # rows so step_fn always sees N = K (padded rows are never expanded).
         rows = hyps + [hyps[-1]] * (k - len(hyps))
-        tokens = tf.constant([h.latest_token if 0 <= h.latest_token < vocab_size else unk_id
-                              for h in rows], tf.int32)
+        tokens = tf.constant(
+            [h.latest_token if 0 <= h.latest_token < vocab_size else unk_id for h in rows], tf.int32
+        )
         probs, attn, p_gen, new_carry = step_fn(tokens, _stack_carries(rows))
         cfg.check_dist(probs)
         n_expand = 1 if steps == 0 else len(hyps)
-        blocked = [_repeated_trigram_ends(h.tokens[1:]) if trigram_blocking else set()
-                   for h in hyps[:n_expand]]
+        blocked = [
+            _repeated_trigram_ends(h.tokens[1:]) if trigram_blocking else set()
+            for h in hyps[:n_expand]
+        ]
         if trigram_blocking:
             probs = np.array(probs, dtype=np.float32)
             for i, ids in enumerate(blocked):
@@ -319,8 +365,11 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, *, beam_size: int, voca
                 token = int(top_ids[i, j])
                 if token in blocked[i]:
                     continue
-                candidates.append(_extend(hyps[i], token, top_logp[i, j], attn[i],
-                                          float(p_gen[i]), new_carry, i, norm))
+                candidates.append(
+                    _extend(
+                        hyps[i], token, top_logp[i, j], attn[i], float(p_gen[i]), new_carry, i, norm
+                    )
+                )
         candidates.sort(key=lambda h: h.score, reverse=True)  # stable, like the original
 
         new_hyps = []
@@ -361,14 +410,26 @@ def _segment_sizes(batch, min_size: int | None) -> list:
     return sizes
 
 
-def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | tf.Tensor,
-                        beam_size: int, vocab_size: int, max_dec_steps: int,
-                        min_dec_steps: int, start_id: int, stop_id: int, unk_id: int,
-                        trigram_blocking: bool = False, length_penalty: float | None = None,
-                        pad_id: int = PAD_ID, jit_compile: bool = False,
-                        top_k: Callable | None = None, articles: Any = None,
-                        min_compact_size: int | None = MIN_COMPACT_SIZE
-                        ) -> dict[str, tf.Tensor]:
+def batched_beam_search(
+    step_fn: StepFn,
+    init_carry: Any,
+    *,
+    batch_size: int | tf.Tensor,
+    beam_size: int,
+    vocab_size: int,
+    max_dec_steps: int,
+    min_dec_steps: int,
+    start_id: int,
+    stop_id: int,
+    unk_id: int,
+    trigram_blocking: bool = False,
+    length_penalty: float | None = None,
+    pad_id: int = PAD_ID,
+    jit_compile: bool = False,
+    top_k: Callable | None = None,
+    articles: Any = None,
+    min_compact_size: int | None = MIN_COMPACT_SIZE,
+) -> dict[str, tf.Tensor]:
     """Beam search for a batch of articles in one `tf.while_loop` (N = B*K rows).
 
     Identical per article to `beam_search_single` with the same step function. Called
@@ -407,8 +468,18 @@ def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | t
       attn_dists  float32 [B, max_dec_steps, T]  attention per generated id, 0 after
       p_gens      float32 [B, max_dec_steps]     p_gen per generated id, 0 after
     """
-    cfg = _Config(beam_size, vocab_size, max_dec_steps, min_dec_steps, start_id, stop_id,
-                  unk_id, trigram_blocking, length_penalty, top_k or chunked_top_k)
+    cfg = _Config(
+        beam_size,
+        vocab_size,
+        max_dec_steps,
+        min_dec_steps,
+        start_id,
+        stop_id,
+        unk_id,
+        trigram_blocking,
+        length_penalty,
+        top_k or chunked_top_k,
+    )
     if isinstance(batch_size, int) and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     sizes = _segment_sizes(batch_size, None if articles is None else min_compact_size)
@@ -421,9 +492,10 @@ def batched_beam_search(step_fn: StepFn, init_carry: Any, *, batch_size: int | t
         call = step_fn
     if tf.inside_function():
         return _batched_graph(call, init_carry, articles, batch_size, sizes, cfg, pad_id)
-    fn = tf.function(lambda carry, arts: _batched_graph(call, carry, arts, batch_size, sizes,
-                                                        cfg, pad_id),
-                     jit_compile=jit_compile)
+    fn = tf.function(
+        lambda carry, arts: _batched_graph(call, carry, arts, batch_size, sizes, cfg, pad_id),
+        jit_compile=jit_compile,
+    )
     return fn(init_carry, articles)
 
 
@@ -438,9 +510,11 @@ def _first_argmax(scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
 
 def _select_rows(mask_rows: tf.Tensor, new: Any, old: Any) -> Any:
     """Per row of N: `new` where mask_rows [N] else `old`, for every leaf of a nest."""
+
     def pick(a, b):
         m = tf.reshape(mask_rows, [-1] + [1] * (a.shape.rank - 1))
         return tf.where(m, a, b)
+
     return tf.nest.map_structure(pick, new, old)
 
 
@@ -474,12 +548,10 @@ class _SearchState(NamedTuple):
 
 
 # What the end of the search reads of every article.
-_FINAL_FIELDS = ("beam_sum", "alive", "n_steps", "res_count", "res_score", "res_end",
-                 "res_parent")
+_FINAL_FIELDS = ("beam_sum", "alive", "n_steps", "res_count", "res_score", "res_end", "res_parent")
 
 
-def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
-             ) -> tuple[_SearchState, tuple]:
+def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config) -> tuple[_SearchState, tuple]:
     """One step of every running article of `state` (b rows, each at its own step t).
 
     The original's selection, batched: expand each hypothesis with its top 2K, then scan
@@ -496,8 +568,22 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
     cand_index = tf.range(c)
     earlier = cand_index[:, None] < cand_index[None, :]  # [C', C]: c' precedes c in order
     slots = tf.range(k)
-    (t, latest, carry, beam_sum, alive, finished, n_steps, res_count, res_score,
-     res_end, res_parent, history, arts, index) = state
+    (
+        t,
+        latest,
+        carry,
+        beam_sum,
+        alive,
+        finished,
+        n_steps,
+        res_count,
+        res_score,
+        res_end,
+        res_parent,
+        history,
+        arts,
+        index,
+    ) = state
     feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
     probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry, arts)
     cfg.check_dist(probs)
@@ -514,9 +600,9 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
     # Finished articles may stand at step m; their scores are never read.
     cand_score = cand_sum / tf.gather(norm, tf.minimum(t + 1, m))[:, None, None]
     # Step 0: the K hypotheses are copies, only the first is expanded.
-    valid = tf.broadcast_to(alive[:, :, None]
-                            & ((t > 0)[:, None, None] | (slots == 0)[None, :, None]),
-                            [b, k, two_k])
+    valid = tf.broadcast_to(
+        alive[:, :, None] & ((t > 0)[:, None, None] | (slots == 0)[None, :, None]), [b, k, two_k]
+    )
     if cfg.trigram_blocking:
         valid &= ~tf.gather(blocked, top_ids, batch_dims=2)
     valid = tf.reshape(valid & ~finished[:, None, None], [b, c])
@@ -530,9 +616,9 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
     s_prev, s_this = scores[:, :, None], scores[:, None, :]
     before = valid[:, :, None] & ((s_prev > s_this) | (tf.equal(s_prev, s_this) & earlier))
     nonstop_before = tf.reduce_sum(
-        tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1)
-    stop_before = tf.reduce_sum(
-        tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), axis=1)
+        tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1
+    )
+    stop_before = tf.reduce_sum(tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), axis=1)
     accept_stop = (t >= cfg.min_dec_steps)[:, None]  # [B, 1]
     taken_stops = tf.where(accept_stop, stop_before, 0)
     # The scan stops once K hypotheses or K results exist; processed = scanned.
@@ -550,7 +636,8 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
 
     # Results slot r = running count + stops accepted before it in this step.
     res_sel = to_result[:, :, None] & tf.equal(
-        res_count[:, None, None] + stop_before[:, :, None], slots)
+        res_count[:, None, None] + stop_before[:, :, None], slots
+    )
     res_new = tf.reduce_any(res_sel, axis=1)
     res_pick = tf.argmax(tf.cast(res_sel, tf.int32), axis=1, output_type=tf.int32)
     res_score = tf.where(res_new, tf.gather(scores, res_pick, batch_dims=1), res_score)
@@ -563,22 +650,39 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config
     advance = ~finished & tf.reduce_any(filled, axis=1)
     adv_bk = tf.broadcast_to(advance[:, None], [b, k])
     parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
-    carry = _select_rows(tf.reshape(adv_bk, [n]),
-                         tf.nest.map_structure(lambda x: tf.gather(x, parent_rows),
-                                               new_carry), carry)
+    carry = _select_rows(
+        tf.reshape(adv_bk, [n]),
+        tf.nest.map_structure(lambda x: tf.gather(x, parent_rows), new_carry),
+        carry,
+    )
     latest = tf.where(adv_bk, new_tok, latest)
     beam_sum = tf.where(adv_bk, new_sum, beam_sum)
     alive = tf.where(adv_bk, filled, alive)
     n_steps += tf.cast(advance, tf.int32)
     if cfg.trigram_blocking:
         grown = tf.gather(history, new_parent, batch_dims=1)
-        grown = tf.where(tf.equal(tf.range(m)[None, None, :], t[:, None, None]),
-                         new_tok[:, :, None], grown)
+        grown = tf.where(
+            tf.equal(tf.range(m)[None, None, :], t[:, None, None]), new_tok[:, :, None], grown
+        )
         history = tf.where(adv_bk[:, :, None], grown, history)
     t = tf.where(finished, t, t + 1)
     finished = finished | ~advance | (res_count >= k) | (t >= m)
-    state = _SearchState(t, latest, carry, beam_sum, alive, finished, n_steps, res_count,
-                         res_score, res_end, res_parent, history, arts, index)
+    state = _SearchState(
+        t,
+        latest,
+        carry,
+        beam_sum,
+        alive,
+        finished,
+        n_steps,
+        res_count,
+        res_score,
+        res_end,
+        res_parent,
+        history,
+        arts,
+        index,
+    )
     return state, (new_tok, new_parent, attn, p_gen)
 
 
@@ -595,16 +699,23 @@ def _choose(final: dict, norm: tf.Tensor, k: int) -> tuple[tf.Tensor, ...]:
     r = _first_argmax(res_score, slots[None, :] < res_count[:, None])
     beam_score = final["beam_sum"] / tf.gather(norm, final["n_steps"])[:, None]
     kb = _first_argmax(beam_score, final["alive"])
-    score = tf.where(has_result, tf.gather(res_score, r, batch_dims=1),
-                     tf.gather(beam_score, kb, batch_dims=1))
-    last = tf.where(has_result, tf.gather(final["res_end"], r, batch_dims=1),
-                    final["n_steps"] - 1)
+    score = tf.where(
+        has_result, tf.gather(res_score, r, batch_dims=1), tf.gather(beam_score, kb, batch_dims=1)
+    )
+    last = tf.where(has_result, tf.gather(final["res_end"], r, batch_dims=1), final["n_steps"] - 1)
     end_parent = tf.gather(final["res_parent"], r, batch_dims=1)
     return score, last, has_result, end_parent, kb
 
 
-def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int | tf.Tensor,
-                   sizes: list, cfg: _Config, pad_id: int) -> dict[str, tf.Tensor]:
+def _batched_graph(
+    step_fn: Callable,
+    init_carry: Any,
+    articles: Any,
+    batch: int | tf.Tensor,
+    sizes: list,
+    cfg: _Config,
+    pad_id: int,
+) -> dict[str, tf.Tensor]:
     """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
 
     The loop state is a `_SearchState`, advanced by `_advance`. Per step the records
@@ -628,8 +739,10 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
         def body(it, state, tas):
             state_before = state
             state, records = _advance(step_fn, state, b, cfg)
-            tas = tuple(ta.write(it, to_whole(r, state_before.index))
-                        for ta, r in zip(tas, records, strict=True))
+            tas = tuple(
+                ta.write(it, to_whole(r, state_before.index))
+                for ta, r in zip(tas, records, strict=True)
+            )
             return it + 1, state, tas
 
         def cond(it, state, tas):
@@ -645,27 +758,40 @@ def _batched_graph(step_fn: Callable, init_carry: Any, articles: Any, batch: int
     b = batch
     article_rows = tf.repeat(tf.range(b) * k, k)  # [N]: row b*K of each article
     carry0 = tf.nest.map_structure(
-        lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry)
+        lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry
+    )
     state = _initial_state(b, k, carry0, articles, cfg)
-    tas = (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.int32, size=m),
-           tf.TensorArray(tf.float32, size=m), tf.TensorArray(tf.float32, size=m))
+    tas = (
+        tf.TensorArray(tf.int32, size=m),
+        tf.TensorArray(tf.int32, size=m),
+        tf.TensorArray(tf.float32, size=m),
+        tf.TensorArray(tf.float32, size=m),
+    )
     final = {f: getattr(state, f) for f in _FINAL_FIELDS}  # per article of the whole batch
     it = tf.constant(0)
     for i, size in enumerate(sizes):
         next_size = sizes[i + 1] if i + 1 < len(sizes) else None
         it, state, tas = run(size, next_size, it, state, tas)
         for f in _FINAL_FIELDS:
-            final[f] = (tf.tensor_scatter_nd_update(final[f], state.index[:, None],
-                                                    getattr(state, f))
-                        if compacting else getattr(state, f))
+            final[f] = (
+                tf.tensor_scatter_nd_update(final[f], state.index[:, None], getattr(state, f))
+                if compacting
+                else getattr(state, f)
+            )
         if next_size:
             state = _compact(state, next_size, k)
 
     score, last, has_result, end_parent, kb = _choose(final, tf.constant(cfg.norm_table()), k)
-    tokens, attn, p_gens = _backtrack(tas, it, last, has_result, end_parent, kb,
-                                      cfg.stop_id, pad_id, m)
-    return {"tokens": tokens, "lengths": last + 1, "scores": score,
-            "attn_dists": attn, "p_gens": p_gens}
+    tokens, attn, p_gens = _backtrack(
+        tas, it, last, has_result, end_parent, kb, cfg.stop_id, pad_id, m
+    )
+    return {
+        "tokens": tokens,
+        "lengths": last + 1,
+        "scores": score,
+        "attn_dists": attn,
+        "p_gens": p_gens,
+    }
 
 
 def _initial_state(b, k: int, carry: Any, articles: Any, cfg: _Config) -> _SearchState:
@@ -673,13 +799,21 @@ def _initial_state(b, k: int, carry: Any, articles: Any, cfg: _Config) -> _Searc
     zeros_bk = tf.zeros([b, k], tf.int32)
     m = cfg.max_dec_steps
     return _SearchState(
-        t=tf.zeros([b], tf.int32), latest=tf.fill([b, k], cfg.start_id), carry=carry,
-        beam_sum=tf.zeros([b, k]), alive=tf.ones([b, k], tf.bool),
-        finished=tf.zeros([b], tf.bool), n_steps=tf.zeros([b], tf.int32),
-        res_count=tf.zeros([b], tf.int32), res_score=tf.zeros([b, k]), res_end=zeros_bk,
-        res_parent=zeros_bk, history=tf.zeros([b, k, m if cfg.trigram_blocking else 0],
-                                              tf.int32),
-        articles=tf.nest.map_structure(tf.convert_to_tensor, articles), index=tf.range(b))
+        t=tf.zeros([b], tf.int32),
+        latest=tf.fill([b, k], cfg.start_id),
+        carry=carry,
+        beam_sum=tf.zeros([b, k]),
+        alive=tf.ones([b, k], tf.bool),
+        finished=tf.zeros([b], tf.bool),
+        n_steps=tf.zeros([b], tf.int32),
+        res_count=tf.zeros([b], tf.int32),
+        res_score=tf.zeros([b, k]),
+        res_end=zeros_bk,
+        res_parent=zeros_bk,
+        history=tf.zeros([b, k, m if cfg.trigram_blocking else 0], tf.int32),
+        articles=tf.nest.map_structure(tf.convert_to_tensor, articles),
+        index=tf.range(b),
+    )
 
 
 def _beam_rows(articles: tf.Tensor, k: int) -> tf.Tensor:
@@ -691,9 +825,12 @@ def _gather_articles(state: _SearchState, order: tf.Tensor, k: int) -> _SearchSt
     """The state of the articles `order` [S'] only, in that order (each with its K carry
     rows)."""
     rows = _beam_rows(order, k)
-    parts = {name: tf.nest.map_structure(
-        lambda x, idx=(rows if name == "carry" else order): tf.gather(x, idx), value)
-        for name, value in state._asdict().items()}
+    parts = {
+        name: tf.nest.map_structure(
+            lambda x, idx=(rows if name == "carry" else order): tf.gather(x, idx), value
+        )
+        for name, value in state._asdict().items()
+    }
     return _SearchState(**parts)
 
 
@@ -702,7 +839,8 @@ def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
     finished ones to fill up."""
     # A stable sort on the finished flag: running rows first, each group in row order.
     return _gather_articles(
-        state, tf.argsort(tf.cast(state.finished, tf.int32), stable=True)[:size], k)
+        state, tf.argsort(tf.cast(state.finished, tf.int32), stable=True)[:size], k
+    )
 
 
 def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):
@@ -717,8 +855,11 @@ def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, 
     """
     ta_tok, ta_par, ta_attn, ta_pgen = tas
     b = tf.shape(last)[0]
-    outs = (tf.TensorArray(tf.int32, size=m), tf.TensorArray(tf.float32, size=m),
-            tf.TensorArray(tf.float32, size=m))
+    outs = (
+        tf.TensorArray(tf.int32, size=m),
+        tf.TensorArray(tf.float32, size=m),
+        tf.TensorArray(tf.float32, size=m),
+    )
 
     def body(t, slot, outs):
         # Steps the loop never ran lie beyond every article's end; read a written one.
@@ -729,14 +870,17 @@ def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, 
         keep = t <= last
         attn = tf.gather(ta_attn.read(tt), cur, batch_dims=1)
         p_gen = tf.gather(ta_pgen.read(tt), cur, batch_dims=1)
-        outs = (outs[0].write(t, tf.where(keep, tok, pad_id)),
-                outs[1].write(t, tf.where(keep[:, None], attn, tf.zeros_like(attn))),
-                outs[2].write(t, tf.where(keep, p_gen, tf.zeros_like(p_gen))))
+        outs = (
+            outs[0].write(t, tf.where(keep, tok, pad_id)),
+            outs[1].write(t, tf.where(keep[:, None], attn, tf.zeros_like(attn))),
+            outs[2].write(t, tf.where(keep, p_gen, tf.zeros_like(p_gen))),
+        )
         return t - 1, tf.where(keep, cur, slot), outs
 
     slot0 = tf.where(has_result, tf.zeros([b], tf.int32), end_slot)
-    _, _, outs = tf.while_loop(lambda t, *_: t >= 0, body, (tf.constant(m - 1), slot0, outs),
-                               maximum_iterations=m)
+    _, _, outs = tf.while_loop(
+        lambda t, *_: t >= 0, body, (tf.constant(m - 1), slot0, outs), maximum_iterations=m
+    )
     tokens = tf.transpose(outs[0].stack(), [1, 0])
     attn = tf.transpose(outs[1].stack(), [1, 0, 2])
     p_gens = tf.transpose(outs[2].stack(), [1, 0])

@@ -71,8 +71,10 @@ def validate_framing(path: str) -> int:
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror})") from None
     if size > MAX_FILE_BYTES:
-        raise DataError(f"{path}: {size} bytes is too large for one TensorFlow string "
-                        "(split it into chunks, e.g. with binfile.write_chunked)")
+        raise DataError(
+            f"{path}: {size} bytes is too large for one TensorFlow string "
+            "(split it into chunks, e.g. with binfile.write_chunked)"
+        )
     pos, index = 0, 0
     with f:
         while pos < size:
@@ -90,13 +92,17 @@ def validate_framing(path: str) -> int:
 
 
 def _truncated_prefix_msg(path, index, left) -> str:
-    return (f"{path}: record {index} is truncated: {left} bytes left where an "
-            f"{_PREFIX_SIZE}-byte length prefix was expected")
+    return (
+        f"{path}: record {index} is truncated: {left} bytes left where an "
+        f"{_PREFIX_SIZE}-byte length prefix was expected"
+    )
 
 
 def _bad_length_msg(path, index, n, left) -> str:
-    return (f"{path}: record {index} claims {n} bytes but only {left} remain in the file "
-            "(truncated, or not a .bin file)")
+    return (
+        f"{path}: record {index} claims {n} bytes but only {left} remain in the file "
+        "(truncated, or not a .bin file)"
+    )
 
 
 @contextlib.contextmanager
@@ -119,27 +125,35 @@ def data_errors():
         if "Could not parse example input" in (e.message or ""):
             # Only reachable for bytes that pass the header check below but are still
             # not a protobuf; TF's message does not name the file.
-            raise DataError("a .bin record is not a serialized tf.train.Example "
-                            f"(TensorFlow: {e.message[:300]})") from None
+            raise DataError(
+                "a .bin record is not a serialized tf.train.Example "
+                f"(TensorFlow: {e.message[:300]})"
+            ) from None
         wrong_type = _WRONG_TYPE_RE.search(e.message or "")
         if wrong_type:
             # An int64 or float feature where bytes are expected; TF's message gives the
             # record index in its file but not the file.
             key, index = wrong_type.groups()
-            raise DataError(f"a .bin record's {key!r} feature is not a bytes feature (record "
-                            f"{index} of its file; {_FIND_IT})") from None
+            raise DataError(
+                f"a .bin record's {key!r} feature is not a bytes feature (record "
+                f"{index} of its file; {_FIND_IT})"
+            ) from None
         if isinstance(e, tf.errors.InvalidArgumentError) and "ParseExample" in (e.message or ""):
             # Any other protobuf tf.io.parse_example rejects (bytes that pass the header
             # check but are not a valid Example, e.g. a feature of an unknown kind).
-            raise DataError("a .bin record is not a valid tf.train.Example (TensorFlow: "
-                            f"{_op_reason(e.message)}; {_FIND_IT})") from None
+            raise DataError(
+                "a .bin record is not a valid tf.train.Example (TensorFlow: "
+                f"{_op_reason(e.message)}; {_FIND_IT})"
+            ) from None
         raise
     except UnicodeDecodeError as e:
         # TensorFlow quotes the bad record in its error message, and that message cannot
         # even be turned into a Python exception when the bytes are not UTF-8.
         if _raised_in_tensorflow(e):
-            raise DataError("a .bin record is not a valid tf.train.Example (TensorFlow's "
-                            f"error message about it is not even text; {_FIND_IT})") from None
+            raise DataError(
+                "a .bin record is not a valid tf.train.Example (TensorFlow's "
+                f"error message about it is not even text; {_FIND_IT})"
+            ) from None
         raise
 
 
@@ -193,8 +207,9 @@ def record_spans(path, content, padded):
     k = tf.constant(_PREFIX_SIZE, tf.int64)
 
     def read_prefix(pos):
-        return tf.io.decode_raw(tf.strings.substr(padded, pos, k), tf.int64,
-                                little_endian=_LITTLE_ENDIAN)[0]
+        return tf.io.decode_raw(
+            tf.strings.substr(padded, pos, k), tf.int64, little_endian=_LITTLE_ENDIAN
+        )[0]
 
     # The loop is the only sequential part; it carries as few values as possible because
     # each loop variable costs executor work per record. A bad prefix jumps to size + 1,
@@ -205,8 +220,10 @@ def record_spans(path, content, padded):
         return nxt, prefixes.write(prefixes.size(), pos)
 
     end, prefixes = tf.while_loop(
-        lambda pos, _: pos < size, body,
-        (tf.constant(0, tf.int64), tf.TensorArray(tf.int64, 0, dynamic_size=True)))
+        lambda pos, _: pos < size,
+        body,
+        (tf.constant(0, tf.int64), tf.TensorArray(tf.int64, 0, dynamic_size=True)),
+    )
     prefix_pos = tf.reshape(prefixes.stack(), [-1])
 
     def fail():
@@ -215,12 +232,29 @@ def record_spans(path, content, padded):
         left = size - at - k
         msg = tf.cond(
             left < 0,
-            lambda: tf.strings.join([path, ": record ", _str(bad), " is truncated: ",
-                                     _str(left + k), " bytes left where an "
-                                     f"{_PREFIX_SIZE}-byte length prefix was expected"]),
-            lambda: tf.strings.join([path, ": record ", _str(bad), " claims ",
-                                     _str(read_prefix(at)), " bytes but only ", _str(left),
-                                     " remain in the file (truncated, or not a .bin file)"]))
+            lambda: tf.strings.join(
+                [
+                    path,
+                    ": record ",
+                    _str(bad),
+                    " is truncated: ",
+                    _str(left + k),
+                    f" bytes left where an {_PREFIX_SIZE}-byte length prefix was expected",
+                ]
+            ),
+            lambda: tf.strings.join(
+                [
+                    path,
+                    ": record ",
+                    _str(bad),
+                    " claims ",
+                    _str(read_prefix(at)),
+                    " bytes but only ",
+                    _str(left),
+                    " remain in the file (truncated, or not a .bin file)",
+                ]
+            ),
+        )
         with tf.control_dependencies([assert_data(False, msg)]):
             return tf.constant(False)
 
@@ -246,8 +280,7 @@ def _example_header_ok(padded, starts, lens):
     n_bytes = tf.argmax(tf.cast(ends, tf.int32), axis=1, output_type=tf.int64) + 1
     weights = tf.bitwise.left_shift(tf.ones([5], tf.int64), tf.range(0, 35, 7, tf.int64))
     used = tf.range(5, dtype=tf.int64)[None, :] < n_bytes[:, None]
-    value = tf.reduce_sum(tf.where(used, tf.bitwise.bitwise_and(varint, 127) * weights, 0),
-                          axis=1)
+    value = tf.reduce_sum(tf.where(used, tf.bitwise.bitwise_and(varint, 127) * weights, 0), axis=1)
     return (lens == 0) | ((tag == 0x0A) & terminated & (1 + n_bytes + value == lens))
 
 
@@ -271,22 +304,40 @@ def read_bin_file(path):
     with tf.control_dependencies([framing_ok]):
         header_ok = _example_header_ok(padded, starts, lens)
         bad = _first_bad(header_ok)
-        is_example = assert_data(tf.reduce_all(header_ok), tf.strings.join(
-            [path, ": record ", _str(bad), " is not a serialized tf.train.Example"]))
+        is_example = assert_data(
+            tf.reduce_all(header_ok),
+            tf.strings.join(
+                [path, ": record ", _str(bad), " is not a serialized tf.train.Example"]
+            ),
+        )
     with tf.control_dependencies([is_example]):
         serialized = tf.strings.substr(content, starts, lens)
-        parsed = tf.io.parse_example(serialized, {
-            "article": tf.io.RaggedFeature(tf.string),
-            "abstract": tf.io.RaggedFeature(tf.string)})
+        parsed = tf.io.parse_example(
+            serialized,
+            {"article": tf.io.RaggedFeature(tf.string), "abstract": tf.io.RaggedFeature(tf.string)},
+        )
     checks = []
     for name in ("article", "abstract"):
         present = parsed[name].row_lengths() > 0
-        checks.append(assert_data(tf.reduce_all(present), tf.strings.join(
-            [path, ": record ", _str(_first_bad(present)), f" has no {name!r} bytes feature"])))
+        checks.append(
+            assert_data(
+                tf.reduce_all(present),
+                tf.strings.join(
+                    [
+                        path,
+                        ": record ",
+                        _str(_first_bad(present)),
+                        f" has no {name!r} bytes feature",
+                    ]
+                ),
+            )
+        )
     with tf.control_dependencies(checks):
         # Each feature holds one value; like the original, a longer list uses the first.
-        out = {name: tf.gather(parsed[name].values, parsed[name].row_starts())
-               for name in ("article", "abstract")}
+        out = {
+            name: tf.gather(parsed[name].values, parsed[name].row_starts())
+            for name in ("article", "abstract")
+        }
         out["record"] = tf.range(tf.size(starts, out_type=tf.int64))
     return out
 
@@ -306,10 +357,7 @@ def drop_empty_articles(path, examples):
     """
     keep = tf.strings.length(examples["article"]) > 0
     n_empty = tf.reduce_sum(tf.cast(tf.logical_not(keep), tf.int32))
-    warn = tf.cond(
-        n_empty > 0,
-        lambda: _warn(path, n_empty),
-        lambda: tf.constant(False))
+    warn = tf.cond(n_empty > 0, lambda: _warn(path, n_empty), lambda: tf.constant(False))
     with tf.control_dependencies([warn]):
         return {k: tf.boolean_mask(v, keep) for k, v in examples.items()}
 
@@ -328,17 +376,24 @@ def warn_non_utf8(path, examples):
     goes to stderr: `WARNING: pointer_generator input pipeline: <file>: N example(s)
     whose text is not valid UTF-8 (first: record R); ...`.
     """
-    ok = (tf.strings.regex_full_match(examples["article"], _VALID_UTF8)
-          & tf.strings.regex_full_match(examples["abstract"], _VALID_UTF8))
+    ok = tf.strings.regex_full_match(
+        examples["article"], _VALID_UTF8
+    ) & tf.strings.regex_full_match(examples["abstract"], _VALID_UTF8)
     n_bad = tf.reduce_sum(tf.cast(tf.logical_not(ok), tf.int32))
 
     def warn():
         first = tf.gather(examples["record"], _first_bad(ok))
-        message = tf.strings.join([
-            "WARNING: pointer_generator input pipeline: ", path, ": ", _str(n_bad),
-            " example(s) whose text is not valid UTF-8 (first: record ", _str(first),
-            "); the bytes are used as they are (invalid ones show as U+FFFD in decoded "
-            "text)"])
+        message = tf.strings.join(
+            [
+                "WARNING: pointer_generator input pipeline: ",
+                path,
+                ": ",
+                _str(n_bad),
+                " example(s) whose text is not valid UTF-8 (first: record ",
+                _str(first),
+                "); the bytes are used as they are (invalid ones show as U+FFFD in decoded text)",
+            ]
+        )
         with tf.control_dependencies([tf.print(message, output_stream=sys.stderr)]):
             return tf.constant(True)
 
@@ -348,7 +403,16 @@ def warn_non_utf8(path, examples):
 
 
 def _warn(path, n):
-    with tf.control_dependencies([tf.print("WARNING: pointer_generator input pipeline:",
-                                           path, ": skipped", n, "example(s) with an empty "
-                                           "article", output_stream=sys.stderr)]):
+    with tf.control_dependencies(
+        [
+            tf.print(
+                "WARNING: pointer_generator input pipeline:",
+                path,
+                ": skipped",
+                n,
+                "example(s) with an empty article",
+                output_stream=sys.stderr,
+            )
+        ]
+    ):
         return tf.constant(True)

@@ -78,9 +78,9 @@ def _fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, object
         if wire == 0:
             value, pos = _read_varint(buf, pos, end)
         elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
+            value, pos = buf[pos : pos + 8], pos + 8
         elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
+            value, pos = buf[pos : pos + 4], pos + 4
         elif wire == 2:
             n, pos = _read_varint(buf, pos, end)
             value, pos = (pos, pos + n), pos + n
@@ -106,13 +106,16 @@ def decode_example(data: bytes) -> dict[str, list[bytes]]:
             key, values = None, []
             for f3, w3, kv in _fields(data, *entry):
                 if f3 == 1 and w3 == 2:
-                    key = data[kv[0]:kv[1]].decode("utf-8")
+                    key = data[kv[0] : kv[1]].decode("utf-8")
                 elif f3 == 2 and w3 == 2:
                     values = []
                     for f4, w4, lst in _fields(data, *kv):
                         if f4 == 1 and w4 == 2:  # bytes_list
-                            values = [data[v[0]:v[1]] for f5, w5, v in _fields(data, *lst)
-                                      if f5 == 1 and w5 == 2]
+                            values = [
+                                data[v[0] : v[1]]
+                                for f5, w5, v in _fields(data, *lst)
+                                if f5 == 1 and w5 == 2
+                            ]
             if key is None:
                 raise ValueError("feature map entry without a key")
             out[key] = values
@@ -122,8 +125,7 @@ def decode_example(data: bytes) -> dict[str, list[bytes]]:
 # ----------------------------------------------------------------------------- records
 def encode_record(article: str, abstract: str) -> bytes:
     """One `.bin` record: length prefix + Example with `article` and `abstract`."""
-    ex = encode_example({"article": article.encode("utf-8"),
-                         "abstract": abstract.encode("utf-8")})
+    ex = encode_example({"article": article.encode("utf-8"), "abstract": abstract.encode("utf-8")})
     return struct.pack(_LEN_FMT, len(ex)) + ex
 
 
@@ -137,15 +139,19 @@ def iter_raw_records(path: str) -> Iterator[bytes]:
     pos, index = 0, 0
     while pos < len(data):
         if pos + _LEN_SIZE > len(data):
-            raise DataError(f"{path}: record {index} is truncated: {len(data) - pos} bytes "
-                            f"left where an {_LEN_SIZE}-byte length prefix was expected")
+            raise DataError(
+                f"{path}: record {index} is truncated: {len(data) - pos} bytes "
+                f"left where an {_LEN_SIZE}-byte length prefix was expected"
+            )
         (n,) = struct.unpack_from(_LEN_FMT, data, pos)
         pos += _LEN_SIZE
         if n < 0 or pos + n > len(data):
-            raise DataError(f"{path}: record {index} claims {n} bytes but only "
-                            f"{len(data) - pos} remain in the file (truncated or not a .bin "
-                            "file)")
-        yield data[pos:pos + n]
+            raise DataError(
+                f"{path}: record {index} claims {n} bytes but only "
+                f"{len(data) - pos} remain in the file (truncated or not a .bin "
+                "file)"
+            )
+        yield data[pos : pos + n]
         pos += n
         index += 1
 
@@ -187,8 +193,9 @@ class AtomicWriter:
     def __enter__(self):
         d = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(d, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=os.path.basename(self.path) + ".", suffix=".tmp",
-                                         dir=d)
+        fd, self._tmp = tempfile.mkstemp(
+            prefix=os.path.basename(self.path) + ".", suffix=".tmp", dir=d
+        )
         # mkstemp creates the file private (0600); give it the mode a plain open() would.
         umask = os.umask(0)
         os.umask(umask)
@@ -218,8 +225,9 @@ def write_bin(path: str, pairs: Iterable[tuple[str, str]]) -> int:
     return n
 
 
-def write_chunked(out_dir: str, set_name: str, pairs: Iterable[tuple[str, str]],
-                  chunk_size: int = 1000) -> list[str]:
+def write_chunked(
+    out_dir: str, set_name: str, pairs: Iterable[tuple[str, str]], chunk_size: int = 1000
+) -> list[str]:
     """Write `<out_dir>/<set_name>_NNN.bin` files of `chunk_size` records each.
 
     Unlike the original, no empty trailing chunk is written when the count is an exact

@@ -38,8 +38,13 @@ MAX_TO_KEEP = 3
 
 # Errors that mean "this checkpoint is being written or deleted right now": readers
 # (eval, decode) wait and retry instead of crashing.
-TRANSIENT_ERRORS = (tf.errors.NotFoundError, tf.errors.DataLossError,
-                    tf.errors.FailedPreconditionError, tf.errors.OutOfRangeError, OSError)
+TRANSIENT_ERRORS = (
+    tf.errors.NotFoundError,
+    tf.errors.DataLossError,
+    tf.errors.FailedPreconditionError,
+    tf.errors.OutOfRangeError,
+    OSError,
+)
 
 # Keys of this implementation's checkpoints that tell which flags a checkpoint was
 # trained with (see `_diagnose`).
@@ -78,8 +83,9 @@ def variable_shapes(path: str) -> dict[str, list[int]]:
     try:
         return tf.train.load_checkpoint(path).get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"cannot read checkpoint {path!r}: "
-                              f"{_first_line(getattr(e, 'message', str(e)))}") from None
+        raise CheckpointError(
+            f"cannot read checkpoint {path!r}: {_first_line(getattr(e, 'message', str(e)))}"
+        ) from None
 
 
 def is_tf1_checkpoint(shapes: dict) -> bool:
@@ -132,8 +138,10 @@ def _diagnose(shapes: dict, hps, vocab_size: int) -> list[str]:
     for key, shape in shapes.items():
         if _EMBEDDING_KEY.match(key) and len(shape) == 2:
             if shape[0] != vocab_size:
-                problems.append(f"it has a vocabulary of {shape[0]} words but the vocab file "
-                                f"and --vocab_size give {vocab_size}")
+                problems.append(
+                    f"it has a vocabulary of {shape[0]} words but the vocab file "
+                    f"and --vocab_size give {vocab_size}"
+                )
             if shape[1] != hps.emb_dim:
                 problems.append(f"it has emb_dim={shape[1]} but --emb_dim={hps.emb_dim}")
         if _HIDDEN_KEY.match(key) and len(shape) == 2 and shape[0] != hps.hidden_dim:
@@ -142,12 +150,17 @@ def _diagnose(shapes: dict, hps, vocab_size: int) -> list[str]:
     if has_cov and not hps.coverage:
         problems.append("it was trained with coverage; add --coverage=1")
     if hps.coverage and not has_cov:
-        problems.append("it was trained without coverage; convert it first with "
-                        "--convert_to_coverage_model=1 --coverage=1 (or drop --coverage)")
+        problems.append(
+            "it was trained without coverage; convert it first with "
+            "--convert_to_coverage_model=1 --coverage=1 (or drop --coverage)"
+        )
     has_ptr = any(_POINTER_KEY.match(k) for k in shapes)
     if has_ptr != hps.pointer_gen:
-        problems.append("it is a " + ("pointer-generator" if has_ptr else "baseline")
-                        + f" model but --pointer_gen={int(hps.pointer_gen)}")
+        problems.append(
+            "it is a "
+            + ("pointer-generator" if has_ptr else "baseline")
+            + f" model but --pointer_gen={int(hps.pointer_gen)}"
+        )
     return problems
 
 
@@ -158,12 +171,13 @@ def check_compatible(path: str, model) -> dict:
     """
     shapes = variable_shapes(path)
     if is_tf1_checkpoint(shapes):
-        raise CheckpointError(f"{path} is an original (TF1) checkpoint; start from it with "
-                              "--tf1_checkpoint instead of placing it in train/")
+        raise CheckpointError(
+            f"{path} is an original (TF1) checkpoint; start from it with "
+            "--tf1_checkpoint instead of placing it in train/"
+        )
     problems = _diagnose(shapes, model.hps, model.vocab_size)
     if problems:
-        raise CheckpointError(f"checkpoint {path} does not match the flags: "
-                              + "; ".join(problems))
+        raise CheckpointError(f"checkpoint {path} does not match the flags: " + "; ".join(problems))
     return shapes
 
 
@@ -183,8 +197,9 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, model):
         # The checkpoint may hold more than `checkpoint` (see above): no warnings for that.
         status.expect_partial()
     except (ValueError, AssertionError) as e:
-        raise CheckpointError(f"checkpoint {path} does not match the model: "
-                              f"{_first_line(str(e))}") from None
+        raise CheckpointError(
+            f"checkpoint {path} does not match the model: {_first_line(str(e))}"
+        ) from None
 
 
 DATA_CONFIG_KEY = "data_config/.ATTRIBUTES/VARIABLE_VALUE"
@@ -216,8 +231,11 @@ def restore_data_position(iterator, path: str) -> bool:
         tf.train.Checkpoint(data=iterator).restore(path).expect_partial()
         return True
     except (tf.errors.OpError, ValueError, AssertionError) as e:
-        log.warning("Could not restore the data position from %s (%s); the input pipeline "
-                    "starts afresh", path, _first_line(str(e)))
+        log.warning(
+            "Could not restore the data position from %s (%s); the input pipeline starts afresh",
+            path,
+            _first_line(str(e)),
+        )
         return False
 
 
@@ -231,8 +249,14 @@ class TrainCheckpoints:
       step: the global step variable (the checkpoint number).
     """
 
-    def __init__(self, directory: str, checkpoint: tf.train.Checkpoint, step: tf.Variable,
-                 max_to_keep: int = MAX_TO_KEEP, fallback: tf.train.Checkpoint | None = None):
+    def __init__(
+        self,
+        directory: str,
+        checkpoint: tf.train.Checkpoint,
+        step: tf.Variable,
+        max_to_keep: int = MAX_TO_KEEP,
+        fallback: tf.train.Checkpoint | None = None,
+    ):
         self.directory = directory
         self.step = step
         self.max_to_keep = max_to_keep
@@ -252,10 +276,8 @@ class TrainCheckpoints:
         """
         pattern = os.path.join(self.directory, f"{TRAIN_CHECKPOINT_NAME}-*")
         state = tf.train.get_checkpoint_state(self.directory)
-        listed = {os.path.basename(p) for p in state.all_model_checkpoint_paths} if state \
-            else set()
-        newest = max((int(m.group(1)) for m in map(_TRAIN_NAME.match, listed) if m),
-                     default=-1)
+        listed = {os.path.basename(p) for p in state.all_model_checkpoint_paths} if state else set()
+        newest = max((int(m.group(1)) for m in map(_TRAIN_NAME.match, listed) if m), default=-1)
         for path in tf.io.gfile.glob(pattern):
             name = os.path.basename(path)
             if "_temp" in name:
@@ -267,8 +289,11 @@ class TrainCheckpoints:
                 continue
             prefix = _TRAIN_NAME.match(name.split(".index")[0].split(".data-")[0])
             if prefix and int(prefix.group(1)) > newest and prefix.group(0) not in listed:
-                log.info("Removing %s, written by a save that did not finish (the state "
-                         "file does not name it)", path)
+                log.info(
+                    "Removing %s, written by a save that did not finish (the state "
+                    "file does not name it)",
+                    path,
+                )
                 try:
                     tf.io.gfile.remove(path)
                 except tf.errors.OpError:
@@ -276,9 +301,12 @@ class TrainCheckpoints:
 
     def _use(self, checkpoint: tf.train.Checkpoint) -> None:
         self.checkpoint = checkpoint
-        self.manager = tf.train.CheckpointManager(checkpoint, self.directory,
-                                                  max_to_keep=self.max_to_keep,
-                                                  checkpoint_name=TRAIN_CHECKPOINT_NAME)
+        self.manager = tf.train.CheckpointManager(
+            checkpoint,
+            self.directory,
+            max_to_keep=self.max_to_keep,
+            checkpoint_name=TRAIN_CHECKPOINT_NAME,
+        )
 
     @property
     def latest(self) -> str | None:
@@ -305,8 +333,11 @@ class TrainCheckpoints:
                 if self._fallback is None:
                     raise
                 # Typically an input pipeline whose position cannot be serialised.
-                log.warning("Cannot save the data position (%s); checkpoints will hold the "
-                            "model, optimizer and step only", _first_line(str(e)))
+                log.warning(
+                    "Cannot save the data position (%s); checkpoints will hold the "
+                    "model, optimizer and step only",
+                    _first_line(str(e)),
+                )
                 self._use(self._fallback)
                 self._fallback = None
                 path = self.manager.save(checkpoint_number=step)
@@ -314,11 +345,15 @@ class TrainCheckpoints:
             reason = write_failure_reason(e)
             newest = self.latest
             if newest == prefix:  # written and recorded; removing older ones failed
-                raise OutputError(f"saved checkpoint {prefix} but could not remove older "
-                                  f"ones in {self.directory}: {reason}") from None
+                raise OutputError(
+                    f"saved checkpoint {prefix} but could not remove older "
+                    f"ones in {self.directory}: {reason}"
+                ) from None
             _remove_partial_write(prefix)  # the state file still names the older ones
-            raise OutputError(f"cannot write checkpoint {prefix}: {reason}; the earlier "
-                              f"checkpoints are intact (newest: {newest})") from None
+            raise OutputError(
+                f"cannot write checkpoint {prefix}: {reason}; the earlier "
+                f"checkpoints are intact (newest: {newest})"
+            ) from None
         log.info("Saved checkpoint %s", path)
         return path
 
@@ -326,8 +361,9 @@ class TrainCheckpoints:
         return time.time() - self.last_save_time
 
 
-def add_to_state_file(directory: str, prefix: str, state_file: str = TRAIN_STATE_FILE,
-                      max_to_keep: int | None = None) -> list[str]:
+def add_to_state_file(
+    directory: str, prefix: str, state_file: str = TRAIN_STATE_FILE, max_to_keep: int | None = None
+) -> list[str]:
     """Make `prefix` the newest checkpoint of `directory/state_file` (atomic rewrite).
 
     Earlier entries are kept (up to `max_to_keep` in all, if given). Returns the prefixes
@@ -345,9 +381,13 @@ def add_to_state_file(directory: str, prefix: str, state_file: str = TRAIN_STATE
     # "last preserved" time make a later CheckpointManager keep these files for good
     # (a converted or restored model is never rotated away by the next training run).
     tf.compat.v1.train.update_checkpoint_state(
-        directory, os.path.basename(prefix), [os.path.basename(p) for p in paths],
-        latest_filename=state_file, all_model_checkpoint_timestamps=[now] * len(paths),
-        last_preserved_timestamp=now)
+        directory,
+        os.path.basename(prefix),
+        [os.path.basename(p) for p in paths],
+        latest_filename=state_file,
+        all_model_checkpoint_timestamps=[now] * len(paths),
+        last_preserved_timestamp=now,
+    )
     return dropped
 
 
@@ -360,28 +400,35 @@ def delete_checkpoint_files(prefix: str) -> None:
             pass
 
 
-def write_named(checkpoint: tf.train.Checkpoint, prefix: str,
-                state_file: str = TRAIN_STATE_FILE, max_to_keep: int | None = None) -> str:
+def write_named(
+    checkpoint: tf.train.Checkpoint,
+    prefix: str,
+    state_file: str = TRAIN_STATE_FILE,
+    max_to_keep: int | None = None,
+) -> str:
     """Write `checkpoint` at `prefix`, then point the directory's state file at it.
 
     Refuses to overwrite an existing checkpoint (the overwrite would not be atomic).
     """
     if tf.io.gfile.exists(prefix + ".index"):
-        raise CheckpointError(f"{prefix} already exists; remove it first if it should be "
-                              "replaced")
+        raise CheckpointError(f"{prefix} already exists; remove it first if it should be replaced")
     directory = os.path.dirname(prefix)
     checkpoint.save_counter  # noqa: B018  (created on access; `write` saves it only then)
     try:
         path = checkpoint.write(prefix)
     except (tf.errors.OpError, OSError) as e:
         _remove_partial_write(prefix)
-        raise OutputError(f"cannot write checkpoint {prefix}: {write_failure_reason(e)}; "
-                          "the earlier checkpoints are intact") from None
+        raise OutputError(
+            f"cannot write checkpoint {prefix}: {write_failure_reason(e)}; "
+            "the earlier checkpoints are intact"
+        ) from None
     try:
         dropped = add_to_state_file(directory, path, state_file, max_to_keep)
     except (tf.errors.OpError, OSError) as e:
-        raise OutputError(f"wrote {path} but cannot update {os.path.join(directory, state_file)}"
-                          f": {write_failure_reason(e)}") from None
+        raise OutputError(
+            f"wrote {path} but cannot update {os.path.join(directory, state_file)}"
+            f": {write_failure_reason(e)}"
+        ) from None
     for old in dropped:
         delete_checkpoint_files(old)
     return path
@@ -394,8 +441,9 @@ class BestModels:
     the original's eval graph).
     """
 
-    def __init__(self, eval_dir: str, checkpoint: tf.train.Checkpoint,
-                 max_to_keep: int = MAX_TO_KEEP):
+    def __init__(
+        self, eval_dir: str, checkpoint: tf.train.Checkpoint, max_to_keep: int = MAX_TO_KEEP
+    ):
         self.eval_dir = eval_dir
         self.checkpoint = checkpoint
         self.max_to_keep = max_to_keep
@@ -411,8 +459,7 @@ class BestModels:
         """
         prefix = self.prefix_for(train_step)
         if tf.io.gfile.exists(prefix + ".index"):
-            for old in add_to_state_file(self.eval_dir, prefix, BEST_STATE_FILE,
-                                         self.max_to_keep):
+            for old in add_to_state_file(self.eval_dir, prefix, BEST_STATE_FILE, self.max_to_keep):
                 delete_checkpoint_files(old)
             return prefix
         path = write_named(self.checkpoint, prefix, BEST_STATE_FILE, self.max_to_keep)

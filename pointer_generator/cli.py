@@ -35,8 +35,10 @@ def run_subcommand(name: str, args: list[str]) -> int:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name == module_name:
-            return _error(f"the '{name}' command is not available in this installation "
-                          f"({module_name} is missing)")
+            return _error(
+                f"the '{name}' command is not available in this installation "
+                f"({module_name} is missing)"
+            )
         raise
     try:
         status = module.main(args)
@@ -53,6 +55,7 @@ def run(argv: list[str] | None = None) -> None:
 
         run_and_exit(run_subcommand, argv[1], argv[2:])
     from pointer_generator import run_summarization
+
     run_summarization.run(argv)
 
 

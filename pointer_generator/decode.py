@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
@@ -23,9 +22,7 @@ from pointer_generator import attention_html, decode_output, final_candidates, i
 from pointer_generator.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
 from pointer_generator.hparams import HParams
 from pointer_generator.model import EncoderOutput, PointerGeneratorModel
-from pointer_generator.slot_search import DEFAULT_REFILL, SlotSearch
 from pointer_generator.vocab import (
-    PAD_ID,
     START_ID,
     STOP_DECODING,
     STOP_ID,
@@ -73,43 +70,49 @@ class BeamSearchDecoder:
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
-      continuous: `decode_stream` decodes with continuous batching; False (default) =
-        batch by batch (`decode_batch`, which drops finished articles).
-      refill: `decode_stream` refills its slots once this many articles have finished
-        (`slot_search.SlotSearch`).
 
-    `decode_batch` decodes one pipeline batch; `decode_stream` decodes a stream of them,
-    with `continuous` batching (new articles take the places of finished ones) or batch
-    by batch.
+    `decode_batch` decodes one pipeline batch; `decode_stream` decodes a stream of them
+    batch by batch.
     """
 
-    def __init__(self, model: PointerGeneratorModel, vocab: Vocab, hps: HParams, *,
-                 trigram_blocking: bool = False, length_penalty: float | None = None,
-                 jit_compile: bool = False, top_k=None, full_final_dist: bool = False,
-                 min_compact_size: int | None = MIN_COMPACT_SIZE,
-                 continuous: bool = False, refill: int = DEFAULT_REFILL):
+    def __init__(
+        self,
+        model: PointerGeneratorModel,
+        vocab: Vocab,
+        hps: HParams,
+        *,
+        trigram_blocking: bool = False,
+        length_penalty: float | None = None,
+        jit_compile: bool = False,
+        top_k=None,
+        full_final_dist: bool = False,
+        min_compact_size: int | None = MIN_COMPACT_SIZE,
+    ):
         self.model, self.vocab, self.hps = model, vocab, hps
-        self.continuous, self.refill = continuous, refill
-        self._stream_encode = None
-        self._stream_searches: dict[int, tuple] = {}  # slots -> (projection, SlotSearch)
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
         self.full_final_dist = full_final_dist or trigram_blocking
         self.trigram_blocking = trigram_blocking
         self.length_penalty = length_penalty
-        self._search = tf.function(self._search_graph, reduce_retracing=True,
-                                   jit_compile=jit_compile)
+        self._search = tf.function(
+            self._search_graph, reduce_retracing=True, jit_compile=jit_compile
+        )
 
     def _articles(self, enc: EncoderOutput, enc_batch_extend_vocab, enc_padding_mask) -> dict:
         """The per-article tensors [B, ...] the step function reads (`_step_fn`): the
         encoder tensors stay one row per article (the attention reads them once for all
         K beams); the small per-row tensors are tiled to the B*K rows in each step."""
-        articles = {"states": enc.states, "features": enc.features,
-                    "mask": enc.padding_mask, "ext": enc_batch_extend_vocab}
+        articles = {
+            "states": enc.states,
+            "features": enc.features,
+            "mask": enc.padding_mask,
+            "ext": enc_batch_extend_vocab,
+        }
         if not self.full_final_dist and self.hps.pointer_gen:
-            articles["words"] = final_candidates.article_index(enc_batch_extend_vocab,
-                                                               enc_padding_mask)
+            articles["words"] = final_candidates.article_index(
+                enc_batch_extend_vocab, enc_padding_mask
+            )
         return articles
 
     def _step_fn(self, max_art_oovs, projection):
@@ -121,8 +124,11 @@ class BeamSearchDecoder:
             art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
             setup = None
             if projection is not None:
-                words = (final_candidates.tile_article_words(art["words"], k)
-                         if self.hps.pointer_gen else None)
+                words = (
+                    final_candidates.tile_article_words(art["words"], k)
+                    if self.hps.pointer_gen
+                    else None
+                )
                 setup = final_candidates.CandidateSetup(projection, words, 2 * k)
             ext = None if setup is not None else tile_beams(art["ext"], k)
             return model.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
@@ -140,26 +146,47 @@ class BeamSearchDecoder:
         if batch_size is None:
             batch_size = tf.shape(enc_batch)[0]
         return batched_beam_search(
-            self._step_fn(max_art_oovs, projection), carry, batch_size=batch_size,
-            beam_size=k, vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
-            unk_id=UNK_ID, trigram_blocking=self.trigram_blocking,
-            length_penalty=self.length_penalty, top_k=self.top_k, articles=articles,
-            min_compact_size=self.min_compact_size)
+            self._step_fn(max_art_oovs, projection),
+            carry,
+            batch_size=batch_size,
+            beam_size=k,
+            vocab_size=self.vocab.size(),
+            max_dec_steps=hps.max_dec_steps,
+            min_dec_steps=hps.min_dec_steps,
+            start_id=START_ID,
+            stop_id=STOP_ID,
+            unk_id=UNK_ID,
+            trigram_blocking=self.trigram_blocking,
+            length_penalty=self.length_penalty,
+            top_k=self.top_k,
+            articles=articles,
+            min_compact_size=self.min_compact_size,
+        )
 
     def decode_batch(self, batch: dict) -> list[Summary]:
         """Beam-search every article of a pipeline batch; returns one Summary per row."""
-        out = self._search(batch["enc_batch"], batch["enc_padding_mask"],
-                           batch["enc_batch_extend_vocab"], batch["max_art_oovs"])
+        out = self._search(
+            batch["enc_batch"],
+            batch["enc_padding_mask"],
+            batch["enc_batch_extend_vocab"],
+            batch["max_art_oovs"],
+        )
         out = {k: v.numpy() for k, v in out.items()}
         enc_lens = batch["enc_lens"].numpy()
         art_oovs = batch["art_oovs"].numpy()
         results = []
         for i in range(len(enc_lens)):
             n = int(out["lengths"][i])
-            results.append(self._summary(out["tokens"][i, :n], out["attn_dists"][i, :n],
-                                         out["p_gens"][i, :n], float(out["scores"][i]),
-                                         int(enc_lens[i]), art_oovs[i]))
+            results.append(
+                self._summary(
+                    out["tokens"][i, :n],
+                    out["attn_dists"][i, :n],
+                    out["p_gens"][i, :n],
+                    float(out["scores"][i]),
+                    int(enc_lens[i]),
+                    art_oovs[i],
+                )
+            )
         return results
 
     def _summary(self, ids, attn, p_gens, score: float, enc_len: int, art_oovs) -> Summary:
@@ -167,62 +194,14 @@ class BeamSearchDecoder:
         oovs = [_text(w) for w in art_oovs if w] if self.hps.pointer_gen else None
         words = outputids2words([int(t) for t in ids], self.vocab, oovs)
         if STOP_DECODING in words:
-            words = words[:words.index(STOP_DECODING)]
+            words = words[: words.index(STOP_DECODING)]
         return Summary(words, attn[:, :enc_len], p_gens, score)
 
-    def _stream_encoder(self):
-        """The compiled encoder of `decode_stream` (built once): padded pipeline tensors
-        [B, T] -> (initial carry [B*K, ...], per-article tensors [B, ...])."""
-        if self._stream_encode is None:
-            model, k = self.model, self.hps.beam_size
-
-            def encode(enc_batch, enc_padding_mask, enc_batch_extend_vocab):
-                enc = model.encode(enc_batch, enc_padding_mask)
-                return (tile_beams(model.initial_carry(enc), k),
-                        self._articles(enc, enc_batch_extend_vocab, enc_padding_mask))
-
-            self._stream_encode = tf.function(encode)
-        return self._stream_encode
-
-    def _slot_search(self, slots: int) -> SlotSearch:
-        """The SlotSearch of `decode_stream` for `slots` slots, built (and traced) once per
-        decoder. Its step reads the vocabulary projection's pieces from variables, which
-        take the model's current weights at every call."""
-        fresh = self.model.candidate_projection()
-        if slots in self._stream_searches:
-            projection, search = self._stream_searches[slots]
-            for var, value in zip(projection.kernels + projection.biases,
-                                  fresh.kernels + fresh.biases, strict=True):
-                var.assign(value)
-            return search
-        projection = final_candidates.VocabProjection(
-            tuple(tf.Variable(x, trainable=False) for x in fresh.kernels),
-            tuple(tf.Variable(x, trainable=False) for x in fresh.biases), fresh.vocab_size)
-        hps = self.hps
-        search = SlotSearch(
-            self._step_fn(None, projection), num_slots=slots, beam_size=hps.beam_size,
-            vocab_size=self.vocab.size(), max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
-            unk_id=UNK_ID, length_penalty=self.length_penalty, top_k=self.top_k,
-            refill=min(self.refill, slots), jit_compile=self.jit_compile)
-        self._stream_searches[slots] = (projection, search)
-        return search
-
     def decode_stream(self, batches, skip: int = 0):
-        """Decode every article of an iterable of pipeline batches with continuous
-        batching; yields (batch, row, Summary) in input order.
-
-        The first `skip` articles are not decoded (a resumed single pass). Articles take
-        the `slots` (the first batch's size) of a `slot_search.SlotSearch` and leave as
-        they finish, so no row waits for the longest article of its batch. Every article
-        is padded to `hps.max_enc_steps` positions (the slots share one shape; the
-        padding is masked). With `full_final_dist` (or trigram blocking), whose
-        distribution grows with each batch's OOV count, or without `continuous`, it
-        decodes batch by batch.
-        """
-        if self.full_final_dist or not self.continuous:
-            return decode_batches(self.decode_batch, batches, skip)
-        return _StreamDecoding(self, batches, skip).run()
+        """Decode every article of an iterable of pipeline batches, batch by batch;
+        yields (batch, row, Summary) in input order, leaving out the first `skip`
+        articles (a resumed single pass)."""
+        return decode_batches(self.decode_batch, batches, skip)
 
 
 def decode_batches(decode_batch, batches, skip: int = 0):
@@ -238,70 +217,6 @@ def decode_batches(decode_batch, batches, skip: int = 0):
         index += n
 
 
-class _StreamDecoding:
-    """One `BeamSearchDecoder.decode_stream` run: encodes each pipeline batch (padded to
-    max_enc_steps), feeds its articles to a SlotSearch, and puts the summaries back in
-    input order."""
-
-    def __init__(self, decoder: BeamSearchDecoder, batches, skip: int):
-        self.decoder, self.batches, self.skip = decoder, batches, skip
-        self.length = decoder.hps.max_enc_steps
-        self.encode = decoder._stream_encoder()
-        self.held: dict[int, list] = {}  # batch number -> [batch, summaries by row]
-
-    def _pad(self, x, value):
-        """[B, T] -> [B, max_enc_steps] with `value` after each article's T positions."""
-        extra = self.length - int(x.shape[1])
-        return tf.pad(x, [[0, 0], [0, extra]], constant_values=value) if extra else x
-
-    def _groups(self):
-        """(keys, initial carry, article tensors) of each batch's articles after `skip`;
-        keys are (batch number, row)."""
-        index, k = 0, self.decoder.hps.beam_size
-        for number, batch in enumerate(self.batches):
-            n = int(batch["enc_lens"].shape[0])
-            first = max(0, self.skip - index)
-            index += n
-            if first >= n:
-                continue
-            self.held[number] = [batch, [None] * n, first]
-            carry, articles = self.encode(self._pad(batch["enc_batch"], PAD_ID),
-                                          self._pad(batch["enc_padding_mask"], 0),
-                                          self._pad(batch["enc_batch_extend_vocab"], PAD_ID))
-            carry = tf.nest.map_structure(lambda x, f=first: x[f * k:], carry)
-            articles = tf.nest.map_structure(lambda x, f=first: x[f:], articles)
-            yield [(number, i) for i in range(first, n)], carry, articles
-
-    def run(self):
-        decoder = self.decoder
-        groups = self._groups()
-        first = next(groups, None)
-        if first is None:
-            return
-        # As many slots as the batches have rows (--decode_batch_size).
-        search = decoder._slot_search(len(self.held[first[0][0][0]][1]))
-        for (number, row), out in search.run(itertools.chain([first], groups)):
-            batch, summaries, _ = self.held[number]
-            summaries[row] = decoder._summary(
-                out["tokens"], out["attn_dists"], out["p_gens"], out["score"],
-                int(batch["enc_lens"][row]), batch["art_oovs"][row].numpy())
-            yield from self._ready()
-
-    def _ready(self):
-        """Yield the summaries that are next in input order; forget finished batches."""
-        while self.held:
-            number = min(self.held)
-            batch, summaries, next_row = self.held[number]
-            while next_row < len(summaries) and summaries[next_row] is not None:
-                yield batch, next_row, summaries[next_row]
-                summaries[next_row] = None
-                next_row += 1
-            self.held[number][2] = next_row
-            if next_row < len(summaries):
-                return
-            del self.held[number]
-
-
 def _text(x: bytes) -> str:
     # Text that is not UTF-8 flows through the pipeline as bytes (as in the original, whose
     # Python 2 strings were bytes; the pipeline warns about it); here it is shown with U+FFFD.
@@ -312,20 +227,24 @@ def example_strings(batch: dict, i: int) -> dict:
     """Python strings of row i of a pipeline batch: article, abstract, sentences, OOVs."""
     text = _text
     n_sents = int(batch["num_abstract_sents"][i])
-    return {"article": text(batch["original_article"][i].numpy()),
-            "abstract": text(batch["original_abstract"][i].numpy()),
-            "abstract_sents": [text(s) for s in batch["abstract_sents"][i][:n_sents].numpy()],
-            "art_oovs": [text(w) for w in batch["art_oovs"][i].numpy() if w]}
+    return {
+        "article": text(batch["original_article"][i].numpy()),
+        "abstract": text(batch["original_abstract"][i].numpy()),
+        "abstract_sents": [text(s) for s in batch["abstract_sents"][i][:n_sents].numpy()],
+        "art_oovs": [text(w) for w in batch["art_oovs"][i].numpy() if w],
+    }
 
 
 def attention_record(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> dict:
     """The original's attn_vis_data.json record for one decoded example."""
     article = decode_output.mark_oovs(strings["article"], vocab)
-    abstract = decode_output.show_abs_oovs(strings["abstract"], vocab,
-                                           strings["art_oovs"] if pointer_gen else None)
+    abstract = decode_output.show_abs_oovs(
+        strings["abstract"], vocab, strings["art_oovs"] if pointer_gen else None
+    )
     p_gens = [[float(p)] for p in summary.p_gens] if pointer_gen else None
-    return attention_html.attn_vis_data(article, summary.words, abstract,
-                                        [row.tolist() for row in summary.attn], p_gens)
+    return attention_html.attn_vis_data(
+        article, summary.words, abstract, [row.tolist() for row in summary.attn], p_gens
+    )
 
 
 class Progress:
@@ -353,9 +272,16 @@ class Progress:
         print(msg, flush=True)
 
 
-def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
-                       total: int | None = None, attention_pages: int = 100,
-                       html_safe: bool = False, run_rouge: bool = True) -> str | None:
+def decode_single_pass(
+    decoder: BeamSearchDecoder,
+    dataset,
+    decode_dir: str,
+    *,
+    total: int | None = None,
+    attention_pages: int = 100,
+    html_safe: bool = False,
+    run_rouge: bool = True,
+) -> str | None:
     """Decode every example of `dataset` once into `decode_dir` and score it with ROUGE.
 
     Resumes after the examples already complete in `decode_dir`. Writes an attention page
@@ -364,8 +290,7 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     hps, vocab = decoder.hps, decoder.vocab
     done = decode_output.count_complete(decode_dir)
     if done:
-        log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir,
-                 done)
+        log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir, done)
     if os.path.isdir(decode_dir):
         decode_output.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
     progress = Progress(total, already=done)
@@ -374,24 +299,29 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     p_gens_path = os.path.join(decode_dir, P_GENS_FILE)
     _drop_partial_last_line(p_gens_path)
     with open(p_gens_path, "a", encoding="utf-8") as p_gen_file:
-        for ex, (batch, i, summary) in enumerate(decoder.decode_stream(dataset, skip=done),
-                                                 start=done):
+        for ex, (batch, i, summary) in enumerate(
+            decoder.decode_stream(dataset, skip=done), start=done
+        ):
             interrupts.check()
             strings = example_strings(batch, i)
             # The p_gen line and the attention page come first and the decoded file last:
             # an example counts as complete (and is skipped by a resumed run) only once
             # everything of it is on disk. A resumed run may repeat a p_gen line.
             if hps.pointer_gen and len(summary.p_gens):
-                p_gen_file.write("%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)),
-                                                      len(summary.p_gens)))
+                p_gen_file.write(
+                    "%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)), len(summary.p_gens))
+                )
                 p_gen_file.flush()
             if ex < attention_pages:
                 record = attention_record(strings, summary, vocab, hps.pointer_gen)
                 attention_html.write_attention_page(
-                    os.path.join(pages_dir, "%06d.html" % ex), record,
-                    title=f"Example {ex}: " + " ".join(summary.words[:12]))
-            decode_output.write_for_rouge(strings["abstract_sents"], summary.words, ex,
-                                          decode_dir, html_safe=html_safe)
+                    os.path.join(pages_dir, "%06d.html" % ex),
+                    record,
+                    title=f"Example {ex}: " + " ".join(summary.words[:12]),
+                )
+            decode_output.write_for_rouge(
+                strings["abstract_sents"], summary.words, ex, decode_dir, html_safe=html_safe
+            )
             progress.update(1)
     progress.update(0, force=True)
     if os.path.isdir(pages_dir):
@@ -399,8 +329,11 @@ def decode_single_pass(decoder: BeamSearchDecoder, dataset, decode_dir: str, *,
     if not run_rouge:
         return None
     from pointer_generator import rouge
-    results = rouge.rouge_eval(os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
-                               os.path.join(decode_dir, decode_output.DECODED_SUBDIR))
+
+    results = rouge.rouge_eval(
+        os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
+        os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
+    )
     return rouge.rouge_log(results, decode_dir)
 
 
@@ -418,21 +351,29 @@ def _drop_partial_last_line(path: str) -> None:
 def log_example(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> str:
     """The original's concurrent-decode screen output for one example."""
     article = decode_output.mark_oovs(strings["article"], vocab)
-    abstract = decode_output.show_abs_oovs(strings["abstract"], vocab,
-                                           strings["art_oovs"] if pointer_gen else None)
-    text = (f"\nARTICLE:  {article}\nREFERENCE SUMMARY: {abstract}\n"
-            f"GENERATED SUMMARY: {' '.join(summary.words)}\n")
+    abstract = decode_output.show_abs_oovs(
+        strings["abstract"], vocab, strings["art_oovs"] if pointer_gen else None
+    )
+    text = (
+        f"\nARTICLE:  {article}\nREFERENCE SUMMARY: {abstract}\n"
+        f"GENERATED SUMMARY: {' '.join(summary.words)}\n"
+    )
     print(text, flush=True)
     return text
 
 
 # ----------------------------------------------------------------------------- mode main
 RELOAD_SECS = 60  # the original reloads the newest checkpoint every 60 s of decoding
-WAIT_SECS = 10    # and retries every 10 s while there is none
+WAIT_SECS = 10  # and retries every 10 s while there is none
 
 
-def load_weights(model: PointerGeneratorModel, train_dir: str, tf1_path: str | None = None,
-                 wait: bool = True, max_wait_secs: float | None = None) -> str:
+def load_weights(
+    model: PointerGeneratorModel,
+    train_dir: str,
+    tf1_path: str | None = None,
+    wait: bool = True,
+    max_wait_secs: float | None = None,
+) -> str:
     """Load the newest checkpoint of `train_dir` (or an original TF1 checkpoint) into model.
 
     Waits (every 10 s, like the original) while train/ has no checkpoint yet, up to
@@ -443,6 +384,7 @@ def load_weights(model: PointerGeneratorModel, train_dir: str, tf1_path: str | N
 
     if tf1_path:
         from pointer_generator import tf1_checkpoint
+
         return tf1_checkpoint.load_tf1_checkpoint(model, tf1_path).path
     start = time.time()
     while True:
@@ -456,8 +398,9 @@ def load_weights(model: PointerGeneratorModel, train_dir: str, tf1_path: str | N
             except checkpointing.TRANSIENT_ERRORS:
                 pass  # being written or deleted by the training job right now
         if not wait or (max_wait_secs is not None and time.time() - start > max_wait_secs):
-            raise CheckpointError(f"no checkpoint in {train_dir}; train a model first "
-                                  "(or give --tf1_checkpoint)")
+            raise CheckpointError(
+                f"no checkpoint in {train_dir}; train a model first (or give --tf1_checkpoint)"
+            )
         log.info("No checkpoint in %s yet; retrying in %d s", train_dir, WAIT_SECS)
         time.sleep(WAIT_SECS)
 
@@ -466,6 +409,7 @@ def count_examples(data_path: str) -> int | None:
     """Number of records in the files of a glob (cheap: reads only the length prefixes)."""
     import glob
     import struct
+
     total = 0
     for path in glob.glob(data_path):
         try:
@@ -482,8 +426,9 @@ def count_examples(data_path: str) -> int | None:
     return total
 
 
-def decode_forever(decoder: BeamSearchDecoder, dataset, decode_dir: str, train_dir: str,
-                   max_examples: int = 0) -> int:
+def decode_forever(
+    decoder: BeamSearchDecoder, dataset, decode_dir: str, train_dir: str, max_examples: int = 0
+) -> int:
     """The original's concurrent decoding: log random examples and write the attention
     data of each, reloading the newest checkpoint every 60 s. Returns examples decoded
     (only ends when `max_examples` > 0 is reached or the data runs out)."""
@@ -496,10 +441,10 @@ def decode_forever(decoder: BeamSearchDecoder, dataset, decode_dir: str, train_d
             strings = example_strings(batch, i)
             log_example(strings, summary, vocab, hps.pointer_gen)
             record = attention_record(strings, summary, vocab, hps.pointer_gen)
-            attention_html.write_attn_vis_json(os.path.join(decode_dir, "attn_vis_data.json"),
-                                               record)
-            attention_html.write_attention_page(os.path.join(decode_dir, "attention.html"),
-                                                record)
+            attention_html.write_attn_vis_json(
+                os.path.join(decode_dir, "attn_vis_data.json"), record
+            )
+            attention_html.write_attention_page(os.path.join(decode_dir, "attention.html"), record)
             count += 1
             if max_examples and count >= max_examples:
                 return count
@@ -519,22 +464,45 @@ def main(hps: HParams, vocab: Vocab, flags) -> None:
     print(model.parameter_summary(), flush=True)
     ckpt = load_weights(model, exp.train_dir, getattr(flags, "tf1_checkpoint", None))
     decoder = BeamSearchDecoder(
-        model, vocab, hps, trigram_blocking=getattr(flags, "trigram_blocking", False),
+        model,
+        vocab,
+        hps,
+        trigram_blocking=getattr(flags, "trigram_blocking", False),
         length_penalty=getattr(flags, "length_penalty", None) or None,
         jit_compile=getattr(flags, "xla", False),
         full_final_dist=getattr(flags, "full_final_dist", False),
-        continuous=getattr(flags, "continuous_batching", False))
+    )
+    if getattr(flags, "continuous_batching", False):
+        log.warning(
+            "--continuous_batching has no effect any more: it decoded no faster "
+            "than the batched search, which drops finished articles (same "
+            "summaries; docs/beam_search.md)"
+        )
     batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 32))
     with data_errors():
-        dataset = make_dataset(flags.data_path, vocab, batch_hps, "decode", flags.single_pass,
-                               seed=hps.seed)
+        dataset = make_dataset(
+            flags.data_path, vocab, batch_hps, "decode", flags.single_pass, seed=hps.seed
+        )
         if flags.single_pass:
-            decode_dir = os.path.join(exp.root, decode_output.decode_dir_name(
-                flags.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty))
+            decode_dir = os.path.join(
+                exp.root,
+                decode_output.decode_dir_name(
+                    flags.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty
+                ),
+            )
             print(f"Decoding {flags.data_path} into {decode_dir}", flush=True)
-            decode_single_pass(decoder, dataset, decode_dir,
-                               total=count_examples(flags.data_path),
-                               attention_pages=getattr(flags, "attention_pages", 100))
+            decode_single_pass(
+                decoder,
+                dataset,
+                decode_dir,
+                total=count_examples(flags.data_path),
+                attention_pages=getattr(flags, "attention_pages", 100),
+            )
         else:
-            decode_forever(decoder, dataset, os.path.join(exp.root, "decode"), exp.train_dir,
-                           getattr(flags, "max_decode_examples", 0))
+            decode_forever(
+                decoder,
+                dataset,
+                os.path.join(exp.root, "decode"),
+                exp.train_dir,
+                getattr(flags, "max_decode_examples", 0),
+            )

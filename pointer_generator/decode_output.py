@@ -96,8 +96,13 @@ def remove_stale_temporaries(directory: str) -> int:
     return removed
 
 
-def write_for_rouge(reference_sents: list[str], decoded_words: list[str], ex_index: int,
-                    decode_dir: str, html_safe: bool = False) -> None:
+def write_for_rouge(
+    reference_sents: list[str],
+    decoded_words: list[str],
+    ex_index: int,
+    decode_dir: str,
+    html_safe: bool = False,
+) -> None:
     """Write example `ex_index`'s reference and decoded files for ROUGE (see module doc).
 
     The reference file is written first, so `count_complete` can use the decoded file's
@@ -114,8 +119,7 @@ def write_for_rouge(reference_sents: list[str], decoded_words: list[str], ex_ind
     dec_dir = os.path.join(decode_dir, DECODED_SUBDIR)
     os.makedirs(ref_dir, exist_ok=True)
     os.makedirs(dec_dir, exist_ok=True)
-    atomic_write_text(os.path.join(ref_dir, REFERENCE_NAME % ex_index),
-                      "\n".join(reference_sents))
+    atomic_write_text(os.path.join(ref_dir, REFERENCE_NAME % ex_index), "\n".join(reference_sents))
     atomic_write_text(os.path.join(dec_dir, DECODED_NAME % ex_index), "\n".join(decoded_sents))
 
 
@@ -125,6 +129,7 @@ def count_complete(decode_dir: str) -> int:
     A resumed single-pass decode skips the first n examples and rewrites from n on (files
     beyond a gap, if any, are overwritten in turn).
     """
+
     def names(sub):
         d = os.path.join(decode_dir, sub)
         return set(os.listdir(d)) if os.path.isdir(d) else set()
@@ -145,8 +150,10 @@ def dataset_label(data_path: str) -> str:
     for label in ("train", "val", "test"):
         if label in data_path:
             return label
-    raise FlagError(f"--data_path {data_path!r} contains none of 'train', 'val', 'test'; "
-                    "the decode directory name needs one of them to label the dataset")
+    raise FlagError(
+        f"--data_path {data_path!r} contains none of 'train', 'val', 'test'; "
+        "the decode directory name needs one of them to label the dataset"
+    )
 
 
 def checkpoint_number(ckpt_name: str) -> str:
@@ -158,8 +165,13 @@ def checkpoint_number(ckpt_name: str) -> str:
     return base.rsplit("-", 1)[1]
 
 
-def decode_dir_name(data_path: str, hps, ckpt_name: str, trigram_blocking: bool = False,
-                    length_penalty: float | None = None) -> str:
+def decode_dir_name(
+    data_path: str,
+    hps,
+    ckpt_name: str,
+    trigram_blocking: bool = False,
+    length_penalty: float | None = None,
+) -> str:
     """`decode_<ds>_<E>maxenc_<B>beam_<m>mindec_<M>maxdec_ckpt-<N>` (spec 1.3).
 
     `hps` needs max_enc_steps, beam_size, min_dec_steps, max_dec_steps; `ckpt_name` is the
@@ -168,8 +180,13 @@ def decode_dir_name(data_path: str, hps, ckpt_name: str, trigram_blocking: bool 
     `_bf16` (hps.mixed_precision).
     """
     name = "decode_%s_%imaxenc_%ibeam_%imindec_%imaxdec_ckpt-%s" % (
-        dataset_label(data_path), hps.max_enc_steps, hps.beam_size, hps.min_dec_steps,
-        hps.max_dec_steps, checkpoint_number(ckpt_name))
+        dataset_label(data_path),
+        hps.max_enc_steps,
+        hps.beam_size,
+        hps.min_dec_steps,
+        hps.max_dec_steps,
+        checkpoint_number(ckpt_name),
+    )
     if trigram_blocking:
         name += "_triblock"
     if length_penalty is not None:
@@ -181,8 +198,7 @@ def decode_dir_name(data_path: str, hps, ckpt_name: str, trigram_blocking: bool 
 
 def mark_oovs(text: str, vocab: Vocab) -> str:
     """The text with every out-of-vocabulary word shown as `__word__` (article logging)."""
-    return " ".join(f"__{w}__" if w and vocab.word2id(w) == UNK_ID else w
-                    for w in text.split(" "))
+    return " ".join(f"__{w}__" if w and vocab.word2id(w) == UNK_ID else w for w in text.split(" "))
 
 
 def show_abs_oovs(abstract: str, vocab: Vocab, article_oovs: list[str] | None) -> str:
@@ -199,11 +215,18 @@ def show_abs_oovs(abstract: str, vocab: Vocab, article_oovs: list[str] | None) -
     return " ".join(out)
 
 
-def example_log_text(article: str, abstract: str, decoded_words: list[str], vocab: Vocab,
-                     article_oovs: list[str] | None) -> str:
+def example_log_text(
+    article: str,
+    abstract: str,
+    decoded_words: list[str],
+    vocab: Vocab,
+    article_oovs: list[str] | None,
+) -> str:
     """The concurrent decoder's per-example screen log (spec 6.1): the article with OOVs
     marked, the reference with `show_abs_oovs` marks (`article_oovs=None` for the
     baseline), and the generated summary joined by spaces."""
-    return (f"ARTICLE:  {mark_oovs(article, vocab)}\n"
-            f"REFERENCE SUMMARY: {show_abs_oovs(abstract, vocab, article_oovs)}\n"
-            f"GENERATED SUMMARY: {' '.join(decoded_words)}")
+    return (
+        f"ARTICLE:  {mark_oovs(article, vocab)}\n"
+        f"REFERENCE SUMMARY: {show_abs_oovs(abstract, vocab, article_oovs)}\n"
+        f"GENERATED SUMMARY: {' '.join(decoded_words)}"
+    )

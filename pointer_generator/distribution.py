@@ -35,15 +35,17 @@ def configure_devices(num_gpus: int = -1, num_cpu_devices: int = 1) -> None:
         gpus = tf.config.list_physical_devices("GPU")
         if num_gpus >= 0 and len(gpus) > num_gpus:
             tf.config.set_visible_devices(gpus[:num_gpus], "GPU")
-        for gpu in gpus[:num_gpus if num_gpus >= 0 else None]:
+        for gpu in gpus[: num_gpus if num_gpus >= 0 else None]:
             tf.config.experimental.set_memory_growth(gpu, True)
         if num_cpu_devices > 1:
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration()] * num_cpu_devices)
+                cpu, [tf.config.LogicalDeviceConfiguration()] * num_cpu_devices
+            )
     except RuntimeError as e:
-        raise FlagError(f"cannot configure devices after TensorFlow started using them "
-                        f"({e})") from None
+        raise FlagError(
+            f"cannot configure devices after TensorFlow started using them ({e})"
+        ) from None
 
 
 def make_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
@@ -56,8 +58,7 @@ def make_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
         return tf.distribute.MirroredStrategy(devices)
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
-            log.warning("multi_worker_mirrored without TF_CONFIG: training on this machine "
-                        "only")
+            log.warning("multi_worker_mirrored without TF_CONFIG: training on this machine only")
         else:
             try:
                 json.loads(os.environ["TF_CONFIG"])
@@ -66,7 +67,8 @@ def make_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-            tpu="" if tpu == "local" else tpu)
+            tpu="" if tpu == "local" else tpu
+        )
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)

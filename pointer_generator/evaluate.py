@@ -32,8 +32,12 @@ RUNNING_AVG_CLIP = 12.0
 FLUSH_EVERY_STEPS = 100
 
 
-def running_avg_loss(loss: float, running_avg: float | None,
-                     decay: float = RUNNING_AVG_DECAY, clip: float = RUNNING_AVG_CLIP) -> float:
+def running_avg_loss(
+    loss: float,
+    running_avg: float | None,
+    decay: float = RUNNING_AVG_DECAY,
+    clip: float = RUNNING_AVG_CLIP,
+) -> float:
     """The original's early-stopping signal: r = loss at first, then
     r = decay * r + (1 - decay) * loss; finally r = min(r, clip).
 
@@ -75,10 +79,13 @@ class Evaluator:
         if self._eval is None:
             # Batches differ in encoder length (and the last one in size): one trace with
             # every dimension left open instead of one per shape.
-            spec = {k: tf.TensorSpec([None] * len(v.shape), tf.as_dtype(v.dtype))
-                    for k, v in batch.items()}
-            self._eval = tf.function(self._eval_batch, input_signature=[spec],
-                                     jit_compile=self._jit_compile)
+            spec = {
+                k: tf.TensorSpec([None] * len(v.shape), tf.as_dtype(v.dtype))
+                for k, v in batch.items()
+            }
+            self._eval = tf.function(
+                self._eval_batch, input_signature=[spec], jit_compile=self._jit_compile
+            )
         return {k: float(v) for k, v in self._eval(batch).items()}
 
     def _eval_batch(self, batch):
@@ -92,12 +99,15 @@ class Evaluator:
             example_loss_sum=tf.reduce_sum(per_example),
             examples=tf.cast(tf.shape(mask)[0], tf.float32),
             token_nll_sum=tf.reduce_sum(out["step_nll"] * mask),
-            tokens=tf.reduce_sum(mask))
+            tokens=tf.reduce_sum(mask),
+        )
         if self.hps.coverage:
             from pointer_generator import losses
+
             cov_steps = losses.coverage_step_losses(out["attn_dists"])
             result["example_coverage_sum"] = tf.reduce_sum(
-                tf.reduce_sum(cov_steps * mask, axis=1) / tf.maximum(lengths, 1.0))
+                tf.reduce_sum(cov_steps * mask, axis=1) / tf.maximum(lengths, 1.0)
+            )
         else:
             result["example_coverage_sum"] = tf.zeros([])
         return result
@@ -112,8 +122,9 @@ def main(hps: HParams, vocab, flags) -> dict | None:
     evaluator = Evaluator(hps, vocab.size(), jit_compile=flags.xla)
     if flags.single_pass:
         return single_pass(evaluator, vocab, exp, flags.data_path)
-    concurrent(evaluator, vocab, exp, flags.data_path, flags.eval_interval_secs,
-               flags.max_eval_iterations)
+    concurrent(
+        evaluator, vocab, exp, flags.data_path, flags.eval_interval_secs, flags.max_eval_iterations
+    )
     return None
 
 
@@ -127,8 +138,14 @@ def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool):
     return dataset.map(input_pipeline.model_inputs)
 
 
-def concurrent(evaluator: Evaluator, vocab, exp: Experiment, data_path: str,
-               interval_secs: float, max_iterations: int = 0) -> float | None:
+def concurrent(
+    evaluator: Evaluator,
+    vocab,
+    exp: Experiment,
+    data_path: str,
+    interval_secs: float,
+    max_iterations: int = 0,
+) -> float | None:
     """The original's eval loop; returns the final running average (None if none)."""
     from pointer_generator.input_pipeline import data_errors
 
@@ -165,10 +182,15 @@ def concurrent(evaluator: Evaluator, vocab, exp: Experiment, data_path: str,
             train_step = int(evaluator.step.numpy())
             running_avg = running_avg_loss(metrics["loss"], running_avg)
             metrics["running_avg_loss"] = running_avg
-            log.info("eval step %d (checkpoint %s): loss %.4f%s, running avg %.4f, %.2fs",
-                     train_step, os.path.basename(loaded), metrics["loss"],
-                     f", coverage loss {metrics['coverage_loss']:.4f}" if hps.coverage else "",
-                     running_avg, time.time() - t0)
+            log.info(
+                "eval step %d (checkpoint %s): loss %.4f%s, running avg %.4f, %.2fs",
+                train_step,
+                os.path.basename(loaded),
+                metrics["loss"],
+                f", coverage loss {metrics['coverage_loss']:.4f}" if hps.coverage else "",
+                running_avg,
+                time.time() - t0,
+            )
             writer.write(_summary_metrics(metrics, hps), train_step)
             if best is None or running_avg < best:
                 best = running_avg
@@ -184,13 +206,17 @@ def concurrent(evaluator: Evaluator, vocab, exp: Experiment, data_path: str,
 
 def _still_there(path: str, train_dir: str) -> bool:
     """True if `path` is complete and still the newest checkpoint of `train_dir`."""
-    return (tf.io.gfile.exists(path + ".index")
-            and checkpointing.latest_checkpoint(train_dir) == path)
+    return (
+        tf.io.gfile.exists(path + ".index") and checkpointing.latest_checkpoint(train_dir) == path
+    )
 
 
 def _summary_metrics(metrics: dict, hps: HParams) -> dict:
-    return {"loss": metrics["loss"], "running_avg_loss": metrics["running_avg_loss"],
-            **summaries.model_metrics(metrics, hps)}
+    return {
+        "loss": metrics["loss"],
+        "running_avg_loss": metrics["running_avg_loss"],
+        **summaries.model_metrics(metrics, hps),
+    }
 
 
 def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) -> dict:
@@ -207,8 +233,13 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     if path is None:
         raise CheckpointError(f"no checkpoint in {exp.train_dir} to evaluate; train first")
     evaluator.load(path)
-    sums = {"example_loss_sum": 0.0, "example_coverage_sum": 0.0, "examples": 0.0,
-            "token_nll_sum": 0.0, "tokens": 0.0}
+    sums = {
+        "example_loss_sum": 0.0,
+        "example_coverage_sum": 0.0,
+        "examples": 0.0,
+        "token_nll_sum": 0.0,
+        "tokens": 0.0,
+    }
     t0 = time.time()
     with data_errors():
         for batch in _dataset(data_path, vocab, hps, single_pass=True):
@@ -221,8 +252,13 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
         loss = sums["example_loss_sum"] / sums["examples"]
     else:
         loss = sums["token_nll_sum"] / sums["tokens"]
-    result = {"checkpoint": path, "step": int(evaluator.step.numpy()),
-              "examples": int(sums["examples"]), "tokens": int(sums["tokens"]), "loss": loss}
+    result = {
+        "checkpoint": path,
+        "step": int(evaluator.step.numpy()),
+        "examples": int(sums["examples"]),
+        "tokens": int(sums["tokens"]),
+        "loss": loss,
+    }
     if hps.coverage:
         result["coverage_loss"] = sums["example_coverage_sum"] / sums["examples"]
         result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
@@ -231,8 +267,10 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, exp.single_pass_loss)
-    line = (f"Single-pass eval of {os.path.basename(path)} (step {result['step']}) over "
-            f"{result['examples']} examples in {time.time() - t0:.1f}s: loss {loss:.6f}")
+    line = (
+        f"Single-pass eval of {os.path.basename(path)} (step {result['step']}) over "
+        f"{result['examples']} examples in {time.time() - t0:.1f}s: loss {loss:.6f}"
+    )
     if hps.coverage:
         line += f", coverage loss {result['coverage_loss']:.6f}"
     print(line, flush=True)

@@ -44,12 +44,11 @@ def abstract_sentences(abstracts):
     pieces = tf.strings.split(abstracts, sep="</s>")
     # Flat-value ops throughout: the high-level ragged ops add hundreds of graph nodes.
     rows = pieces.value_rowids()
-    is_last = tf.range(tf.size(rows, out_type=tf.int64)) == tf.gather(
-        pieces.row_limits() - 1, rows)
-    keep = tf.logical_not(is_last) & tf.strings.regex_full_match(pieces.flat_values,
-                                                                 _HAS_OPEN_TAG)
-    sents = tf.strings.regex_replace(tf.boolean_mask(pieces.flat_values, keep),
-                                     _UP_TO_OPEN_TAG, "", replace_global=False)
+    is_last = tf.range(tf.size(rows, out_type=tf.int64)) == tf.gather(pieces.row_limits() - 1, rows)
+    keep = tf.logical_not(is_last) & tf.strings.regex_full_match(pieces.flat_values, _HAS_OPEN_TAG)
+    sents = tf.strings.regex_replace(
+        tf.boolean_mask(pieces.flat_values, keep), _UP_TO_OPEN_TAG, "", replace_global=False
+    )
     return _ragged(tf.strings.strip(sents), tf.boolean_mask(rows, keep), pieces.nrows())
 
 
@@ -58,16 +57,17 @@ def _truncate(rt, n: int):
     rows = rt.value_rowids()
     pos = tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(rt.row_starts(), rows)
     keep = pos < n
-    return _ragged(tf.boolean_mask(rt.flat_values, keep), tf.boolean_mask(rows, keep),
-                   rt.nrows())
+    return _ragged(tf.boolean_mask(rt.flat_values, keep), tf.boolean_mask(rows, keep), rt.nrows())
 
 
 def _oov_tokens(words, ids):
     """Flat (row, word, position) of the [UNK] tokens of ragged `words`/`ids`."""
     is_oov = tf.equal(ids.flat_values, UNK_ID)
-    return (tf.boolean_mask(words.value_rowids(), is_oov),
-            tf.boolean_mask(words.flat_values, is_oov),
-            tf.where(is_oov))
+    return (
+        tf.boolean_mask(words.value_rowids(), is_oov),
+        tf.boolean_mask(words.flat_values, is_oov),
+        tf.where(is_oov),
+    )
 
 
 def extend_oovs(art_words, art_ids, abs_words, abs_ids, base: int, max_oovs=None):
@@ -101,8 +101,12 @@ def extend_oovs(art_words, art_ids, abs_words, abs_ids, base: int, max_oovs=None
     # keys come grouped by row; a key's rank within its row is k.
     keys, key_idx = tf.unique(a_keys, out_idx=tf.int64)
     key_rows = keys // n_uniq
-    per_row = tf.math.bincount(tf.cast(key_rows, tf.int32), minlength=tf.cast(n, tf.int32),
-                               maxlength=tf.cast(n, tf.int32), dtype=tf.int64)
+    per_row = tf.math.bincount(
+        tf.cast(key_rows, tf.int32),
+        minlength=tf.cast(n, tf.int32),
+        maxlength=tf.cast(n, tf.int32),
+        dtype=tf.int64,
+    )
     row_first = tf.cumsum(per_row, exclusive=True)  # [n] index of each row's first key
     key_k = tf.range(tf.size(keys, out_type=tf.int64)) - tf.gather(row_first, key_rows)
 
@@ -118,14 +122,19 @@ def extend_oovs(art_words, art_ids, abs_words, abs_ids, base: int, max_oovs=None
     limit = tf.int64.max if max_oovs is None else max_oovs
     a_ext = tf.where(a_k < limit, base + a_k, UNK_ID)
     b_ext = tf.where((b_k >= 0) & (b_k < limit), base + b_k, UNK_ID)
-    art_ext = art_ids.with_flat_values(tf.tensor_scatter_nd_update(
-        art_ids.flat_values, a_pos, tf.cast(a_ext, tf.int32)))
-    abs_ext = abs_ids.with_flat_values(tf.tensor_scatter_nd_update(
-        abs_ids.flat_values, b_pos, tf.cast(b_ext, tf.int32)))
+    art_ext = art_ids.with_flat_values(
+        tf.tensor_scatter_nd_update(art_ids.flat_values, a_pos, tf.cast(a_ext, tf.int32))
+    )
+    abs_ext = abs_ids.with_flat_values(
+        tf.tensor_scatter_nd_update(abs_ids.flat_values, b_pos, tf.cast(b_ext, tf.int32))
+    )
 
     keep = key_k < limit
-    art_oovs = _ragged(tf.gather(uniq_words, tf.boolean_mask(keys % n_uniq, keep)),
-                       tf.boolean_mask(key_rows, keep), n)
+    art_oovs = _ragged(
+        tf.gather(uniq_words, tf.boolean_mask(keys % n_uniq, keep)),
+        tf.boolean_mask(key_rows, keep),
+        n,
+    )
     return art_ext, abs_ext, art_oovs
 
 
@@ -145,15 +154,23 @@ def decoder_sequences(abs_ids, target_ids, max_dec_steps: int):
     width = [None, max_dec_steps]
     ids = abs_ids.to_tensor(default_value=PAD_ID, shape=width)  # cuts longer rows
     start = tf.fill(tf.stack([tf.shape(ids)[0], 1]), START_ID)
-    dec_input = tf.concat([start, ids[:, :max_dec_steps - 1]], axis=1)
+    dec_input = tf.concat([start, ids[:, : max_dec_steps - 1]], axis=1)
     target = target_ids.to_tensor(default_value=PAD_ID, shape=width)
     at_end = tf.range(max_dec_steps)[None, :] == seq_len[:, None]
     target = tf.where(at_end, STOP_ID, target)
     return dec_input, target, tf.minimum(seq_len + 1, max_dec_steps)
 
 
-def build_examples(article, abstract, table, vocab_size: int, max_enc_steps: int,
-                   max_dec_steps: int, pointer_gen: bool, max_oovs=None):
+def build_examples(
+    article,
+    abstract,
+    table,
+    vocab_size: int,
+    max_enc_steps: int,
+    max_dec_steps: int,
+    pointer_gen: bool,
+    max_oovs=None,
+):
     """Spec 3.1 for a block of examples.
 
     Args:
@@ -168,17 +185,20 @@ def build_examples(article, abstract, table, vocab_size: int, max_enc_steps: int
     """
     sents = abstract_sentences(abstract)
     abstract_text = tf.strings.unsorted_segment_join(
-        sents.flat_values, sents.value_rowids(), sents.nrows(), separator=" ")
+        sents.flat_values, sents.value_rowids(), sents.nrows(), separator=" "
+    )
     # tf.strings.split without `sep` splits on ASCII whitespace only, like the original's
     # Python 2 byte strings (unlike Python 3 str.split).
     art_words = _truncate(tf.strings.split(article), max_enc_steps)
     abs_words = tf.strings.split(abstract_text)
     art_ids = art_words.with_flat_values(table.lookup(art_words.flat_values))
     abs_ids = abs_words.with_flat_values(table.lookup(abs_words.flat_values))
-    art_ext, abs_ext, art_oovs = extend_oovs(art_words, art_ids, abs_words, abs_ids,
-                                             vocab_size, max_oovs)
+    art_ext, abs_ext, art_oovs = extend_oovs(
+        art_words, art_ids, abs_words, abs_ids, vocab_size, max_oovs
+    )
     dec_input, target, dec_len = decoder_sequences(
-        abs_ids, abs_ext if pointer_gen else abs_ids, max_dec_steps)
+        abs_ids, abs_ext if pointer_gen else abs_ids, max_dec_steps
+    )
     return {
         "article": article,
         "abstract": abstract_text,
@@ -192,5 +212,9 @@ def build_examples(article, abstract, table, vocab_size: int, max_enc_steps: int
     }
 
 
-PAD_VALUES = {"enc_input": PAD_ID, "enc_input_extend_vocab": PAD_ID, "art_oovs": b"",
-              "abstract_sents": b""}
+PAD_VALUES = {
+    "enc_input": PAD_ID,
+    "enc_input_extend_vocab": PAD_ID,
+    "art_oovs": b"",
+    "abstract_sents": b"",
+}

@@ -1,11 +1,11 @@
 """The experiment directory layout of the original release (spec 1.3).
 
-    <log_root>/<exp_name>/
-        train/   checkpoint, model.ckpt-<step>.*, events.out.tfevents.*,
-                 vocab_metadata.tsv, projector_config.pbtxt
-        eval/    checkpoint_best, bestmodel-<step>.*, events.out.tfevents.*,
-                 single_pass_loss.txt (eval --single_pass)
-        decode*/ written by decode mode
+<log_root>/<exp_name>/
+    train/   checkpoint, model.ckpt-<step>.*, events.out.tfevents.*,
+             vocab_metadata.tsv, projector_config.pbtxt
+    eval/    checkpoint_best, bestmodel-<step>.*, events.out.tfevents.*,
+             single_pass_loss.txt (eval --single_pass)
+    decode*/ written by decode mode
 """
 
 from __future__ import annotations
@@ -60,15 +60,17 @@ def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:
     """
     exp = Experiment(os.path.join(log_root, exp_name))
     if mode != "train" and not os.path.isdir(exp.root):
-        raise FlagError(f"experiment directory {exp.root!r} does not exist; run in train "
-                        "mode to create it")
+        raise FlagError(
+            f"experiment directory {exp.root!r} does not exist; run in train mode to create it"
+        )
     made = {"train": exp.train_dir, "eval": exp.eval_dir}.get(mode)
     if made:
         try:
             os.makedirs(made, exist_ok=True)
         except OSError as e:
-            raise OutputError(f"cannot create {made!r} ({e.strerror or e}); check --log_root "
-                              "and --exp_name") from None
+            raise OutputError(
+                f"cannot create {made!r} ({e.strerror or e}); check --log_root and --exp_name"
+            ) from None
     return exp
 
 
@@ -91,5 +93,6 @@ def check_writable(directory: str) -> None:
         os.close(fd)
         os.remove(probe)
     except OSError as e:
-        raise OutputError(f"cannot write in {directory!r} ({e.strerror or e}); check "
-                          "--log_root and --exp_name") from None
+        raise OutputError(
+            f"cannot write in {directory!r} ({e.strerror or e}); check --log_root and --exp_name"
+        ) from None

@@ -31,7 +31,7 @@ import tensorflow as tf
 from pointer_generator.beam_search import Candidates, top_k_of_chunks
 
 CHUNK = 256  # entries per chunk of the top-k search (beam_search.top_k_of_chunks)
-PIECES = 4   # column pieces of the vocabulary projection
+PIECES = 4  # column pieces of the vocabulary projection
 
 
 class VocabProjection(NamedTuple):
@@ -75,8 +75,9 @@ class CandidateSetup(NamedTuple):
     k: int
 
 
-def vocab_projection(kernel, bias, pieces: int = PIECES,
-                     compute_dtype: tf.DType = tf.float32) -> VocabProjection:
+def vocab_projection(
+    kernel, bias, pieces: int = PIECES, compute_dtype: tf.DType = tf.float32
+) -> VocabProjection:
     """Split a Dense layer's kernel [hidden, V] and bias [V] into padded column pieces;
     the kernel is cast to `compute_dtype` (the logits are float32 either way)."""
     kernel = tf.cast(tf.convert_to_tensor(kernel), compute_dtype)
@@ -87,8 +88,9 @@ def vocab_projection(kernel, bias, pieces: int = PIECES,
     pad = pieces * width - v
     kernel = tf.pad(kernel, [[0, 0], [0, pad]])
     bias = tf.concat([bias, tf.fill([pad], tf.constant(-np.inf, bias.dtype))], 0)
-    return VocabProjection(tuple(tf.split(kernel, pieces, axis=1)),
-                           tuple(tf.split(bias, pieces)), v)
+    return VocabProjection(
+        tuple(tf.split(kernel, pieces, axis=1)), tuple(tf.split(bias, pieces)), v
+    )
 
 
 class ArticleIndex(NamedTuple):
@@ -150,8 +152,10 @@ def vocab_logits(x, projection: VocabProjection):
     V' >= V is the padded width; log-normaliser = log sum_w exp(logit_w) (the softmax's).
     """
     x_in = tf.cast(x, projection.kernels[0].dtype)
-    pieces = [tf.cast(tf.matmul(x_in, k), b.dtype) + b
-              for k, b in zip(projection.kernels, projection.biases, strict=True)]
+    pieces = [
+        tf.cast(tf.matmul(x_in, k), b.dtype) + b
+        for k, b in zip(projection.kernels, projection.biases, strict=True)
+    ]
     stats = [_piece_stats(p) for p in pieces]
     chunk_max = tf.concat([s[0] for s in stats], axis=1)
     maxima = tf.stack([s[1] for s in stats], axis=1)  # [N, pieces]
@@ -174,20 +178,30 @@ def final_candidates(x, p_gen, attn, setup: CandidateSetup) -> Candidates:
     """
     logits, chunk_max, log_norm = vocab_logits(x, setup.projection)
     n = tf.shape(logits)[0]
-    top_logits, top_ids = top_k_of_chunks(tf.reshape(logits, [n, -1, CHUNK]), chunk_max,
-                                          setup.k)
+    top_logits, top_ids = top_k_of_chunks(tf.reshape(logits, [n, -1, CHUNK]), chunk_max, setup.k)
     if p_gen is None:
         return Candidates(tf.exp(top_logits - log_norm[:, None]), top_ids)
     w = setup.words
-    probs, ids = _pointer_candidates(logits, log_norm, top_logits, top_ids, p_gen, attn,
-                                     w.ids, w.valid, w.first, w.segment,
-                                     setup.projection.vocab_size)
+    probs, ids = _pointer_candidates(
+        logits,
+        log_norm,
+        top_logits,
+        top_ids,
+        p_gen,
+        attn,
+        w.ids,
+        w.valid,
+        w.first,
+        w.segment,
+        setup.projection.vocab_size,
+    )
     return Candidates(probs, ids)
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
-def _pointer_candidates(logits, log_norm, top_logits, top_ids, p_gen, attn, ids, valid,
-                        first, segment, vocab_size):
+def _pointer_candidates(
+    logits, log_norm, top_logits, top_ids, p_gen, attn, ids, valid, first, segment, vocab_size
+):
     """Eq. 9 at the top-k vocabulary words and at each article word's first position.
 
     A top-k word that is also in the article is dropped there (prob -1) and counted at
@@ -200,7 +214,8 @@ def _pointer_candidates(logits, log_norm, top_logits, top_ids, p_gen, attn, ids,
     copied = tf.math.unsorted_segment_sum(tf.reshape(attn, [-1]), segment, n * (t + 1))
     copied = tf.reshape(copied, [n, t + 1])[:, :t]
     p_article = tf.where(first, p_gen * p_vocab + (1.0 - p_gen) * copied, -1.0)
-    in_article = tf.reduce_any(tf.equal(top_ids[:, :, None], ids[:, None, :])
-                               & valid[:, None, :], axis=-1)
+    in_article = tf.reduce_any(
+        tf.equal(top_ids[:, :, None], ids[:, None, :]) & valid[:, None, :], axis=-1
+    )
     p_top = tf.where(in_article, -1.0, p_gen * tf.exp(top_logits - log_norm))
     return tf.concat([p_top, p_article], axis=1), tf.concat([top_ids, ids], axis=1)

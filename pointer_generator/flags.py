@@ -36,149 +36,310 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     fv = flag_values
 
     # ---- the original release's flags (spec 1.1), same names, defaults and meanings ----
-    flags.DEFINE_string("data_path", "", "Glob of the .bin data files, e.g. "
-                        "'finished_files/chunked/train_*'.", flag_values=fv)
-    flags.DEFINE_string("vocab_path", "", "Path of the vocabulary file ('word count' lines).",
-                        flag_values=fv)
+    flags.DEFINE_string(
+        "data_path",
+        "",
+        "Glob of the .bin data files, e.g. 'finished_files/chunked/train_*'.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "vocab_path", "", "Path of the vocabulary file ('word count' lines).", flag_values=fv
+    )
     flags.DEFINE_string("mode", "train", "train, eval or decode.", flag_values=fv)
-    flags.DEFINE_boolean("single_pass", False,
-                         "decode: go through the data once in file order with a fixed "
-                         "checkpoint, then score with ROUGE (otherwise: endless concurrent "
-                         "decoding). eval: report the exact average loss over the data once "
-                         "(an addition). Not allowed in train mode.", flag_values=fv)
+    flags.DEFINE_boolean(
+        "single_pass",
+        False,
+        "decode: go through the data once in file order with a fixed "
+        "checkpoint, then score with ROUGE (otherwise: endless concurrent "
+        "decoding). eval: report the exact average loss over the data once "
+        "(an addition). Not allowed in train mode.",
+        flag_values=fv,
+    )
     flags.DEFINE_string("log_root", "", "Root directory of all experiments.", flag_values=fv)
-    flags.DEFINE_string("exp_name", "", "Experiment name: a sub-directory of log_root.",
-                        flag_values=fv)
+    flags.DEFINE_string(
+        "exp_name", "", "Experiment name: a sub-directory of log_root.", flag_values=fv
+    )
     flags.DEFINE_integer("hidden_dim", 256, "LSTM hidden state size.", flag_values=fv)
     flags.DEFINE_integer("emb_dim", 128, "Word embedding size.", flag_values=fv)
-    flags.DEFINE_integer("batch_size", 16, "Minibatch size (the global batch over all "
-                         "replicas); replaced by beam_size in decode mode.", flag_values=fv)
-    flags.DEFINE_integer("max_enc_steps", 400, "Articles are truncated to this many tokens.",
-                         flag_values=fv)
-    flags.DEFINE_integer("max_dec_steps", 100, "Decoder steps in train/eval (abstracts are "
-                         "truncated to it); the maximum summary length in decode.",
-                         flag_values=fv)
+    flags.DEFINE_integer(
+        "batch_size",
+        16,
+        "Minibatch size (the global batch over all "
+        "replicas); replaced by beam_size in decode mode.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_enc_steps", 400, "Articles are truncated to this many tokens.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_dec_steps",
+        100,
+        "Decoder steps in train/eval (abstracts are "
+        "truncated to it); the maximum summary length in decode.",
+        flag_values=fv,
+    )
     flags.DEFINE_integer("beam_size", 4, "Beam width in decode mode.", flag_values=fv)
-    flags.DEFINE_integer("min_dec_steps", 35, "Minimum summary length in beam search.",
-                         flag_values=fv)
-    flags.DEFINE_integer("vocab_size", 50000, "Vocabulary size including the 4 special "
-                         "tokens; 0 (or more than the file holds) reads the whole file.",
-                         flag_values=fv)
+    flags.DEFINE_integer(
+        "min_dec_steps", 35, "Minimum summary length in beam search.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "vocab_size",
+        50000,
+        "Vocabulary size including the 4 special "
+        "tokens; 0 (or more than the file holds) reads the whole file.",
+        flag_values=fv,
+    )
     flags.DEFINE_float("lr", 0.15, "Adagrad learning rate.", flag_values=fv)
-    flags.DEFINE_float("adagrad_init_acc", 0.1, "Initial Adagrad accumulator value.",
-                       flag_values=fv)
-    flags.DEFINE_float("rand_unif_init_mag", 0.02, "LSTM weights are initialised "
-                       "U(-mag, +mag).", flag_values=fv)
-    flags.DEFINE_float("trunc_norm_init_std", 1e-4, "Std of the truncated-normal "
-                       "initialiser of the other explicitly initialised weights.",
-                       flag_values=fv)
-    flags.DEFINE_float("max_grad_norm", 2.0, "Gradients are clipped to this global norm.",
-                       flag_values=fv)
-    flags.DEFINE_boolean("pointer_gen", True, "Pointer-generator (True) or baseline "
-                         "attention seq2seq (False).", flag_values=fv)
-    flags.DEFINE_boolean("coverage", False, "Use the coverage mechanism. The paper trains "
-                         "without coverage to convergence, then briefly with coverage (see "
-                         "convert_to_coverage_model).", flag_values=fv)
-    flags.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss (lambda).",
-                       flag_values=fv)
-    flags.DEFINE_boolean("convert_to_coverage_model", False,
-                         "train mode with --coverage=1: turn the newest non-coverage "
-                         "checkpoint into a coverage-ready one (fresh w_c, Adagrad reset) "
-                         "named model.ckpt-<step>_cov_init, then exit.", flag_values=fv)
-    flags.DEFINE_boolean("restore_best_model", False,
-                         "train mode: copy the eval job's best model into train/ (fresh "
-                         "Adagrad accumulators) as model-<step>, then exit.", flag_values=fv)
-    flags.DEFINE_boolean("debug", False, "Stop at the first op producing inf/NaN, naming it "
-                         "(tf.debugging.enable_check_numerics; the original opened tfdbg).",
-                         flag_values=fv)
+    flags.DEFINE_float(
+        "adagrad_init_acc", 0.1, "Initial Adagrad accumulator value.", flag_values=fv
+    )
+    flags.DEFINE_float(
+        "rand_unif_init_mag", 0.02, "LSTM weights are initialised U(-mag, +mag).", flag_values=fv
+    )
+    flags.DEFINE_float(
+        "trunc_norm_init_std",
+        1e-4,
+        "Std of the truncated-normal initialiser of the other explicitly initialised weights.",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "max_grad_norm", 2.0, "Gradients are clipped to this global norm.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "pointer_gen",
+        True,
+        "Pointer-generator (True) or baseline attention seq2seq (False).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "coverage",
+        False,
+        "Use the coverage mechanism. The paper trains "
+        "without coverage to convergence, then briefly with coverage (see "
+        "convert_to_coverage_model).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss (lambda).", flag_values=fv)
+    flags.DEFINE_boolean(
+        "convert_to_coverage_model",
+        False,
+        "train mode with --coverage=1: turn the newest non-coverage "
+        "checkpoint into a coverage-ready one (fresh w_c, Adagrad reset) "
+        "named model.ckpt-<step>_cov_init, then exit.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "restore_best_model",
+        False,
+        "train mode: copy the eval job's best model into train/ (fresh "
+        "Adagrad accumulators) as model-<step>, then exit.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "debug",
+        False,
+        "Stop at the first op producing inf/NaN, naming it "
+        "(tf.debugging.enable_check_numerics; the original opened tfdbg).",
+        flag_values=fv,
+    )
 
     # ---- additions of this implementation ---------------------------------------------
-    flags.DEFINE_integer("max_steps", 0, "Stop training at this global step (0 = train "
-                         "forever, like the original).", flag_values=fv)
-    flags.DEFINE_integer("seed", 111, "Seed of weight initialisation and data shuffling "
-                         "(111 = the original's graph seed).", flag_values=fv)
-    flags.DEFINE_enum("distribution_strategy", "default", STRATEGIES,
-                      "tf.distribute strategy for training: default (one device), mirrored "
-                      "(all local GPUs, or --num_cpu_devices CPU devices), "
-                      "multi_worker_mirrored (machines listed in TF_CONFIG), tpu.",
-                      flag_values=fv)
-    flags.DEFINE_string("tpu", "", "TPU address (grpc://..., a TPU name, or 'local'); "
-                        "implies --distribution_strategy=tpu.", flag_values=fv)
-    flags.DEFINE_integer("num_gpus", -1, "GPUs to use: -1 = all visible, 0 = none (CPU "
-                         "only), N = the first N.", flag_values=fv)
-    flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical "
-                         "devices (mirrored training without GPUs, e.g. for testing).",
-                         flag_values=fv)
-    flags.DEFINE_string("tf1_checkpoint", "", "Original TF1 checkpoint (prefix or directory) "
-                        "to start from when train/ has no checkpoint yet (train), or to "
-                        "decode with (decode).", flag_values=fv)
-    flags.DEFINE_boolean("xla", False, "Compile the train/eval step with XLA "
-                         "(jit_compile).", flag_values=fv)
-    flags.DEFINE_integer("save_checkpoint_secs", 60, "Save a training checkpoint this "
-                         "often (and at exit).", flag_values=fv)
-    flags.DEFINE_boolean("static_shapes", False, "Pad every batch to max_enc_steps and "
-                         "max_oovs article OOVs (fixed shapes for XLA/TPU).", flag_values=fv)
-    flags.DEFINE_integer("max_oovs", 400, "Article OOVs per example kept with "
-                         "--static_shapes.", flag_values=fv)
-    flags.DEFINE_enum("decode_attention", "original", DECODE_ATTENTION_MODES,
-                      "Decode-step attention: 'original' recomputes it from the previous "
-                      "state like the TF1 decode graph; 'train_consistent' carries it like "
-                      "training does.", flag_values=fv)
-    flags.DEFINE_boolean("safe_numerics", True, "Guard log(0) and 0/0 in the loss and "
-                         "attention (False = the original formulas).", flag_values=fv)
-    flags.DEFINE_boolean("fused_recurrence", True, "Run the encoder and the training "
-                         "decoder as fused XLA-compiled loops with hand-written gradients, "
-                         "and the vocabulary projection + log P_vocab(target) as one "
-                         "operation with a hand-written gradient (same values; each new "
-                         "batch shape compiles once). False = Keras layers, log-softmax and "
-                         "autodiff; --debug implies False so that its numeric checks see "
-                         "inside the loops.", flag_values=fv)
-    flags.DEFINE_boolean("mixed_precision", False, "Compute the vocabulary projection "
-                         "(most of a step's FLOPs) with bfloat16 inputs; variables, logits, "
-                         "softmax, distributions and losses stay float32. For GPUs/TPUs "
-                         "with bfloat16 units (slower on CPUs without them). Changes the "
-                         "numbers slightly; off = float32 as the original.", flag_values=fv)
-    flags.DEFINE_enum("grad_norm", "original", GRAD_NORM_MODES,
-                      "The global gradient norm clipped to --max_grad_norm (and reported as "
-                      "global_norm): 'original' = the original's tf.global_norm, which sees "
-                      "the embedding gradient as one row per looked-up token (repeated "
-                      "words not summed); 'dense' = the norm of the summed embedding "
-                      "gradient.", flag_values=fv)
-    flags.DEFINE_float("eval_interval_secs", 10.0, "Eval/decode: seconds to wait before "
-                       "looking again when train/ has no (new) checkpoint (the original's "
-                       "10 s retry).", flag_values=fv)
-    flags.DEFINE_integer("max_eval_iterations", 0, "Concurrent eval: stop after this many "
-                         "evaluated batches (0 = run forever, like the original).",
-                         flag_values=fv)
-    flags.DEFINE_boolean("checkpoint_data_position", True, "Save the input pipeline's "
-                         "position in training checkpoints so that a resumed job continues "
-                         "the same data order (single-worker jobs; costs some checkpoint "
-                         "space for the buffered examples).", flag_values=fv)
-    flags.DEFINE_integer("log_every_n_steps", 1, "Print training progress every N steps "
-                         "(summaries are written every step regardless).", flag_values=fv)
+    flags.DEFINE_integer(
+        "max_steps",
+        0,
+        "Stop training at this global step (0 = train forever, like the original).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "seed",
+        111,
+        "Seed of weight initialisation and data shuffling (111 = the original's graph seed).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "distribution_strategy",
+        "default",
+        STRATEGIES,
+        "tf.distribute strategy for training: default (one device), mirrored "
+        "(all local GPUs, or --num_cpu_devices CPU devices), "
+        "multi_worker_mirrored (machines listed in TF_CONFIG), tpu.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "tpu",
+        "",
+        "TPU address (grpc://..., a TPU name, or 'local'); implies --distribution_strategy=tpu.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "num_gpus",
+        -1,
+        "GPUs to use: -1 = all visible, 0 = none (CPU only), N = the first N.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "num_cpu_devices",
+        1,
+        "Split the CPU into this many logical "
+        "devices (mirrored training without GPUs, e.g. for testing).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "tf1_checkpoint",
+        "",
+        "Original TF1 checkpoint (prefix or directory) "
+        "to start from when train/ has no checkpoint yet (train), or to "
+        "decode with (decode).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "xla", False, "Compile the train/eval step with XLA (jit_compile).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "save_checkpoint_secs",
+        60,
+        "Save a training checkpoint this often (and at exit).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "static_shapes",
+        False,
+        "Pad every batch to max_enc_steps and max_oovs article OOVs (fixed shapes for XLA/TPU).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_oovs", 400, "Article OOVs per example kept with --static_shapes.", flag_values=fv
+    )
+    flags.DEFINE_enum(
+        "decode_attention",
+        "original",
+        DECODE_ATTENTION_MODES,
+        "Decode-step attention: 'original' recomputes it from the previous "
+        "state like the TF1 decode graph; 'train_consistent' carries it like "
+        "training does.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "safe_numerics",
+        True,
+        "Guard log(0) and 0/0 in the loss and attention (False = the original formulas).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "fused_recurrence",
+        True,
+        "Run the encoder and the training "
+        "decoder as fused XLA-compiled loops with hand-written gradients, "
+        "and the vocabulary projection + log P_vocab(target) as one "
+        "operation with a hand-written gradient (same values; each new "
+        "batch shape compiles once). False = Keras layers, log-softmax and "
+        "autodiff; --debug implies False so that its numeric checks see "
+        "inside the loops.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "mixed_precision",
+        False,
+        "Compute the vocabulary projection "
+        "(most of a step's FLOPs) with bfloat16 inputs; variables, logits, "
+        "softmax, distributions and losses stay float32. For GPUs/TPUs "
+        "with bfloat16 units (slower on CPUs without them). Changes the "
+        "numbers slightly; off = float32 as the original.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "grad_norm",
+        "original",
+        GRAD_NORM_MODES,
+        "The global gradient norm clipped to --max_grad_norm (and reported as "
+        "global_norm): 'original' = the original's tf.global_norm, which sees "
+        "the embedding gradient as one row per looked-up token (repeated "
+        "words not summed); 'dense' = the norm of the summed embedding "
+        "gradient.",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "eval_interval_secs",
+        10.0,
+        "Eval/decode: seconds to wait before "
+        "looking again when train/ has no (new) checkpoint (the original's "
+        "10 s retry).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_eval_iterations",
+        0,
+        "Concurrent eval: stop after this many "
+        "evaluated batches (0 = run forever, like the original).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "checkpoint_data_position",
+        True,
+        "Save the input pipeline's "
+        "position in training checkpoints so that a resumed job continues "
+        "the same data order (single-worker jobs; costs some checkpoint "
+        "space for the buffered examples).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "log_every_n_steps",
+        1,
+        "Print training progress every N steps (summaries are written every step regardless).",
+        flag_values=fv,
+    )
 
     # ---- decode-mode additions (read by pointer_generator.decode) -----------------------
-    flags.DEFINE_integer("decode_batch_size", 32, "decode: articles decoded together "
-                         "(each with its own beam; the summaries do not depend on it).",
-                         flag_values=fv)
-    flags.DEFINE_boolean("trigram_blocking", False, "decode: forbid repeated trigrams in a "
-                         "summary (not in the original).", flag_values=fv)
-    flags.DEFINE_float("length_penalty", 0.0, "decode: length-normalisation exponent for "
-                       "ranking hypotheses (0 = the original's average log-probability).",
-                       flag_values=fv)
-    flags.DEFINE_boolean("full_final_dist", False, "decode: build the whole extended-"
-                         "vocabulary distribution at every step and take its top 2K, as the "
-                         "original (default: only the entries that can be in that top; same "
-                         "summaries up to float rounding, faster).", flag_values=fv)
-    flags.DEFINE_boolean("continuous_batching", False, "decode --single_pass: give a "
-                         "finished article's place in the batch to the next article at "
-                         "once (articles are padded to max_enc_steps). Off: batch by batch, "
-                         "dropping finished articles. Same summaries either way.",
-                         flag_values=fv)
-    flags.DEFINE_integer("attention_pages", 100, "decode --single_pass: write attention "
-                         "pages for the first N examples.", flag_values=fv)
-    flags.DEFINE_integer("max_decode_examples", 0, "concurrent decode: stop after N "
-                         "examples (0 = run forever, like the original).", flag_values=fv)
+    flags.DEFINE_integer(
+        "decode_batch_size",
+        32,
+        "decode: articles decoded together "
+        "(each with its own beam; the summaries do not depend on it).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "trigram_blocking",
+        False,
+        "decode: forbid repeated trigrams in a summary (not in the original).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "length_penalty",
+        0.0,
+        "decode: length-normalisation exponent for "
+        "ranking hypotheses (0 = the original's average log-probability).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "full_final_dist",
+        False,
+        "decode: build the whole extended-"
+        "vocabulary distribution at every step and take its top 2K, as the "
+        "original (default: only the entries that can be in that top; same "
+        "summaries up to float rounding, faster).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "continuous_batching",
+        False,
+        "Deprecated, no effect (accepted "
+        "so that old command lines still run): continuous batching was "
+        "removed, it decoded no faster than the batched search, which "
+        "drops finished articles.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "attention_pages",
+        100,
+        "decode --single_pass: write attention pages for the first N examples.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_decode_examples",
+        0,
+        "concurrent decode: stop after N examples (0 = run forever, like the original).",
+        flag_values=fv,
+    )
 
     for name in _EXTENSION_MODULES:
         if importlib.util.find_spec(name) is not None:
@@ -205,29 +366,61 @@ def validate(fv, argv: list[str] | None = None) -> None:
       argv: leftover positional arguments after flag parsing (argv[0] is the program).
     """
     if argv is not None and len(argv) > 1:
-        raise FlagError(f"unexpected command-line arguments {argv[1:]!r} (flags are "
-                        "written --name=value)")
+        raise FlagError(
+            f"unexpected command-line arguments {argv[1:]!r} (flags are written --name=value)"
+        )
     if fv.mode not in MODES:
         raise FlagError(f"--mode must be one of {', '.join(MODES)}, got {fv.mode!r}")
+    _validate_mode_options(fv)
+    _validate_paths(fv)
+    _validate_numbers(fv)
+    _validate_distribution(fv)
+    if fv.tf1_checkpoint:
+        path = fv.tf1_checkpoint
+        if not (os.path.isdir(path) or os.path.isfile(path + ".index")):
+            raise FlagError(
+                f"--tf1_checkpoint {path!r} is neither a checkpoint prefix "
+                f"(no {path}.index) nor a directory"
+            )
+    if fv.debug and fv.xla:
+        raise FlagError(
+            "--debug cannot be combined with --xla (numeric checks are not "
+            "available inside XLA clusters)"
+        )
+
+
+def _validate_mode_options(fv) -> None:
+    """Options that belong to one mode, and one-off operations that exclude each other."""
     mode = fv.mode
     if fv.single_pass and mode == "train":
-        raise FlagError("--single_pass is for decode (and eval) mode; it cannot be used in "
-                        "train mode")
+        raise FlagError(
+            "--single_pass is for decode (and eval) mode; it cannot be used in train mode"
+        )
     for name in ("convert_to_coverage_model", "restore_best_model"):
         if getattr(fv, name) and mode != "train":
             raise FlagError(f"--{name} runs in train mode only (got --mode={mode})")
     if fv.convert_to_coverage_model and fv.restore_best_model:
-        raise FlagError("--convert_to_coverage_model and --restore_best_model are separate "
-                        "one-off operations; run them one at a time")
+        raise FlagError(
+            "--convert_to_coverage_model and --restore_best_model are separate "
+            "one-off operations; run them one at a time"
+        )
     if fv.convert_to_coverage_model and not fv.coverage:
-        raise FlagError("--convert_to_coverage_model needs --coverage=1 (it makes a "
-                        "coverage model from a checkpoint trained without coverage)")
+        raise FlagError(
+            "--convert_to_coverage_model needs --coverage=1 (it makes a "
+            "coverage model from a checkpoint trained without coverage)"
+        )
+
+
+def _validate_paths(fv) -> None:
+    """The experiment, vocabulary and data paths exist where the mode needs them."""
     if not fv.log_root:
         raise FlagError("--log_root is required (the root directory of experiments)")
     exp_dir = experiment_dir(fv)
-    if mode != "train" and not os.path.isdir(exp_dir):
-        raise FlagError(f"experiment directory {exp_dir!r} does not exist; run in train mode "
-                        "to create it (check --log_root and --exp_name)")
+    if fv.mode != "train" and not os.path.isdir(exp_dir):
+        raise FlagError(
+            f"experiment directory {exp_dir!r} does not exist; run in train mode "
+            "to create it (check --log_root and --exp_name)"
+        )
     if not fv.vocab_path:
         raise FlagError("--vocab_path is required")
     if not os.path.isfile(fv.vocab_path):
@@ -235,32 +428,41 @@ def validate(fv, argv: list[str] | None = None) -> None:
     one_off = fv.convert_to_coverage_model or fv.restore_best_model
     if not one_off:
         if not fv.data_path:
-            raise FlagError("--data_path is required (a glob of .bin files, e.g. "
-                            "'finished_files/chunked/train_*')")
+            raise FlagError(
+                "--data_path is required (a glob of .bin files, e.g. "
+                "'finished_files/chunked/train_*')"
+            )
         if not [f for f in glob.glob(fv.data_path) if os.path.isfile(f)]:
             raise FlagError(f"--data_path {fv.data_path!r} matches no files")
-    _validate_numbers(fv)
-    _validate_distribution(fv)
-    if fv.tf1_checkpoint:
-        path = fv.tf1_checkpoint
-        if not (os.path.isdir(path) or os.path.isfile(path + ".index")):
-            raise FlagError(f"--tf1_checkpoint {path!r} is neither a checkpoint prefix "
-                            f"(no {path}.index) nor a directory")
-    if fv.debug and fv.xla:
-        raise FlagError("--debug cannot be combined with --xla (numeric checks are not "
-                        "available inside XLA clusters)")
 
 
 def _validate_numbers(fv) -> None:
-    positive = ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
-                "beam_size", "save_checkpoint_secs", "log_every_n_steps", "num_cpu_devices",
-                "decode_batch_size")
+    positive = (
+        "hidden_dim",
+        "emb_dim",
+        "batch_size",
+        "max_enc_steps",
+        "max_dec_steps",
+        "beam_size",
+        "save_checkpoint_secs",
+        "log_every_n_steps",
+        "num_cpu_devices",
+        "decode_batch_size",
+    )
     for name in positive:
         if getattr(fv, name) <= 0:
             raise FlagError(f"--{name} must be positive, got {getattr(fv, name)}")
-    non_negative = ("min_dec_steps", "vocab_size", "max_steps", "max_eval_iterations",
-                    "eval_interval_secs", "cov_loss_wt", "length_penalty", "attention_pages",
-                    "max_decode_examples")
+    non_negative = (
+        "min_dec_steps",
+        "vocab_size",
+        "max_steps",
+        "max_eval_iterations",
+        "eval_interval_secs",
+        "cov_loss_wt",
+        "length_penalty",
+        "attention_pages",
+        "max_decode_examples",
+    )
     for name in non_negative:
         if getattr(fv, name) < 0:
             raise FlagError(f"--{name} must be >= 0, got {getattr(fv, name)}")
@@ -268,14 +470,17 @@ def _validate_numbers(fv) -> None:
         if not getattr(fv, name) > 0:
             raise FlagError(f"--{name} must be > 0, got {getattr(fv, name)}")
     if 0 < fv.vocab_size < 5:
-        raise FlagError(f"--vocab_size {fv.vocab_size} leaves no room for words after the 4 "
-                        "special tokens (use 0 for the whole file)")
+        raise FlagError(
+            f"--vocab_size {fv.vocab_size} leaves no room for words after the 4 "
+            "special tokens (use 0 for the whole file)"
+        )
     if fv.static_shapes and fv.max_oovs <= 0:
-        raise FlagError(f"--max_oovs must be positive with --static_shapes, got "
-                        f"{fv.max_oovs}")
+        raise FlagError(f"--max_oovs must be positive with --static_shapes, got {fv.max_oovs}")
     if fv.decode_attention not in DECODE_ATTENTION_MODES:
-        raise FlagError(f"--decode_attention must be one of "
-                        f"{', '.join(DECODE_ATTENTION_MODES)}, got {fv.decode_attention!r}")
+        raise FlagError(
+            f"--decode_attention must be one of "
+            f"{', '.join(DECODE_ATTENTION_MODES)}, got {fv.decode_attention!r}"
+        )
 
 
 def strategy_name(fv) -> str:
@@ -288,17 +493,21 @@ def strategy_name(fv) -> str:
 def _validate_distribution(fv) -> None:
     name = strategy_name(fv)
     if fv.tpu and name != "tpu":
-        raise FlagError(f"--tpu is given but --distribution_strategy={name}; use "
-                        "--distribution_strategy=tpu (or leave it at default)")
+        raise FlagError(
+            f"--tpu is given but --distribution_strategy={name}; use "
+            "--distribution_strategy=tpu (or leave it at default)"
+        )
     if name == "tpu":
         if not fv.tpu:
-            raise FlagError("--distribution_strategy=tpu needs --tpu (an address, a TPU name "
-                            "or 'local')")
+            raise FlagError(
+                "--distribution_strategy=tpu needs --tpu (an address, a TPU name or 'local')"
+            )
         if not fv.static_shapes:
-            raise FlagError("--distribution_strategy=tpu needs --static_shapes=1 (TPUs "
-                            "compile for fixed shapes)")
+            raise FlagError(
+                "--distribution_strategy=tpu needs --static_shapes=1 (TPUs "
+                "compile for fixed shapes)"
+            )
     if fv.num_cpu_devices > 1 and name != "mirrored":
-        raise FlagError("--num_cpu_devices > 1 is only used by "
-                        "--distribution_strategy=mirrored")
+        raise FlagError("--num_cpu_devices > 1 is only used by --distribution_strategy=mirrored")
     if fv.num_gpus < -1:
         raise FlagError(f"--num_gpus must be -1 (all), 0 or positive, got {fv.num_gpus}")

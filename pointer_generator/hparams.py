@@ -63,18 +63,27 @@ class HParams:
     def __post_init__(self):
         if self.mode not in MODES:
             raise FlagError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        for name in ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
-                     "beam_size"):
+        for name in (
+            "hidden_dim",
+            "emb_dim",
+            "batch_size",
+            "max_enc_steps",
+            "max_dec_steps",
+            "beam_size",
+        ):
             if getattr(self, name) <= 0:
                 raise FlagError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.min_dec_steps < 0:
             raise FlagError(f"--min_dec_steps must be >= 0, got {self.min_dec_steps}")
         if self.decode_attention not in DECODE_ATTENTION_MODES:
-            raise FlagError(f"--decode_attention must be one of "
-                            f"{', '.join(DECODE_ATTENTION_MODES)}, got {self.decode_attention!r}")
+            raise FlagError(
+                f"--decode_attention must be one of "
+                f"{', '.join(DECODE_ATTENTION_MODES)}, got {self.decode_attention!r}"
+            )
         if self.grad_norm not in GRAD_NORM_MODES:
-            raise FlagError(f"--grad_norm must be one of {', '.join(GRAD_NORM_MODES)}, got "
-                            f"{self.grad_norm!r}")
+            raise FlagError(
+                f"--grad_norm must be one of {', '.join(GRAD_NORM_MODES)}, got {self.grad_norm!r}"
+            )
 
     @property
     def attention_dim(self) -> int:

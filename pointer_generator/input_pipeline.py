@@ -47,9 +47,18 @@ _FILE_ORDER_STREAM, _BATCH_ORDER_STREAM = 1, 2
 _graph_fn = tf.autograph.experimental.do_not_convert
 
 
-def make_dataset(data_path: str, vocab: Vocab, hps: HParams, mode: str, single_pass: bool,
-                 *, seed=None, num_replicas: int = 1, replica_index: int = 0,
-                 beam_copies: bool = False) -> tf.data.Dataset:
+def make_dataset(
+    data_path: str,
+    vocab: Vocab,
+    hps: HParams,
+    mode: str,
+    single_pass: bool,
+    *,
+    seed=None,
+    num_replicas: int = 1,
+    replica_index: int = 0,
+    beam_copies: bool = False,
+) -> tf.data.Dataset:
     """Batches of `.bin` examples for `mode` ('train', 'eval' or 'decode').
 
     Args:
@@ -81,8 +90,7 @@ def make_dataset(data_path: str, vocab: Vocab, hps: HParams, mode: str, single_p
         bin_dataset.validate_framing(f)
     by_file = len(files) >= num_replicas
 
-    texts = _texts(data_path, files, single_pass, seed, by_file, num_replicas,
-                   replica_index)
+    texts = _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_index)
     if not by_file and num_replicas > 1:
         # Every replica reads the same order (same seed), so striding partitions it.
         texts = texts.shard(num_replicas, replica_index)
@@ -92,17 +100,26 @@ def make_dataset(data_path: str, vocab: Vocab, hps: HParams, mode: str, single_p
         else:
             _check_not_empty(files, data_path, num_replicas, replica_index)
 
-    build = _example_builder(vocab, hps.max_enc_steps, hps.max_dec_steps, hps.pointer_gen,
-                             hps.max_oovs if hps.static_shapes else None)
-    examples = (texts.batch(BLOCK_SIZE)
-                .map(_graph_fn(lambda block: build(block["article"], block["abstract"])),
-                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-                .unbatch())
+    build = _example_builder(
+        vocab,
+        hps.max_enc_steps,
+        hps.max_dec_steps,
+        hps.pointer_gen,
+        hps.max_oovs if hps.static_shapes else None,
+    )
+    examples = (
+        texts.batch(BLOCK_SIZE)
+        .map(
+            _graph_fn(lambda block: build(block["article"], block["abstract"])),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        .unbatch()
+    )
 
     b = hps.batch_size
     if beam_copies:
-        groups = examples.flat_map(
-            _graph_fn(lambda ex: tf.data.Dataset.from_tensors(ex).repeat(b)))
+        groups = examples.flat_map(_graph_fn(lambda ex: tf.data.Dataset.from_tensors(ex).repeat(b)))
         groups = groups.ragged_batch(b, drop_remainder=True)
     elif mode in ("train", "eval") and not single_pass:
         groups = _bucketed(examples, b, seed)
@@ -112,22 +129,33 @@ def make_dataset(data_path: str, vocab: Vocab, hps: HParams, mode: str, single_p
         groups = examples.ragged_batch(b, drop_remainder=hps.static_shapes and not single_pass)
     fixed_batch = None if single_pass and not beam_copies else hps.batch_size
     pad = _graph_fn(lambda g: _pad_batch(g, hps, fixed_batch))
-    return (groups.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            .prefetch(tf.data.AUTOTUNE))
+    return groups.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(
+        tf.data.AUTOTUNE
+    )
 
 
-def distributed_dataset_fn(data_path: str, vocab: Vocab, hps: HParams, mode: str,
-                           single_pass: bool, **kwargs):
+def distributed_dataset_fn(
+    data_path: str, vocab: Vocab, hps: HParams, mode: str, single_pass: bool, **kwargs
+):
     """`dataset_fn(input_context)` for `strategy.distribute_datasets_from_function`.
 
     `hps.batch_size` is the global batch; each input pipeline makes per-replica batches
     of its own share of the data.
     """
+
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
         per_replica = ctx.get_per_replica_batch_size(hps.batch_size)
-        return make_dataset(data_path, vocab, hps.replace(batch_size=per_replica), mode,
-                            single_pass, num_replicas=ctx.num_input_pipelines,
-                            replica_index=ctx.input_pipeline_id, **kwargs)
+        return make_dataset(
+            data_path,
+            vocab,
+            hps.replace(batch_size=per_replica),
+            mode,
+            single_pass,
+            num_replicas=ctx.num_input_pipelines,
+            replica_index=ctx.input_pipeline_id,
+            **kwargs,
+        )
+
     return dataset_fn
 
 
@@ -142,6 +170,7 @@ def batch_strings(batch: dict, i: int) -> dict:
     Returns {'article': str, 'abstract': str, 'abstract_sents': [str], 'art_oovs': [str]}.
     Bytes that are not UTF-8 are decoded with U+FFFD replacements.
     """
+
     def row(key):
         x = batch[key][i]
         return x.numpy() if hasattr(x, "numpy") else x
@@ -167,13 +196,18 @@ def _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_i
     picked up), shuffles the file order and reads READER_CYCLE files at a time, each
     front to back. Passes do not overlap, so every pass is exactly one epoch.
     """
+
     def mine(names):
         return names[replica_index::num_replicas] if by_file else names
 
     def read(names, cycle):
         return tf.data.Dataset.from_tensor_slices(names).interleave(
-            _read_file, cycle_length=cycle, block_length=1,
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            _read_file,
+            cycle_length=cycle,
+            block_length=1,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
 
     if single_pass:
         return read(mine(files), 1)
@@ -184,10 +218,12 @@ def _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_i
         check = bin_dataset.assert_data(
             tf.size(names) > 0,
             f"--data_path {data_path!r} matches no files for replica {replica_index} of "
-            f"{num_replicas} (any more)")
+            f"{num_replicas} (any more)",
+        )
         with tf.control_dependencies([check]):
             names = tf.random.experimental.stateless_shuffle(
-                names, _stream_seed(seed, _FILE_ORDER_STREAM, index))
+                names, _stream_seed(seed, _FILE_ORDER_STREAM, index)
+            )
         return read(names, READER_CYCLE)
 
     return tf.data.Dataset.counter().flat_map(one_pass)
@@ -195,7 +231,8 @@ def _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_i
 
 def _stream_seed(seed, stream, index):
     return tf.random.experimental.stateless_fold_in(
-        tf.constant([seed, stream], tf.int64), tf.cast(index, tf.int64))
+        tf.constant([seed, stream], tf.int64), tf.cast(index, tf.int64)
+    )
 
 
 # The stage functions below are traced once per process (or per vocab and settings) and
@@ -204,7 +241,8 @@ def _stream_seed(seed, stream, index):
 @tf.function(autograph=False, input_signature=[tf.TensorSpec([], tf.string)])
 def _read_texts(path):
     ex = bin_dataset.drop_empty_articles(
-        path, bin_dataset.warn_non_utf8(path, bin_dataset.read_bin_file(path)))
+        path, bin_dataset.warn_non_utf8(path, bin_dataset.read_bin_file(path))
+    )
     return ex["article"], ex["abstract"]
 
 
@@ -215,9 +253,17 @@ def _example_builder(vocab, max_enc_steps, max_dec_steps, pointer_gen, max_oovs)
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)] * 2)
     def build(article, abstract):
-        return example_ops.build_examples(article, abstract, table, vocab.size(),
-                                          max_enc_steps, max_dec_steps, pointer_gen,
-                                          max_oovs)
+        return example_ops.build_examples(
+            article,
+            abstract,
+            table,
+            vocab.size(),
+            max_enc_steps,
+            max_dec_steps,
+            pointer_gen,
+            max_oovs,
+        )
+
     return build
 
 
@@ -237,8 +283,10 @@ def _check_not_empty(files, data_path, num_shards, shard):
     with data_errors():
         for _ in probe.shard(num_shards, shard).take(1):
             return
-    raise DataError(f"--data_path {data_path!r}: no example with a non-empty article"
-                    + (f" for replica {shard} of {num_shards}" if num_shards > 1 else ""))
+    raise DataError(
+        f"--data_path {data_path!r}: no example with a non-empty article"
+        + (f" for replica {shard} of {num_shards}" if num_shards > 1 else "")
+    )
 
 
 def bucket_order(enc_lens, batch_size: int, seed):
@@ -256,14 +304,21 @@ def _bucketed(examples, batch_size, seed):
 
     @_graph_fn
     def sort_pool(index, ex):
-        order = bucket_order(ex["enc_input"].row_lengths(), batch_size,
-                             _stream_seed(seed, _BATCH_ORDER_STREAM, index))
+        order = bucket_order(
+            ex["enc_input"].row_lengths(),
+            batch_size,
+            _stream_seed(seed, _BATCH_ORDER_STREAM, index),
+        )
         return {k: tf.gather(v, order) for k, v in ex.items()}
 
     # Re-batching the reordered pool cuts it into exactly the sorted groups.
-    return (examples.ragged_batch(pool, drop_remainder=True).enumerate()
-            .map(sort_pool, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            .unbatch().ragged_batch(batch_size))
+    return (
+        examples.ragged_batch(pool, drop_remainder=True)
+        .enumerate()
+        .map(sort_pool, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .unbatch()
+        .ragged_batch(batch_size)
+    )
 
 
 def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
@@ -288,8 +343,9 @@ def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
         "enc_lens": enc_lens,
         "enc_padding_mask": tf.sequence_mask(enc_lens, tf.shape(enc_batch)[1], tf.float32),
         "enc_batch_extend_vocab": dense("enc_input_extend_vocab", enc_width),
-        "max_art_oovs": tf.cast(tf.reduce_max(
-            tf.concat([g["art_oovs"].row_lengths(), [0]], 0)), tf.int32),
+        "max_art_oovs": tf.cast(
+            tf.reduce_max(tf.concat([g["art_oovs"].row_lengths(), [0]], 0)), tf.int32
+        ),
         "art_oovs": art_oovs,
         "dec_batch": g["dec_input"],
         "target_batch": g["target"],
@@ -307,7 +363,12 @@ def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
         for key in ("dec_batch", "target_batch", "dec_padding_mask"):
             batch[key] = tf.ensure_shape(batch[key], [b, hps.max_dec_steps])
         batch["art_oovs"] = tf.ensure_shape(batch["art_oovs"], [b, hps.max_oovs])
-        for key in ("enc_lens", "dec_lens", "original_article", "original_abstract",
-                    "num_abstract_sents"):
+        for key in (
+            "enc_lens",
+            "dec_lens",
+            "original_article",
+            "original_abstract",
+            "num_abstract_sents",
+        ):
             batch[key] = tf.ensure_shape(batch[key], [b])
     return batch

@@ -40,14 +40,16 @@ def resolve(path: str) -> str:
     if os.path.isdir(path):
         found = latest_checkpoint(path) or latest_checkpoint(path, BEST_STATE_FILE)
         if found is None:
-            raise CheckpointError(f"no checkpoint found in directory {path!r} (no "
-                                  f"'checkpoint' or '{BEST_STATE_FILE}' state file naming one)")
+            raise CheckpointError(
+                f"no checkpoint found in directory {path!r} (no "
+                f"'checkpoint' or '{BEST_STATE_FILE}' state file naming one)"
+            )
         return found
     for suffix in (".index", ".meta"):
         if path.endswith(suffix):
-            path = path[:-len(suffix)]
+            path = path[: -len(suffix)]
     if ".data-" in os.path.basename(path):
-        path = path[:path.rindex(".data-")]
+        path = path[: path.rindex(".data-")]
     if not tf.io.gfile.exists(path + ".index"):
         raise CheckpointError(f"no checkpoint at {path!r} (expected {path}.index)")
     return path
@@ -76,16 +78,19 @@ def inspect(path: str) -> Report:
             else:
                 report.partly_nonfinite.append(name)
     except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"cannot read checkpoint {path!r}: "
-                              f"{getattr(e, 'message', e)}") from None
+        raise CheckpointError(
+            f"cannot read checkpoint {path!r}: {getattr(e, 'message', e)}"
+        ) from None
     return report
 
 
 def format_report(report: Report) -> str:
     lines = [f"Checkpoint {report.path}"]
-    for title, names in (("Finite variables", report.finite),
-                         ("Variables that are entirely inf/NaN", report.all_nonfinite),
-                         ("Variables that are partly inf/NaN", report.partly_nonfinite)):
+    for title, names in (
+        ("Finite variables", report.finite),
+        ("Variables that are entirely inf/NaN", report.all_nonfinite),
+        ("Variables that are partly inf/NaN", report.partly_nonfinite),
+    ):
         lines.append(f"{title} ({len(names)}):")
         lines += [f"  {n}" for n in names]
     lines.append("CHECK PASSED" if report.passed else "CHECK FAILED")

@@ -135,13 +135,15 @@ def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
 
         return tf.where(in_vocab, gold, tf.constant(-1e30, gold.dtype)), grad
 
-    flat = run(tf.reshape(logits, [-1, vocab]), tf.reshape(out, [-1, tf.shape(out)[-1]]),
-               kernel, bias)
+    flat = run(
+        tf.reshape(logits, [-1, vocab]), tf.reshape(out, [-1, tf.shape(out)[-1]]), kernel, bias
+    )
     return tf.reshape(flat, shape)
 
 
-def pointer_nll(gold_vocab, p_gen_logit, attn, enc_batch_extend_vocab, targets, dec_mask,
-                safe: bool = True):
+def pointer_nll(
+    gold_vocab, p_gen_logit, attn, enc_batch_extend_vocab, targets, dec_mask, safe: bool = True
+):
     """Pointer-mode loss: per-example average of -log P(w*_t), then batch mean.
 
     Args:
@@ -161,8 +163,9 @@ def pointer_nll(gold_vocab, p_gen_logit, attn, enc_batch_extend_vocab, targets, 
     if safe:
         log_gen = tf.math.log_sigmoid(p_gen_logit) + gold_vocab
         log_copy = tf.math.log_sigmoid(-p_gen_logit) + tf.math.log(tf.maximum(mass, _TINY))
-        log_p = tf.maximum(tf.math.reduce_logsumexp(tf.stack([log_gen, log_copy]), axis=0),
-                           SAFE_LOG_FLOOR)
+        log_p = tf.maximum(
+            tf.math.reduce_logsumexp(tf.stack([log_gen, log_copy]), axis=0), SAFE_LOG_FLOOR
+        )
     else:
         p_gen = tf.sigmoid(p_gen_logit)
         log_p = tf.math.log(p_gen * tf.exp(gold_vocab) + (1.0 - p_gen) * mass)

@@ -27,8 +27,16 @@ from pointer_generator.layers import (
 )
 
 # Batch fields the model reads (the input pipeline yields these and some strings).
-MODEL_INPUT_KEYS = ("enc_batch", "enc_lens", "enc_padding_mask", "enc_batch_extend_vocab",
-                    "max_art_oovs", "dec_batch", "target_batch", "dec_padding_mask")
+MODEL_INPUT_KEYS = (
+    "enc_batch",
+    "enc_lens",
+    "enc_padding_mask",
+    "enc_batch_extend_vocab",
+    "max_art_oovs",
+    "dec_batch",
+    "target_batch",
+    "dec_padding_mask",
+)
 
 
 class EncoderOutput(NamedTuple):
@@ -85,8 +93,7 @@ def decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab, max_a
 
 def _cell_weights(cell: keras.layers.LSTMCell):
     """(kernel, recurrent_kernel, bias) of a Keras LSTMCell as tensors."""
-    return tuple(tf.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel,
-                                                   cell.bias))
+    return tuple(tf.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel, cell.bias))
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")
@@ -107,38 +114,62 @@ class PointerGeneratorModel(keras.Model):
         tn = trunc_normal(hps.trunc_norm_init_std)
 
         # One embedding shared by encoder and decoder inputs (spec 4.3).
-        self.embedding = keras.layers.Embedding(vocab_size, emb, embeddings_initializer=tn,
-                                                name="embedding")
+        self.embedding = keras.layers.Embedding(
+            vocab_size, emb, embeddings_initializer=tn, name="embedding"
+        )
 
         def lstm(name, go_backwards=False):
-            return keras.layers.LSTM(hidden, return_sequences=True, return_state=True,
-                                     kernel_initializer=uni, recurrent_initializer=uni,
-                                     bias_initializer="zeros", unit_forget_bias=True,
-                                     go_backwards=go_backwards, name=name)
+            return keras.layers.LSTM(
+                hidden,
+                return_sequences=True,
+                return_state=True,
+                kernel_initializer=uni,
+                recurrent_initializer=uni,
+                bias_initializer="zeros",
+                unit_forget_bias=True,
+                go_backwards=go_backwards,
+                name=name,
+            )
 
         self.encoder = keras.layers.Bidirectional(
-            lstm("encoder_fw"), backward_layer=lstm("encoder_bw", go_backwards=True),
-            merge_mode="concat", name="encoder")
+            lstm("encoder_fw"),
+            backward_layer=lstm("encoder_bw", go_backwards=True),
+            merge_mode="concat",
+            name="encoder",
+        )
         self.reduce_state = ReduceState(hidden, hps.trunc_norm_init_std, name="reduce_final_st")
-        self.attention = CoverageAttention(2 * hidden, 2 * hidden, hps.attention_dim,
-                                           use_coverage=hps.coverage, safe=hps.safe_numerics,
-                                           name="attention")
+        self.attention = CoverageAttention(
+            2 * hidden,
+            2 * hidden,
+            hps.attention_dim,
+            use_coverage=hps.coverage,
+            safe=hps.safe_numerics,
+            name="attention",
+        )
         # x_t = Linear([y_t; h*_{t-1}]) (input feeding), 640 -> 128 at the paper's sizes.
-        self.input_merge = keras.layers.Dense(emb, kernel_initializer=glorot(),
-                                              bias_initializer="zeros", name="input_merge")
-        self.decoder_cell = keras.layers.LSTMCell(hidden, kernel_initializer=uni,
-                                                  recurrent_initializer=uni,
-                                                  bias_initializer="zeros",
-                                                  unit_forget_bias=True, name="decoder_cell")
+        self.input_merge = keras.layers.Dense(
+            emb, kernel_initializer=glorot(), bias_initializer="zeros", name="input_merge"
+        )
+        self.decoder_cell = keras.layers.LSTMCell(
+            hidden,
+            kernel_initializer=uni,
+            recurrent_initializer=uni,
+            bias_initializer="zeros",
+            unit_forget_bias=True,
+            name="decoder_cell",
+        )
         if hps.pointer_gen:
             self.p_gen_layer = GenerationProbability(name="calculate_pgen")
         # o_t = Linear([s_t; h*_t]) then logits = o_t w + v (no nonlinearity between).
         self.attn_output_projection = keras.layers.Dense(
-            hidden, kernel_initializer=glorot(), bias_initializer="zeros",
-            name="attn_output_projection")
-        self.output_projection = keras.layers.Dense(vocab_size, kernel_initializer=tn,
-                                                    bias_initializer=tn,
-                                                    name="output_projection")
+            hidden,
+            kernel_initializer=glorot(),
+            bias_initializer="zeros",
+            name="attn_output_projection",
+        )
+        self.output_projection = keras.layers.Dense(
+            vocab_size, kernel_initializer=tn, bias_initializer=tn, name="output_projection"
+        )
         self.final_distribution = FinalDistribution(name="final_distribution")
 
     # ------------------------------------------------------------------ construction
@@ -179,9 +210,11 @@ class PointerGeneratorModel(keras.Model):
             # Same weights and values as the Keras layer; one loop for both directions
             # with a hand-written gradient (recurrent.py). Outputs are zero past each end.
             states, h_fw, c_fw, h_bw, c_bw = recurrent.bidirectional_lstm(
-                emb, tf.cast(enc_padding_mask, emb.dtype),
+                emb,
+                tf.cast(enc_padding_mask, emb.dtype),
                 _cell_weights(self.encoder.forward_layer.cell),
-                _cell_weights(self.encoder.backward_layer.cell))
+                _cell_weights(self.encoder.backward_layer.cell),
+            )
         else:
             outputs, h_fw, c_fw, h_bw, c_bw = self.encoder(emb, mask=enc_padding_mask > 0)
             # TF1's dynamic RNN emits zeros past each length; Keras repeats the last output.
@@ -212,37 +245,61 @@ class PointerGeneratorModel(keras.Model):
         ctx_w = merge_w[emb_dim:]
         if self.hps.fused_recurrence:
             att = self.attention
-            w_c = (tf.reshape(att.w_c, [-1]) if use_cov
-                   else tf.zeros([self.hps.attention_dim], y_part.dtype))
+            w_c = (
+                tf.reshape(att.w_c, [-1])
+                if use_cov
+                else tf.zeros([self.hps.attention_dim], y_part.dtype)
+            )
             steps = recurrent.attention_decoder(
-                y_part, enc.states, enc.features, enc.padding_mask, enc.h, enc.c, ctx_w,
+                y_part,
+                enc.states,
+                enc.features,
+                enc.padding_mask,
+                enc.h,
+                enc.c,
+                ctx_w,
                 _cell_weights(self.decoder_cell),
-                (tf.convert_to_tensor(att.W_s), tf.convert_to_tensor(att.b_attn),
-                 tf.convert_to_tensor(att.v), w_c),
-                use_coverage=use_cov, safe=self.hps.safe_numerics)
+                (
+                    tf.convert_to_tensor(att.W_s),
+                    tf.convert_to_tensor(att.b_attn),
+                    tf.convert_to_tensor(att.v),
+                    w_c,
+                ),
+                use_coverage=use_cov,
+                safe=self.hps.safe_numerics,
+            )
             names = ("x", "c", "h", "context", "attn")
             return {n: tf.transpose(v, [1, 0, 2]) for n, v in zip(names, steps, strict=True)}
 
         def body(t, h, c, context, coverage, tas):
             x = y_part[t] + tf.matmul(context, ctx_w)
             h, c = lstm_step(self.decoder_cell, x, h, c)
-            context, attn = self.attention(enc.states, enc.features, enc.padding_mask,
-                                           tf.concat([c, h], 1),
-                                           coverage if use_cov else None)
+            context, attn = self.attention(
+                enc.states,
+                enc.features,
+                enc.padding_mask,
+                tf.concat([c, h], 1),
+                coverage if use_cov else None,
+            )
             coverage = coverage + attn
-            tas = tuple(ta.write(t, v) for ta, v in zip(tas, (x, c, h, context, attn),
-                                                         strict=True))
+            tas = tuple(ta.write(t, v) for ta, v in zip(tas, (x, c, h, context, attn), strict=True))
             return t + 1, h, c, context, coverage, tas
 
         dtype = enc.states.dtype
         tas = tuple(tf.TensorArray(dtype, size=dec_len) for _ in range(5))
-        init = (tf.constant(0), enc.h, enc.c, tf.zeros([batch, 2 * hidden], dtype),
-                tf.zeros([batch, enc_len], dtype), tas)
-        _, _, _, _, _, tas = tf.while_loop(lambda t, *_: t < dec_len, body, init,
-                                           maximum_iterations=dec_len)
+        init = (
+            tf.constant(0),
+            enc.h,
+            enc.c,
+            tf.zeros([batch, 2 * hidden], dtype),
+            tf.zeros([batch, enc_len], dtype),
+            tas,
+        )
+        _, _, _, _, _, tas = tf.while_loop(
+            lambda t, *_: t < dec_len, body, init, maximum_iterations=dec_len
+        )
         names = ("x", "c", "h", "context", "attn")
-        return {n: tf.transpose(ta.stack(), [1, 0, 2]) for n, ta in zip(names, tas,
-                                                                          strict=True)}
+        return {n: tf.transpose(ta.stack(), [1, 0, 2]) for n, ta in zip(names, tas, strict=True)}
 
     def call(self, batch, training=False):
         """Forward pass and losses for a training/eval batch.
@@ -263,27 +320,39 @@ class PointerGeneratorModel(keras.Model):
         out = self.attn_output_projection(tf.concat([steps["h"], steps["context"]], -1))
         vocab_logits, gold_vocab = self.vocab_logits_and_gold(out, targets)
         if hps.pointer_gen:
-            p_gen_logit = self.p_gen_layer.logit(steps["context"], steps["c"], steps["h"],
-                                                 steps["x"])[..., 0]
-            loss, step_nll = losses.pointer_nll(gold_vocab, p_gen_logit, steps["attn"],
-                                                batch["enc_batch_extend_vocab"], targets,
-                                                dec_mask, safe=hps.safe_numerics)
+            p_gen_logit = self.p_gen_layer.logit(
+                steps["context"], steps["c"], steps["h"], steps["x"]
+            )[..., 0]
+            loss, step_nll = losses.pointer_nll(
+                gold_vocab,
+                p_gen_logit,
+                steps["attn"],
+                batch["enc_batch_extend_vocab"],
+                targets,
+                dec_mask,
+                safe=hps.safe_numerics,
+            )
             p_gens = tf.sigmoid(p_gen_logit)
         else:
             loss, step_nll = losses.baseline_nll(gold_vocab, dec_mask)
             p_gens = tf.ones_like(dec_mask)
-        result = {"loss": loss, "attn_dists": steps["attn"], "p_gens": p_gens,
-                  "vocab_logits": vocab_logits, "step_nll": step_nll}
+        result = {
+            "loss": loss,
+            "attn_dists": steps["attn"],
+            "p_gens": p_gens,
+            "vocab_logits": vocab_logits,
+            "step_nll": step_nll,
+        }
         if hps.coverage:
             cov_steps = losses.coverage_step_losses(steps["attn"])
-            result["coverage_loss"] = losses.mask_and_avg(cov_steps, dec_mask,
-                                                          hps.safe_numerics)
+            result["coverage_loss"] = losses.mask_and_avg(cov_steps, dec_mask, hps.safe_numerics)
             result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
         else:
             result["coverage_loss"] = tf.zeros_like(loss)
             result["total_loss"] = loss
-        result["p_gen_mean"] = (tf.reduce_sum(p_gens * dec_mask)
-                                / tf.maximum(tf.reduce_sum(dec_mask), 1.0))
+        result["p_gen_mean"] = tf.reduce_sum(p_gens * dec_mask) / tf.maximum(
+            tf.reduce_sum(dec_mask), 1.0
+        )
         return result
 
     def final_distributions(self, batch, outputs):
@@ -298,9 +367,13 @@ class PointerGeneratorModel(keras.Model):
         t = tf.shape(vocab_dists)[1]
         flat = lambda x: tf.reshape(x, tf.concat([[b * t], tf.shape(x)[2:]], 0))  # noqa: E731
         ext = tf.repeat(batch["enc_batch_extend_vocab"], t, axis=0)
-        final = self.final_distribution(flat(vocab_dists), flat(outputs["attn_dists"]),
-                                        tf.reshape(outputs["p_gens"], [-1, 1]), ext,
-                                        batch["max_art_oovs"])
+        final = self.final_distribution(
+            flat(vocab_dists),
+            flat(outputs["attn_dists"]),
+            tf.reshape(outputs["p_gens"], [-1, 1]),
+            ext,
+            batch["max_art_oovs"],
+        )
         return tf.reshape(final, [b, t, -1])
 
     # ------------------------------------------------------------------ decoding
@@ -313,15 +386,22 @@ class PointerGeneratorModel(keras.Model):
         coverage, `attn` [batch, enc_len] is that attention; see `decode_step`).
         """
         batch = tf.shape(enc.states)[0]
-        carry = {"c": enc.c, "h": enc.h,
-                 "context": tf.zeros([batch, 2 * self.hps.hidden_dim], enc.states.dtype),
-                 "coverage": tf.zeros(tf.shape(enc.padding_mask), enc.states.dtype)}
+        carry = {
+            "c": enc.c,
+            "h": enc.h,
+            "context": tf.zeros([batch, 2 * self.hps.hidden_dim], enc.states.dtype),
+            "coverage": tf.zeros(tf.shape(enc.padding_mask), enc.states.dtype),
+        }
         if self.hps.decode_attention == "original":
             # The attention of the current state, which the original recomputes at the
             # start of the next step; carried instead (see `decode_step`).
             context, attn = self.attention.beam_attention(
-                enc.states, enc.features, enc.padding_mask, tf.concat([enc.c, enc.h], 1),
-                carry["coverage"] if self.hps.coverage else None)
+                enc.states,
+                enc.features,
+                enc.padding_mask,
+                tf.concat([enc.c, enc.h], 1),
+                carry["coverage"] if self.hps.coverage else None,
+            )
             carry["context"] = context
             if self.hps.coverage:
                 carry["attn"] = attn
@@ -336,8 +416,9 @@ class PointerGeneratorModel(keras.Model):
         kernel = tf.cast(self.output_projection.kernel, tf.bfloat16)
         # A 2-D matmul: einsum's gradient over "...h" would broadcast [..., vocab, hidden].
         flat = tf.reshape(tf.cast(out, tf.bfloat16), [-1, tf.shape(out)[-1]])
-        logits = tf.reshape(tf.matmul(flat, kernel),
-                            tf.concat([tf.shape(out)[:-1], [tf.shape(kernel)[1]]], 0))
+        logits = tf.reshape(
+            tf.matmul(flat, kernel), tf.concat([tf.shape(out)[:-1], [tf.shape(kernel)[1]]], 0)
+        )
         return tf.cast(logits, tf.float32) + self.output_projection.bias
 
     def vocab_logits_and_gold(self, out, targets):
@@ -350,27 +431,46 @@ class PointerGeneratorModel(keras.Model):
         logits = self.vocab_logits(out)
         if self.hps.fused_recurrence:
             return logits, losses.fused_gold_log_prob(
-                logits, out, self.output_projection.kernel, self.output_projection.bias,
-                targets, tf.bfloat16 if self.hps.mixed_precision else None)
+                logits,
+                out,
+                self.output_projection.kernel,
+                self.output_projection.bias,
+                targets,
+                tf.bfloat16 if self.hps.mixed_precision else None,
+            )
         return logits, losses.gold_vocab_log_prob(tf.nn.log_softmax(logits, axis=-1), targets)
 
     def candidate_projection(self) -> final_candidates.VocabProjection:
         """The output projection in the pieces `final_candidates` computes it in."""
         return final_candidates.vocab_projection(
-            self.output_projection.kernel, self.output_projection.bias,
-            compute_dtype=tf.bfloat16 if self.hps.mixed_precision else tf.float32)
+            self.output_projection.kernel,
+            self.output_projection.bias,
+            compute_dtype=tf.bfloat16 if self.hps.mixed_precision else tf.float32,
+        )
 
-    def candidate_setup(self, enc_batch_extend_vocab, enc_padding_mask,
-                        beams: int) -> final_candidates.CandidateSetup:
+    def candidate_setup(
+        self, enc_batch_extend_vocab, enc_padding_mask, beams: int
+    ) -> final_candidates.CandidateSetup:
         """What `decode_step(candidates=...)` needs for a batch of B articles decoded
         with `beams` rows each (enc tensors [B, enc_len])."""
-        words = (final_candidates.article_words(enc_batch_extend_vocab, enc_padding_mask,
-                                                beams) if self.hps.pointer_gen else None)
-        return final_candidates.CandidateSetup(self.candidate_projection(), words,
-                                               2 * self.hps.beam_size)
+        words = (
+            final_candidates.article_words(enc_batch_extend_vocab, enc_padding_mask, beams)
+            if self.hps.pointer_gen
+            else None
+        )
+        return final_candidates.CandidateSetup(
+            self.candidate_projection(), words, 2 * self.hps.beam_size
+        )
 
-    def decode_step(self, enc: EncoderOutput, enc_batch_extend_vocab, max_art_oovs, tokens,
-                    carry: dict, candidates: final_candidates.CandidateSetup | None = None):
+    def decode_step(
+        self,
+        enc: EncoderOutput,
+        enc_batch_extend_vocab,
+        max_art_oovs,
+        tokens,
+        carry: dict,
+        candidates: final_candidates.CandidateSetup | None = None,
+    ):
         """One decoder step for beam search (spec 4.12).
 
         With `hps.decode_attention == "original"` it reproduces the TF1 decode graph
@@ -409,8 +509,12 @@ class PointerGeneratorModel(keras.Model):
         x = self.input_merge(tf.concat([self.embedding(tokens), prev_context], 1))
         h, c = lstm_step(self.decoder_cell, x, h, c)
         context, attn = self.attention.beam_attention(
-            enc.states, enc.features, enc.padding_mask, tf.concat([c, h], 1),
-            coverage if use_cov else None)
+            enc.states,
+            enc.features,
+            enc.padding_mask,
+            tf.concat([c, h], 1),
+            coverage if use_cov else None,
+        )
         if not original and use_cov:
             coverage = coverage + attn
         out = self.attn_output_projection(tf.concat([h, context], 1))
@@ -421,8 +525,9 @@ class PointerGeneratorModel(keras.Model):
         elif self.hps.pointer_gen:
             logits = self.vocab_logits(out)
             p_gen = self.p_gen_layer(context, c, h, x)  # [batch, 1]
-            final = decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab,
-                                              max_art_oovs)
+            final = decode_final_distribution(
+                logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs
+            )
             p_gen = p_gen[:, 0]
         else:
             final = tf.nn.softmax(self.vocab_logits(out), axis=-1)
@@ -434,8 +539,12 @@ class PointerGeneratorModel(keras.Model):
 
     def get_config(self):
         import dataclasses
-        return {"hps": dataclasses.asdict(self.hps), "vocab_size": self.vocab_size,
-                "name": self.name}
+
+        return {
+            "hps": dataclasses.asdict(self.hps),
+            "vocab_size": self.vocab_size,
+            "name": self.name,
+        }
 
     @classmethod
     def from_config(cls, config):

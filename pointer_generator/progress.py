@@ -32,8 +32,14 @@ class Progress:
       log_every: log a line every N steps.
     """
 
-    def __init__(self, start_step: int, max_steps: int, examples_per_step: int,
-                 log_every: int = 1, smoothing: float = 0.1):
+    def __init__(
+        self,
+        start_step: int,
+        max_steps: int,
+        examples_per_step: int,
+        log_every: int = 1,
+        smoothing: float = 0.1,
+    ):
         self.max_steps = max_steps
         self.examples_per_step = examples_per_step
         self.log_every = max(1, log_every)
@@ -69,8 +75,10 @@ class Progress:
         if not self._sec_per_step:
             return {"steps_per_sec": None, "examples_per_sec": None}
         steps_per_sec = 1.0 / self._sec_per_step
-        return {"steps_per_sec": steps_per_sec,
-                "examples_per_sec": steps_per_sec * self.examples_per_step}
+        return {
+            "steps_per_sec": steps_per_sec,
+            "examples_per_sec": steps_per_sec * self.examples_per_step,
+        }
 
     def eta_seconds(self, step: int) -> float | None:
         if not self.max_steps or not self._sec_per_step:

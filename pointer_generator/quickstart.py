@@ -16,8 +16,15 @@ import sys
 import time
 
 # Small enough for a few minutes on a laptop CPU, big enough to learn to copy names.
-MODEL_FLAGS = ["--hidden_dim=64", "--emb_dim=64", "--batch_size=16", "--max_enc_steps=200",
-               "--max_dec_steps=40", "--vocab_size=5000", "--lr=0.15"]
+MODEL_FLAGS = [
+    "--hidden_dim=64",
+    "--emb_dim=64",
+    "--batch_size=16",
+    "--max_enc_steps=200",
+    "--max_dec_steps=40",
+    "--vocab_size=5000",
+    "--lr=0.15",
+]
 DECODE_FLAGS = ["--beam_size=4", "--min_dec_steps=10", "--max_dec_steps=40"]
 
 
@@ -30,14 +37,22 @@ def _run(cmd: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pointer-generator quickstart", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out_dir", default="quickstart_run",
-                        help="where the data and the experiment go (default: %(default)s)")
-    parser.add_argument("--train_steps", type=int, default=1000,
-                        help="training steps (default: %(default)s)")
-    parser.add_argument("--num_train", type=int, default=4000,
-                        help="toy training examples (default: %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="pointer-generator quickstart",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--out_dir",
+        default="quickstart_run",
+        help="where the data and the experiment go (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--train_steps", type=int, default=1000, help="training steps (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--num_train", type=int, default=4000, help="toy training examples (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
 
     start = time.time()
@@ -48,12 +63,25 @@ def main(argv: list[str] | None = None) -> int:
         _run(py + ["data_tools.toy_data", f"--out_dir={data}", f"--num_train={args.num_train}"])
     common = [f"--vocab_path={data}/vocab", f"--log_root={log_root}", "--exp_name=toy"]
     cli = py + ["pointer_generator.run_summarization"]
-    _run(cli + ["--mode=train", f"--data_path={data}/chunked/train_*",
-                f"--max_steps={args.train_steps}"] + common + MODEL_FLAGS)
-    _run(cli + ["--mode=eval", "--single_pass", f"--data_path={data}/chunked/val_*"]
-         + common + MODEL_FLAGS)
-    _run(cli + ["--mode=decode", "--single_pass", f"--data_path={data}/chunked/test_*"]
-         + common + MODEL_FLAGS + DECODE_FLAGS)
+    _run(
+        cli
+        + ["--mode=train", f"--data_path={data}/chunked/train_*", f"--max_steps={args.train_steps}"]
+        + common
+        + MODEL_FLAGS
+    )
+    _run(
+        cli
+        + ["--mode=eval", "--single_pass", f"--data_path={data}/chunked/val_*"]
+        + common
+        + MODEL_FLAGS
+    )
+    _run(
+        cli
+        + ["--mode=decode", "--single_pass", f"--data_path={data}/chunked/test_*"]
+        + common
+        + MODEL_FLAGS
+        + DECODE_FLAGS
+    )
 
     exp = os.path.join(log_root, "toy")
     decode_dirs = sorted(d for d in os.listdir(exp) if d.startswith("decode_test"))

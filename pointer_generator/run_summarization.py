@@ -74,21 +74,25 @@ def run_mode(argv: list[str]) -> None:
     from pointer_generator import distribution
 
     distribution.configure_devices(
-        FLAGS.num_gpus,
-        FLAGS.num_cpu_devices if flags_lib.strategy_name(FLAGS) == "mirrored" else 1)
+        FLAGS.num_gpus, FLAGS.num_cpu_devices if flags_lib.strategy_name(FLAGS) == "mirrored" else 1
+    )
     main_fn(hps, vocab, FLAGS)
 
 
 def mode_main(mode: str):
     """The `main(hps, vocab, flags)` of a mode's module, imported lazily."""
-    module_name = {"train": "pointer_generator.train", "eval": "pointer_generator.evaluate",
-                   "decode": "pointer_generator.decode"}[mode]
+    module_name = {
+        "train": "pointer_generator.train",
+        "eval": "pointer_generator.evaluate",
+        "decode": "pointer_generator.decode",
+    }[mode]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name == module_name:
-            raise FlagError(f"--mode={mode} is not available in this installation "
-                            f"({module_name} is missing)") from None
+            raise FlagError(
+                f"--mode={mode} is not available in this installation ({module_name} is missing)"
+            ) from None
         raise
     if not hasattr(module, "main"):
         raise FlagError(f"--mode={mode} is not available yet ({module_name} has no main)")

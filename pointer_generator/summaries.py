@@ -43,7 +43,8 @@ METRIC_TAGS = {
 }
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+)
 
 
 def model_metrics(metrics: dict, hps) -> dict:
@@ -84,8 +85,9 @@ class ScalarWriter:
             for name, value in metrics.items():
                 tag = METRIC_TAGS.get(name)
                 if tag is not None and value is not None:
-                    tf.summary.write(tag, tf.constant(float(value), tf.float32),
-                                     metadata=_SCALAR_METADATA)
+                    tf.summary.write(
+                        tag, tf.constant(float(value), tf.float32), metadata=_SCALAR_METADATA
+                    )
 
     def flush(self) -> None:
         if self._writer is not None:
@@ -110,8 +112,9 @@ class ScalarWriter:
         try:
             yield
         except (tf.errors.OpError, OSError) as e:
-            raise OutputError(f"cannot write TensorBoard summaries in {self.logdir}: "
-                              f"{write_failure_reason(e)}") from None
+            raise OutputError(
+                f"cannot write TensorBoard summaries in {self.logdir}: {write_failure_reason(e)}"
+            ) from None
 
 
 def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) -> str:
@@ -133,10 +136,12 @@ def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) ->
         emb.metadata_path = metadata_file
         projector.visualize_embeddings(logdir, config)
         return path
-    text = ("embeddings {\n"
-            f"  tensor_name: {_quote(tensor_name)}\n"
-            f"  metadata_path: {_quote(metadata_file)}\n"
-            "}\n")
+    text = (
+        "embeddings {\n"
+        f"  tensor_name: {_quote(tensor_name)}\n"
+        f"  metadata_path: {_quote(metadata_file)}\n"
+        "}\n"
+    )
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
     from absl import flags as absl_flags
 
     from pointer_generator import flags as flags_lib
+
     fv = flags_lib.FLAGS
     try:
         rest = fv(["pointer-generator summarize"] + list(argv))
@@ -49,10 +50,12 @@ def main(argv: list[str]) -> int:
         raise FlagError(str(e)) from None
     inputs = read_inputs(rest[1:])
     if not fv.log_root or not fv.vocab_path:
-        raise FlagError("summarize needs --log_root, --exp_name and --vocab_path of a trained "
-                        "experiment")
+        raise FlagError(
+            "summarize needs --log_root, --exp_name and --vocab_path of a trained experiment"
+        )
 
     from data_tools.convert import texts_to_examples
+
     examples = texts_to_examples([text for _, text in inputs])
     for (name, _), (article, _) in zip(inputs, examples, strict=True):
         if not article.strip():
@@ -74,17 +77,20 @@ def main(argv: list[str]) -> int:
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
     decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
     decoder = decode.BeamSearchDecoder(
-        model, vocab, hps, trigram_blocking=getattr(fv, "trigram_blocking", False),
+        model,
+        vocab,
+        hps,
+        trigram_blocking=getattr(fv, "trigram_blocking", False),
         length_penalty=getattr(fv, "length_penalty", None) or None,
-        full_final_dist=getattr(fv, "full_final_dist", False))
+        full_final_dist=getattr(fv, "full_final_dist", False),
+    )
     batch_size = min(getattr(fv, "decode_batch_size", 32), len(examples))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "summarize_000.bin")
         write_bin(path, examples)
         index = 0
         with data_errors():
-            dataset = make_dataset(path, vocab, hps.replace(batch_size=batch_size), "decode",
-                                   True)
+            dataset = make_dataset(path, vocab, hps.replace(batch_size=batch_size), "decode", True)
             for batch in dataset:
                 for summary in decoder.decode_batch(batch):
                     name = inputs[index][0]

@@ -43,7 +43,7 @@ _DEC = "seq2seq/decoder/attention_decoder"
 # --------------------------------------------------------------------------- LSTM layout
 def _gate_blocks(a: np.ndarray, hidden: int) -> list[np.ndarray]:
     """Split the last axis of `a` into its 4 gate blocks of `hidden` columns."""
-    return [a[..., k * hidden:(k + 1) * hidden] for k in range(4)]
+    return [a[..., k * hidden : (k + 1) * hidden] for k in range(4)]
 
 
 def tf1_lstm_bias_to_keras(bias: np.ndarray, forget_bias: float = FORGET_BIAS) -> np.ndarray:
@@ -100,18 +100,26 @@ def _lstm_names(scope: str, tf_version: str) -> tuple[str, str]:
 def _entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[_Entry]:
     """The original's trainable variables for these hyper-parameters (spec 4.11)."""
     if tf_version not in TF1_VERSIONS:
-        raise CheckpointError(f"tf_version must be one of {', '.join(TF1_VERSIONS)}, "
-                              f"got {tf_version!r}")
+        raise CheckpointError(
+            f"tf_version must be one of {', '.join(TF1_VERSIONS)}, got {tf_version!r}"
+        )
     h, e, v, a = hps.hidden_dim, hps.emb_dim, vocab_size, hps.attention_dim
-    entries = [_Entry("seq2seq/embedding/embedding", (v, e), "plain",
-                      (lambda m: m.embedding.embeddings,))]
+    entries = [
+        _Entry("seq2seq/embedding/embedding", (v, e), "plain", (lambda m: m.embedding.embeddings,))
+    ]
 
     def lstm(scope, cell_of, input_dim):
         k, b = _lstm_names(scope, tf_version)
-        return [_Entry(k, (input_dim + h, 4 * h), "lstm_kernel",
-                       (lambda m: cell_of(m).kernel, lambda m: cell_of(m).recurrent_kernel),
-                       input_dim),
-                _Entry(b, (4 * h,), "lstm_bias", (lambda m: cell_of(m).bias,))]
+        return [
+            _Entry(
+                k,
+                (input_dim + h, 4 * h),
+                "lstm_kernel",
+                (lambda m: cell_of(m).kernel, lambda m: cell_of(m).recurrent_kernel),
+                input_dim,
+            ),
+            _Entry(b, (4 * h,), "lstm_bias", (lambda m: cell_of(m).bias,)),
+        ]
 
     entries += lstm(f"{_ENC}/fw", lambda m: m.encoder.forward_layer.cell, e)
     entries += lstm(f"{_ENC}/bw", lambda m: m.encoder.backward_layer.cell, e)
@@ -125,30 +133,34 @@ def _entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[_Entry]:
         _Entry(f"{_DEC}/v", (a,), "plain", (lambda m: m.attention.v,)),
     ]
     if hps.coverage:
-        entries.append(_Entry(f"{_DEC}/coverage/w_c", (1, 1, 1, a), "conv",
-                              (lambda m: m.attention.w_c,)))
+        entries.append(
+            _Entry(f"{_DEC}/coverage/w_c", (1, 1, 1, a), "conv", (lambda m: m.attention.w_c,))
+        )
 
     def linear(scope, rows, cols, layer_of):
-        return [_Entry(f"{scope}/Linear/Matrix", (rows, cols), "plain",
-                       (lambda m: layer_of(m).kernel,)),
-                _Entry(f"{scope}/Linear/Bias", (cols,), "plain", (lambda m: layer_of(m).bias,))]
+        return [
+            _Entry(
+                f"{scope}/Linear/Matrix", (rows, cols), "plain", (lambda m: layer_of(m).kernel,)
+            ),
+            _Entry(f"{scope}/Linear/Bias", (cols,), "plain", (lambda m: layer_of(m).bias,)),
+        ]
 
     entries += linear(_DEC, e + 2 * h, e, lambda m: m.input_merge)
     entries += lstm(_DEC, lambda m: m.decoder_cell, e)
     entries += [
-        _Entry(f"{_DEC}/Attention/Linear/Matrix", (2 * h, a), "plain",
-               (lambda m: m.attention.W_s,)),
+        _Entry(
+            f"{_DEC}/Attention/Linear/Matrix", (2 * h, a), "plain", (lambda m: m.attention.W_s,)
+        ),
         _Entry(f"{_DEC}/Attention/Linear/Bias", (a,), "plain", (lambda m: m.attention.b_attn,)),
     ]
     if hps.pointer_gen:
         entries += linear(f"{_DEC}/calculate_pgen", 4 * h + e, 1, lambda m: m.p_gen_layer.dense)
-    entries += linear(f"{_DEC}/AttnOutputProjection", 3 * h, h,
-                      lambda m: m.attn_output_projection)
+    entries += linear(f"{_DEC}/AttnOutputProjection", 3 * h, h, lambda m: m.attn_output_projection)
     entries += [
-        _Entry("seq2seq/output_projection/w", (h, v), "plain",
-               (lambda m: m.output_projection.kernel,)),
-        _Entry("seq2seq/output_projection/v", (v,), "plain",
-               (lambda m: m.output_projection.bias,)),
+        _Entry(
+            "seq2seq/output_projection/w", (h, v), "plain", (lambda m: m.output_projection.kernel,)
+        ),
+        _Entry("seq2seq/output_projection/v", (v,), "plain", (lambda m: m.output_projection.bias,)),
     ]
     return entries
 
@@ -189,12 +201,16 @@ def resolve_checkpoint_path(path: str) -> str:
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
-            raise CheckpointError(f"no checkpoint found in directory {path!r} (it has no "
-                                  "'checkpoint' state file naming one)")
+            raise CheckpointError(
+                f"no checkpoint found in directory {path!r} (it has no "
+                "'checkpoint' state file naming one)"
+            )
         return latest
     if not tf.io.gfile.exists(path + ".index"):
-        raise CheckpointError(f"no checkpoint at {path!r} (expected {path}.index and "
-                              f"{path}.data-*; give the prefix without a suffix)")
+        raise CheckpointError(
+            f"no checkpoint at {path!r} (expected {path}.index and "
+            f"{path}.data-*; give the prefix without a suffix)"
+        )
     return path
 
 
@@ -206,16 +222,20 @@ def read_tf1_checkpoint(path: str, include_slots: bool = True) -> dict[str, np.n
     prefix = resolve_checkpoint_path(path)
     try:
         reader = tf.train.load_checkpoint(prefix)
-        names = sorted(n for n in reader.get_variable_to_shape_map()
-                       if include_slots or not n.endswith(ADAGRAD_SUFFIX))
+        names = sorted(
+            n
+            for n in reader.get_variable_to_shape_map()
+            if include_slots or not n.endswith(ADAGRAD_SUFFIX)
+        )
         return {n: np.asarray(reader.get_tensor(n)) for n in names}
     except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"cannot read checkpoint {prefix!r}: "
-                              f"{getattr(e, 'message', e)}") from None
+        raise CheckpointError(
+            f"cannot read checkpoint {prefix!r}: {getattr(e, 'message', e)}"
+        ) from None
 
 
 def detect_tf1_version(names) -> str:
-    """"1.0" when the LSTM tensors are named weights/biases, else "1.2.1"."""
+    """ "1.0" when the LSTM tensors are named weights/biases, else "1.2.1"."""
     names = set(names)
     old = any(n.endswith("/lstm_cell/weights") for n in names)
     new = any(n.endswith("/lstm_cell/kernel") for n in names)
@@ -252,29 +272,42 @@ def _hints(arrays: dict[str, np.ndarray], hps, vocab_size: int) -> list[str]:
     emb = arrays.get("seq2seq/embedding/embedding")
     if emb is not None and emb.ndim == 2:
         if emb.shape[0] != vocab_size:
-            hints.append(f"the checkpoint's vocabulary has {emb.shape[0]} words but the model "
-                         f"{vocab_size} (--vocab_size / vocab file)")
+            hints.append(
+                f"the checkpoint's vocabulary has {emb.shape[0]} words but the model "
+                f"{vocab_size} (--vocab_size / vocab file)"
+            )
         if emb.shape[1] != hps.emb_dim:
             hints.append(f"the checkpoint has emb_dim {emb.shape[1]}, the model {hps.emb_dim}")
     red = arrays.get("seq2seq/reduce_final_st/bias_reduce_c")
     if red is not None and red.ndim == 1 and red.shape[0] != hps.hidden_dim:
-        hints.append(f"the checkpoint has hidden_dim {red.shape[0]}, the model "
-                     f"{hps.hidden_dim}")
+        hints.append(f"the checkpoint has hidden_dim {red.shape[0]}, the model {hps.hidden_dim}")
     has_cov = f"{_DEC}/coverage/w_c" in arrays
     if has_cov != hps.coverage:
-        hints.append("the checkpoint was trained " + ("with" if has_cov else "without")
-                     + f" coverage but the model has coverage={hps.coverage}"
-                     + ("" if has_cov else " (convert it with --convert_to_coverage_model)"))
+        hints.append(
+            "the checkpoint was trained "
+            + ("with" if has_cov else "without")
+            + f" coverage but the model has coverage={hps.coverage}"
+            + ("" if has_cov else " (convert it with --convert_to_coverage_model)")
+        )
     has_ptr = f"{_DEC}/calculate_pgen/Linear/Matrix" in arrays
     if has_ptr != hps.pointer_gen:
-        hints.append("the checkpoint is a " + ("pointer-generator" if has_ptr else "baseline")
-                     + f" model but the model has pointer_gen={hps.pointer_gen}")
+        hints.append(
+            "the checkpoint is a "
+            + ("pointer-generator" if has_ptr else "baseline")
+            + f" model but the model has pointer_gen={hps.pointer_gen}"
+        )
     return hints
 
 
-def tf1_arrays_to_model(model, arrays: dict[str, np.ndarray], *, include_optimizer=False,
-                        allow_missing_coverage=False, allow_unexpected=False,
-                        path: str = "<arrays>") -> Tf1Checkpoint:
+def tf1_arrays_to_model(
+    model,
+    arrays: dict[str, np.ndarray],
+    *,
+    include_optimizer=False,
+    allow_missing_coverage=False,
+    allow_unexpected=False,
+    path: str = "<arrays>",
+) -> Tf1Checkpoint:
     """Check TF1-named arrays against a built model and assign them (all or nothing).
 
     Args:
@@ -290,10 +323,39 @@ def tf1_arrays_to_model(model, arrays: dict[str, np.ndarray], *, include_optimiz
     Raises:
       CheckpointError naming every missing, mis-shaped and unexpected tensor.
     """
-    hps, vocab_size = model.hps, model.vocab_size
     tf_version = detect_tf1_version(arrays)
-    entries = _entries(hps, vocab_size, tf_version)
+    entries = _entries(model.hps, model.vocab_size, tf_version)
     expected = {en.name for en in entries}
+    missing, wrong, kept = _check_entries(
+        model, entries, arrays, include_optimizer, allow_missing_coverage
+    )
+    extra = sorted(
+        n
+        for n in arrays
+        if n not in expected and n != GLOBAL_STEP and not n.endswith(ADAGRAD_SUFFIX)
+    )
+    unexpected = [] if allow_unexpected else [f"{n} {_fmt(arrays[n].shape)}" for n in extra]
+    if missing or wrong or unexpected:
+        raise _mismatch_error(model, arrays, path, tf_version, missing, wrong, unexpected)
+    slots = _assign_entries(model, entries, arrays, include_optimizer)
+    step = arrays.get(GLOBAL_STEP)
+    ignored = extra + (
+        [] if include_optimizer else sorted(n for n in arrays if n.endswith(ADAGRAD_SUFFIX))
+    )
+    return Tf1Checkpoint(
+        path=path,
+        tf_version=tf_version,
+        global_step=None if step is None else int(step),
+        adagrad_slots=slots,
+        ignored=ignored,
+        kept_initial=kept,
+    )
+
+
+def _check_entries(
+    model, entries, arrays, include_optimizer: bool, allow_missing_coverage: bool
+) -> tuple[list, list, list]:
+    """(missing, wrongly shaped, kept at their initial value) of the model's tensors."""
     missing, wrong, kept = [], [], []
     for en in entries:
         if en.name not in arrays:
@@ -302,29 +364,42 @@ def tf1_arrays_to_model(model, arrays: dict[str, np.ndarray], *, include_optimiz
                 continue
             missing.append(f"{en.name} (expected shape {_fmt(en.shape)})")
         elif tuple(arrays[en.name].shape) != en.shape:
-            wrong.append(f"{en.name} has shape {_fmt(arrays[en.name].shape)}, expected "
-                         f"{_fmt(en.shape)}")
+            wrong.append(
+                f"{en.name} has shape {_fmt(arrays[en.name].shape)}, expected {_fmt(en.shape)}"
+            )
         if include_optimizer and en.name in arrays:
             slot = arrays.get(en.name + ADAGRAD_SUFFIX)
             if slot is None:
                 missing.append(f"{en.name}{ADAGRAD_SUFFIX} (include_optimizer=True)")
             elif tuple(slot.shape) != en.shape:
-                wrong.append(f"{en.name}{ADAGRAD_SUFFIX} has shape {_fmt(slot.shape)}, "
-                             f"expected {_fmt(en.shape)}")
-    extra = sorted(n for n in arrays if n not in expected and n != GLOBAL_STEP
-                   and not n.endswith(ADAGRAD_SUFFIX))
-    unexpected = [] if allow_unexpected else [f"{n} {_fmt(arrays[n].shape)}" for n in extra]
-    if missing or wrong or unexpected:
-        lines = [f"TF1 checkpoint {path} does not match the model (vocab_size={vocab_size}, "
-                 f"hidden_dim={hps.hidden_dim}, emb_dim={hps.emb_dim}, "
-                 f"pointer_gen={hps.pointer_gen}, coverage={hps.coverage}; "
-                 f"checkpoint naming TF {tf_version}):"]
-        lines += [f"  missing: {m}" for m in missing]
-        lines += [f"  wrong shape: {w}" for w in wrong]
-        lines += [f"  unexpected: {u}" for u in unexpected]
-        lines += [f"  hint: {h}" for h in _hints(arrays, hps, vocab_size)]
-        raise CheckpointError("\n".join(lines))
+                wrong.append(
+                    f"{en.name}{ADAGRAD_SUFFIX} has shape {_fmt(slot.shape)}, "
+                    f"expected {_fmt(en.shape)}"
+                )
+    return missing, wrong, kept
 
+
+def _mismatch_error(model, arrays, path, tf_version, missing, wrong, unexpected) -> CheckpointError:
+    """One error listing every missing, mis-shaped and unexpected tensor, with hints."""
+    hps, vocab_size = model.hps, model.vocab_size
+    lines = [
+        f"TF1 checkpoint {path} does not match the model (vocab_size={vocab_size}, "
+        f"hidden_dim={hps.hidden_dim}, emb_dim={hps.emb_dim}, "
+        f"pointer_gen={hps.pointer_gen}, coverage={hps.coverage}; "
+        f"checkpoint naming TF {tf_version}):"
+    ]
+    lines += [f"  missing: {m}" for m in missing]
+    lines += [f"  wrong shape: {w}" for w in wrong]
+    lines += [f"  unexpected: {u}" for u in unexpected]
+    lines += [f"  hint: {h}" for h in _hints(arrays, hps, vocab_size)]
+    return CheckpointError("\n".join(lines))
+
+
+def _assign_entries(
+    model, entries, arrays, include_optimizer: bool
+) -> dict[str, np.ndarray] | None:
+    """Assign every checked tensor (all or nothing); returns the converted Adagrad slots
+    {variable path: array} with `include_optimizer`, else None."""
     assignments = []
     slots: dict[str, np.ndarray] | None = {} if include_optimizer else None
     for en in entries:
@@ -338,23 +413,25 @@ def tf1_arrays_to_model(model, arrays: dict[str, np.ndarray], *, include_optimiz
                 slots[var.path] = a.astype(var.dtype)
         for var, val in zip(variables, values, strict=True):
             if tuple(var.shape) != val.shape:  # the model itself disagrees with its hps
-                raise CheckpointError(f"model variable {var.path} has shape "
-                                      f"{_fmt(var.shape)} but {en.name} converts to "
-                                      f"{_fmt(val.shape)}")
+                raise CheckpointError(
+                    f"model variable {var.path} has shape "
+                    f"{_fmt(var.shape)} but {en.name} converts to "
+                    f"{_fmt(val.shape)}"
+                )
             assignments.append((var, val))
     for var, val in assignments:
         var.assign(val.astype(var.dtype))
-    step = arrays.get(GLOBAL_STEP)
-    ignored = extra + ([] if include_optimizer else
-                       sorted(n for n in arrays if n.endswith(ADAGRAD_SUFFIX)))
-    return Tf1Checkpoint(path=path, tf_version=tf_version,
-                         global_step=None if step is None else int(step),
-                         adagrad_slots=slots, ignored=ignored, kept_initial=kept)
+    return slots
 
 
-def load_tf1_checkpoint(model, path: str, *, include_optimizer: bool = False,
-                        allow_missing_coverage: bool = False,
-                        allow_unexpected: bool = False) -> Tf1Checkpoint:
+def load_tf1_checkpoint(
+    model,
+    path: str,
+    *,
+    include_optimizer: bool = False,
+    allow_missing_coverage: bool = False,
+    allow_unexpected: bool = False,
+) -> Tf1Checkpoint:
     """Load an original-release checkpoint (prefix or directory) into a built model.
 
     Adagrad slots are ignored (not even read) unless `include_optimizer=True`; then they
@@ -363,10 +440,14 @@ def load_tf1_checkpoint(model, path: str, *, include_optimizer: bool = False,
     anything is assigned.
     """
     prefix = resolve_checkpoint_path(path)
-    result = tf1_arrays_to_model(model, read_tf1_checkpoint(prefix, include_optimizer),
-                                 include_optimizer=include_optimizer,
-                                 allow_missing_coverage=allow_missing_coverage,
-                                 allow_unexpected=allow_unexpected, path=prefix)
+    result = tf1_arrays_to_model(
+        model,
+        read_tf1_checkpoint(prefix, include_optimizer),
+        include_optimizer=include_optimizer,
+        allow_missing_coverage=allow_missing_coverage,
+        allow_unexpected=allow_unexpected,
+        path=prefix,
+    )
     if not include_optimizer:
         slots = [n for n, _ in tf.train.list_variables(prefix) if n.endswith(ADAGRAD_SUFFIX)]
         result.ignored = sorted(result.ignored + slots)
@@ -374,9 +455,9 @@ def load_tf1_checkpoint(model, path: str, *, include_optimizer: bool = False,
 
 
 # --------------------------------------------------------------------------- writing
-def model_to_tf1_arrays(model, tf_version: str = "1.2.1",
-                        adagrad_slots: dict[str, np.ndarray] | None = None
-                        ) -> dict[str, np.ndarray]:
+def model_to_tf1_arrays(
+    model, tf_version: str = "1.2.1", adagrad_slots: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """The model's weights (and optional Keras-layout accumulators) under TF1 names.
 
     adagrad_slots: {model variable path: accumulator}, one per trainable variable; they
@@ -393,16 +474,17 @@ def model_to_tf1_arrays(model, tf_version: str = "1.2.1",
                 missing_slots += absent
                 continue
             acc = [np.asarray(adagrad_slots[v.path]) for v in variables]
-            out[en.name + ADAGRAD_SUFFIX] = _to_tf1(en, acc, accumulator=True).astype(
-                np.float32)
+            out[en.name + ADAGRAD_SUFFIX] = _to_tf1(en, acc, accumulator=True).astype(np.float32)
     if missing_slots:
-        raise CheckpointError("adagrad_slots lacks the accumulators of: "
-                              + ", ".join(missing_slots))
+        raise CheckpointError(
+            "adagrad_slots lacks the accumulators of: " + ", ".join(missing_slots)
+        )
     return out
 
 
-def save_tf1_arrays(arrays: dict[str, np.ndarray], prefix: str,
-                    update_state_file: bool = True) -> str:
+def save_tf1_arrays(
+    arrays: dict[str, np.ndarray], prefix: str, update_state_file: bool = True
+) -> str:
     """Write {name: array} as a name-keyed V2 checkpoint at `prefix` (exact names kept).
 
     With update_state_file the directory's `checkpoint` file is pointed at it, so
@@ -412,8 +494,12 @@ def save_tf1_arrays(arrays: dict[str, np.ndarray], prefix: str,
     os.makedirs(directory, exist_ok=True)
     names = sorted(arrays)
     try:
-        tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                          tensors=[np.asarray(arrays[n]) for n in names])
+        tf.raw_ops.SaveV2(
+            prefix=prefix,
+            tensor_names=names,
+            shape_and_slices=[""] * len(names),
+            tensors=[np.asarray(arrays[n]) for n in names],
+        )
     except tf.errors.OpError as e:
         raise CheckpointError(f"cannot write checkpoint {prefix!r}: {e.message}") from None
     if update_state_file:
@@ -423,10 +509,14 @@ def save_tf1_arrays(arrays: dict[str, np.ndarray], prefix: str,
     return prefix
 
 
-def write_tf1_checkpoint(model, path: str, tf_version: str = "1.2.1",
-                         global_step: int | None = None,
-                         adagrad_slots: dict[str, np.ndarray] | None = None,
-                         update_state_file: bool = True) -> str:
+def write_tf1_checkpoint(
+    model,
+    path: str,
+    tf_version: str = "1.2.1",
+    global_step: int | None = None,
+    adagrad_slots: dict[str, np.ndarray] | None = None,
+    update_state_file: bool = True,
+) -> str:
     """Export the model as a checkpoint with the original release's names and layouts.
 
     Args:

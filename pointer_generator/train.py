@@ -60,8 +60,9 @@ class Adagrad(tf.Module):
     for converted TF1 slots.
     """
 
-    def __init__(self, learning_rate: float, initial_accumulator_value: float,
-                 name: str = "adagrad"):
+    def __init__(
+        self, learning_rate: float, initial_accumulator_value: float, name: str = "adagrad"
+    ):
         super().__init__(name=name)
         self.learning_rate = float(learning_rate)
         self.initial_accumulator_value = float(initial_accumulator_value)
@@ -73,7 +74,9 @@ class Adagrad(tf.Module):
             if v.path not in self.accumulators:
                 self.accumulators[v.path] = tf.Variable(
                     tf.fill(v.shape, tf.constant(self.initial_accumulator_value, v.dtype)),
-                    trainable=False, name="accumulator")
+                    trainable=False,
+                    name="accumulator",
+                )
 
     def accumulator(self, variable) -> tf.Variable:
         return self.accumulators[variable.path]
@@ -89,9 +92,13 @@ class Adagrad(tf.Module):
     def update(self, variable, gradient, accumulator):
         """Apply one variable's update (per-device variables inside `extended.update`)."""
         return tf.raw_ops.ResourceApplyAdagrad(
-            var=variable.handle, accum=accumulator.handle,
-            lr=tf.constant(self.learning_rate, variable.dtype), grad=gradient,
-            use_locking=False, update_slots=True)
+            var=variable.handle,
+            accum=accumulator.handle,
+            lr=tf.constant(self.learning_rate, variable.dtype),
+            grad=gradient,
+            use_locking=False,
+            update_slots=True,
+        )
 
 
 def _tf_variable(v):
@@ -110,23 +117,32 @@ class Trainer:
       jit_compile: compile each replica's forward/backward pass with XLA.
     """
 
-    def __init__(self, hps: HParams, vocab_size: int,
-                 strategy: tf.distribute.Strategy | None = None, jit_compile: bool = False):
+    def __init__(
+        self,
+        hps: HParams,
+        vocab_size: int,
+        strategy: tf.distribute.Strategy | None = None,
+        jit_compile: bool = False,
+    ):
         self.hps = hps
         self.strategy = strategy or tf.distribute.get_strategy()
         self.local_replicas = distribution.num_local_replicas(self.strategy)
         self.num_workers = distribution.num_workers(self.strategy)
         n = self.strategy.num_replicas_in_sync
         if hps.batch_size % n:
-            raise FlagError(f"--batch_size={hps.batch_size} does not divide evenly over the "
-                            f"{n} replicas")
+            raise FlagError(
+                f"--batch_size={hps.batch_size} does not divide evenly over the {n} replicas"
+            )
         with self.strategy.scope():
             self.model = PointerGeneratorModel(hps, vocab_size).build_weights()
             self.optimizer = Adagrad(hps.lr, hps.adagrad_init_acc)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-        self._grads = (tf.function(self._loss_and_grads, jit_compile=True) if jit_compile
-                       else self._loss_and_grads)
+        self._grads = (
+            tf.function(self._loss_and_grads, jit_compile=True)
+            if jit_compile
+            else self._loss_and_grads
+        )
         self._step_fn = tf.function(self._distributed_step)
         self._agree_fn = tf.function(self._agree_replicas)
 
@@ -189,9 +205,11 @@ class Trainer:
         # The embedding's gradient comes as one row per lookup, which the original's
         # clipping norm needs (grad_norm.py); the optimizer takes the summed rows.
         grads, row_sq, is_rows = grad_norm.split_gradients(
-            tape.gradient(metrics["total_loss"], variables))
-        grads = [tf.zeros_like(v) if g is None else g
-                 for g, v in zip(grads, variables, strict=True)]
+            tape.gradient(metrics["total_loss"], variables)
+        )
+        grads = [
+            tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables, strict=True)
+        ]
         return metrics, grads, row_sq, is_rows
 
     def _scaled_losses(self, batch, global_examples, global_tokens):
@@ -212,16 +230,24 @@ class Trainer:
         coverage_loss = out["coverage_loss"] * share
         total = loss + hps.cov_loss_wt * coverage_loss if hps.coverage else loss
         p_gen = tf.reduce_sum(out["p_gens"] * mask) / tf.maximum(global_tokens, 1.0)
-        return {"loss": loss, "coverage_loss": coverage_loss, "total_loss": total,
-                "p_gen_mean": p_gen}
+        return {
+            "loss": loss,
+            "coverage_loss": coverage_loss,
+            "total_loss": total,
+            "p_gen_mean": p_gen,
+        }
 
     def _apply(self, strategy, grads, finite):
         for var, grad in zip(self.model.trainable_variables, grads, strict=True):
-            strategy.extended.update(_tf_variable(var), self.optimizer.update,
-                                     args=(grad, self.optimizer.accumulator(var)), group=False)
+            strategy.extended.update(
+                _tf_variable(var),
+                self.optimizer.update,
+                args=(grad, self.optimizer.accumulator(var)),
+                group=False,
+            )
         strategy.extended.update(
-            self.step, lambda s, f: s.assign_add(tf.cast(f, tf.int64)), args=(finite,),
-            group=False)
+            self.step, lambda s, f: s.assign_add(tf.cast(f, tf.int64)), args=(finite,), group=False
+        )
 
     # ---------------------------------------------------------------- multi-worker
     def agree(self, *wanted: bool) -> list[bool]:
@@ -240,7 +266,8 @@ class Trainer:
         # (The identity places the input on the replica's device, which all_reduce needs.)
         return self.strategy.run(
             lambda w: tf.distribute.get_replica_context().all_reduce(SUM, tf.identity(w)),
-            args=(wanted,))
+            args=(wanted,),
+        )
 
     # ---------------------------------------------------------------- state
     def checkpoint(self, data=None, data_config=None) -> tf.train.Checkpoint:
@@ -255,22 +282,32 @@ class Trainer:
         """Model and step only (eval's best models; restores that reset Adagrad)."""
         return tf.train.Checkpoint(model=self.model, step=self.step)
 
-    def load_tf1(self, path: str, *, allow_missing_coverage: bool = False,
-                 with_optimizer: bool = True) -> None:
+    def load_tf1(
+        self, path: str, *, allow_missing_coverage: bool = False, with_optimizer: bool = True
+    ) -> None:
         """Start from an original TF1 checkpoint: weights, step, Adagrad slots if present."""
         from pointer_generator import tf1_checkpoint
 
         arrays = tf1_checkpoint.read_tf1_checkpoint(path)
         has_slots = any(n.endswith(tf1_checkpoint.ADAGRAD_SUFFIX) for n in arrays)
         result = tf1_checkpoint.tf1_arrays_to_model(
-            self.model, arrays, include_optimizer=with_optimizer and has_slots,
-            allow_missing_coverage=allow_missing_coverage, path=path)
+            self.model,
+            arrays,
+            include_optimizer=with_optimizer and has_slots,
+            allow_missing_coverage=allow_missing_coverage,
+            path=path,
+        )
         if result.adagrad_slots:
             self.optimizer.assign_accumulators(result.adagrad_slots)
         if result.global_step is not None:
             self.step.assign(result.global_step)
-        log.info("Loaded TF1 checkpoint %s (TF %s names, step %s%s)", path, result.tf_version,
-                 result.global_step, ", with Adagrad slots" if result.adagrad_slots else "")
+        log.info(
+            "Loaded TF1 checkpoint %s (TF %s names, step %s%s)",
+            path,
+            result.tf_version,
+            result.global_step,
+            ", with Adagrad slots" if result.adagrad_slots else "",
+        )
 
     def all_finite(self) -> bool:
         return all(bool(np.all(np.isfinite(v.numpy()))) for v in self.model.weights)
@@ -290,8 +327,10 @@ class StopRequest:
 
     def _handle(self, signum, frame):
         self.requested = True
-        log.warning("Received %s: stopping after this step and saving a checkpoint",
-                    signal.Signals(signum).name)
+        log.warning(
+            "Received %s: stopping after this step and saving a checkpoint",
+            signal.Signals(signum).name,
+        )
         if signum == signal.SIGINT:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -313,14 +352,19 @@ def make_iterator(data_path: str, vocab, hps: HParams, trainer: Trainer, seed: i
 
     worker_batch = hps.batch_size // trainer.num_workers
     dataset = input_pipeline.make_dataset(
-        data_path, vocab, hps.replace(batch_size=worker_batch), "train", single_pass=False,
-        seed=seed, num_replicas=trainer.num_workers,
-        replica_index=distribution.worker_index(trainer.strategy))
+        data_path,
+        vocab,
+        hps.replace(batch_size=worker_batch),
+        "train",
+        single_pass=False,
+        seed=seed,
+        num_replicas=trainer.num_workers,
+        replica_index=distribution.worker_index(trainer.strategy),
+    )
     options = tf.data.Options()
     # The pipeline's lookup tables and logging ops hold no position: saving the iterator
     # may ignore them (they are rebuilt from the flags when the job restarts).
-    options.experimental_external_state_policy = (
-        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
     return iter(dataset.map(input_pipeline.model_inputs).with_options(options))
 
 
@@ -334,8 +378,10 @@ def write_projector_files(exp: Experiment, vocab, checkpoint_path: str) -> None:
         vocab.write_metadata(exp.vocab_metadata)
         summaries.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
     except (OSError, tf.errors.OpError) as e:
-        raise OutputError(f"cannot write the embedding projector files in {exp.train_dir}: "
-                          f"{checkpointing.write_failure_reason(e)}") from None
+        raise OutputError(
+            f"cannot write the embedding projector files in {exp.train_dir}: "
+            f"{checkpointing.write_failure_reason(e)}"
+        ) from None
 
 
 def _worker_directory(exp: Experiment, trainer: Trainer) -> str:
@@ -389,8 +435,9 @@ def _start(trainer: Trainer, vocab, exp: Experiment, flags):
         checkpoint = trainer.checkpoint(iterator, tf.Variable(data_config, trainable=False))
     else:
         checkpoint = trainer.checkpoint()
-    ckpts = checkpointing.TrainCheckpoints(directory, checkpoint, trainer.step,
-                                           fallback=trainer.checkpoint() if keep_data else None)
+    ckpts = checkpointing.TrainCheckpoints(
+        directory, checkpoint, trainer.step, fallback=trainer.checkpoint() if keep_data else None
+    )
     if not chief:
         os.makedirs(directory, exist_ok=True)
     return iterator, ckpts, latest is None
@@ -399,11 +446,16 @@ def _start(trainer: Trainer, vocab, exp: Experiment, flags):
 def pipeline_settings(flags, vocab, trainer: Trainer) -> dict:
     """What a saved data position depends on (the seed is stored next to it)."""
     hps = trainer.hps
-    return {"data_path": os.path.abspath(flags.data_path),
-            "worker_batch_size": hps.batch_size // trainer.num_workers,
-            "max_enc_steps": hps.max_enc_steps, "max_dec_steps": hps.max_dec_steps,
-            "pointer_gen": hps.pointer_gen, "vocab_size": vocab.size(),
-            "static_shapes": hps.static_shapes, "max_oovs": hps.max_oovs}
+    return {
+        "data_path": os.path.abspath(flags.data_path),
+        "worker_batch_size": hps.batch_size // trainer.num_workers,
+        "max_enc_steps": hps.max_enc_steps,
+        "max_dec_steps": hps.max_dec_steps,
+        "pointer_gen": hps.pointer_gen,
+        "vocab_size": vocab.size(),
+        "static_shapes": hps.static_shapes,
+        "max_oovs": hps.max_oovs,
+    }
 
 
 def training_data(trainer: Trainer, vocab, flags, latest: str | None):
@@ -423,8 +475,9 @@ def training_data(trainer: Trainer, vocab, flags, latest: str | None):
             if checkpointing.restore_data_position(iterator, latest):
                 return iterator, json.dumps(saved, sort_keys=True)
         else:
-            log.warning("The data settings changed since %s; the input pipeline starts "
-                        "afresh", latest)
+            log.warning(
+                "The data settings changed since %s; the input pipeline starts afresh", latest
+            )
     step = int(trainer.step.numpy())
     seed = trainer.hps.seed + step
     iterator = make_iterator(flags.data_path, vocab, trainer.hps, trainer, seed)
@@ -433,8 +486,6 @@ def training_data(trainer: Trainer, vocab, flags, latest: str | None):
 
 def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
     """Train until --max_steps, a stop signal, or a non-finite loss; save at the end."""
-    from pointer_generator.input_pipeline import data_errors
-
     chief = distribution.is_chief(trainer.strategy)
     iterator, ckpts, fresh = _start(trainer, vocab, exp, flags)
     if fresh:
@@ -443,15 +494,28 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
         write_projector_files(exp, vocab, ckpts.latest)
     step = int(trainer.step.numpy())
     if flags.max_steps and step >= flags.max_steps:
-        log.info("Step %d already reached --max_steps=%d; nothing to train", step,
-                 flags.max_steps)
+        log.info("Step %d already reached --max_steps=%d; nothing to train", step, flags.max_steps)
         if not chief:
             tf.io.gfile.rmtree(ckpts.directory)
         return
     writer = summaries.ScalarWriter(exp.train_dir, enabled=chief)
+    reason = _guarded_steps(trainer, iterator, ckpts, writer, flags)
+    path = _final_save(trainer, ckpts, writer, chief)
+    log.info(
+        "Training stopped at step %d (%s); newest checkpoint: %s",
+        int(trainer.step.numpy()),
+        reason,
+        path,
+    )
+
+
+def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, flags) -> str:
+    """`_run_steps`, keeping what each kind of failure allows; returns why it ended."""
+    from pointer_generator.input_pipeline import data_errors
+
     try:
         with StopRequest() as stop, data_errors():
-            reason = _run_steps(trainer, iterator, ckpts, writer, stop, flags)
+            return _run_steps(trainer, iterator, ckpts, writer, stop, flags)
     except NonFiniteLossError:
         writer.close_quietly()  # and no save: the newest checkpoint stays the last good one
         raise
@@ -461,30 +525,39 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
             raise NonFiniteLossError(
                 f"--debug: {_check_numerics_summary(e.message)} in training step "
                 f"{int(trainer.step.numpy()) + 1}; nothing of that step was applied or "
-                f"saved; last good checkpoint: {ckpts.latest}") from None
+                f"saved; last good checkpoint: {ckpts.latest}"
+            ) from None
         raise
     except KeyboardInterrupt:
-        reason = "interrupted"
+        return "interrupted"
     except OutputError as e:
         # A full disk or a read-only file system: stop with the reason. One last save is
         # tried (it may fit where an event file did not); it never replaces a good one.
         writer.close_quietly()
-        if trainer.num_workers == 1 and "cannot write checkpoint" not in str(e):
-            try:
-                ckpts.save()
-            except OutputError:
-                pass
+        if "cannot write checkpoint" not in str(e):
+            _save_after_error(trainer, ckpts, OutputError)
         raise _output_stopped(e, trainer, ckpts) from None
     except Exception:
-        # The state is consistent between steps: keep what was trained (one worker only;
-        # the others of a multi-worker job may be gone).
-        if trainer.num_workers == 1:
-            try:
-                ckpts.save()
-            except Exception as save_error:  # the original error matters more
-                log.error("Could not save a checkpoint after the error: %s", save_error)
+        # The state is consistent between steps: keep what was trained.
+        _save_after_error(trainer, ckpts, Exception)
         writer.close_quietly()
         raise
+
+
+def _save_after_error(trainer: Trainer, ckpts, ignored: type[Exception]) -> None:
+    """Try to save after a failed step (one worker only: the others of a multi-worker job
+    may be gone); a save error of type `ignored` is logged, the original error matters
+    more."""
+    if trainer.num_workers != 1:
+        return
+    try:
+        ckpts.save()
+    except ignored as save_error:
+        log.error("Could not save a checkpoint after the error: %s", save_error)
+
+
+def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
+    """Save the last step and close the summaries; returns the newest checkpoint."""
     try:
         path = ckpts.save()
         writer.close()
@@ -493,9 +566,8 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
         raise _output_stopped(e, trainer, ckpts) from None
     if not chief:
         tf.io.gfile.rmtree(ckpts.directory)
-        path = "written by the chief worker"
-    log.info("Training stopped at step %d (%s); newest checkpoint: %s",
-             int(trainer.step.numpy()), reason, path or ckpts.latest)
+        return "written by the chief worker"
+    return path or ckpts.latest
 
 
 def _run_steps(trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, flags) -> str:
@@ -508,15 +580,18 @@ def _run_steps(trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, fla
         if not metrics["finite"]:
             raise _non_finite(metrics, step + 1, ckpts.latest)
         step = int(trainer.step.numpy())
-        shown = {"loss": metrics["loss"],
-                 "coverage_loss": metrics["coverage_loss"] if hps.coverage else None}
+        shown = {
+            "loss": metrics["loss"],
+            "coverage_loss": metrics["coverage_loss"] if hps.coverage else None,
+        }
         metrics.update(progress.update(step, shown))
         writer.write(_summary_metrics(metrics, hps), step)
         if step % FLUSH_EVERY_STEPS == 0:
             writer.flush()
         done = bool(flags.max_steps) and step >= flags.max_steps
-        save, halt = trainer.agree(ckpts.seconds_since_save() >= flags.save_checkpoint_secs,
-                                   stop.requested)
+        save, halt = trainer.agree(
+            ckpts.seconds_since_save() >= flags.save_checkpoint_secs, stop.requested
+        )
         if done:
             return "reached --max_steps"
         if halt:
@@ -549,23 +624,21 @@ def _check_numerics_summary(message: str) -> str:
 def _summary_metrics(metrics: dict, hps: HParams) -> dict:
     """The metrics the original wrote (coverage/total loss only with coverage), plus
     p_gen (pointer mode) and the speed."""
-    out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec",
-                                       "examples_per_sec")}
+    out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec", "examples_per_sec")}
     return {**out, **summaries.model_metrics(metrics, hps)}
 
 
 def _non_finite(metrics: dict, step: int, last_good: str | None) -> NonFiniteLossError:
-    where = (f"last good checkpoint: {last_good}" if last_good
-             else "no checkpoint was written yet")
+    where = f"last good checkpoint: {last_good}" if last_good else "no checkpoint was written yet"
     return NonFiniteLossError(
         f"loss is not finite at training step {step} (loss={metrics['loss']}, "
         f"global_norm={metrics['global_norm']}); that update was not applied and nothing "
         f"after the last checkpoint was saved; {where}. Restart from it (e.g. with a lower "
-        "--lr) or start from the eval job's best model with --restore_best_model=1")
+        "--lr) or start from the eval job's best model with --restore_best_model=1"
+    )
 
 
-def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment,
-                              tf1_path: str = "") -> str:
+def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment, tf1_path: str = "") -> str:
     """Spec 1.6: newest non-coverage checkpoint -> `<it>_cov_init` with a fresh w_c.
 
     The step is kept; every Adagrad accumulator restarts at --adagrad_init_acc (as in
@@ -576,8 +649,10 @@ def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment,
     if latest:
         shapes = checkpointing.variable_shapes(latest)
         if any(checkpointing.is_coverage_key(k) for k in shapes):
-            raise CheckpointError(f"{latest} already has coverage weights; nothing to "
-                                  "convert (train on with --coverage=1)")
+            raise CheckpointError(
+                f"{latest} already has coverage weights; nothing to "
+                "convert (train on with --coverage=1)"
+            )
         # Restore into a model without coverage (every weight must be found), then copy
         # into the coverage model, whose w_c keeps its initial value.
         source = Trainer(hps.replace(coverage=False), vocab.size())
@@ -590,13 +665,17 @@ def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment,
         source_name = latest
     elif tf1_path:
         trainer.load_tf1(tf1_path, allow_missing_coverage=True, with_optimizer=False)
-        source_name = os.path.join(exp.train_dir, f"{checkpointing.TRAIN_CHECKPOINT_NAME}-"
-                                                  f"{int(trainer.step.numpy())}")
+        source_name = os.path.join(
+            exp.train_dir, f"{checkpointing.TRAIN_CHECKPOINT_NAME}-{int(trainer.step.numpy())}"
+        )
     else:
-        raise CheckpointError(f"no checkpoint in {exp.train_dir} to convert; train without "
-                              "coverage first (or give --tf1_checkpoint)")
-    prefix = os.path.join(exp.train_dir,
-                          os.path.basename(source_name) + checkpointing.COVERAGE_INIT_SUFFIX)
+        raise CheckpointError(
+            f"no checkpoint in {exp.train_dir} to convert; train without "
+            "coverage first (or give --tf1_checkpoint)"
+        )
+    prefix = os.path.join(
+        exp.train_dir, os.path.basename(source_name) + checkpointing.COVERAGE_INIT_SUFFIX
+    )
     path = checkpointing.write_named(trainer.checkpoint(), prefix)
     msg = f"Wrote coverage model {path}; now run training with --coverage=1"
     log.info(msg)
@@ -608,9 +687,11 @@ def restore_best_model(hps: HParams, vocab, exp: Experiment) -> str:
     """Spec 1.7: eval/bestmodel-<step> -> train/model-<step> with fresh Adagrad slots."""
     best = checkpointing.latest_checkpoint(exp.eval_dir, checkpointing.BEST_STATE_FILE)
     if best is None:
-        raise CheckpointError(f"no best model in {exp.eval_dir} (its "
-                              f"'{checkpointing.BEST_STATE_FILE}' names none); run an eval "
-                              "job alongside training first")
+        raise CheckpointError(
+            f"no best model in {exp.eval_dir} (its "
+            f"'{checkpointing.BEST_STATE_FILE}' names none); run an eval "
+            "job alongside training first"
+        )
     trainer = Trainer(hps, vocab.size())
     checkpointing.restore(trainer.weights_checkpoint(), best, trainer.model)
     name = os.path.basename(best).replace(checkpointing.BEST_CHECKPOINT_NAME, "model", 1)

@@ -68,25 +68,35 @@ class Vocab:
                     if len(pieces) != 2:
                         # Faithful to the original: such lines are skipped with a warning.
                         self.skipped_lines += 1
-                        log.warning("%s:%d: expected 'word count', got %r; line skipped",
-                                    vocab_file, lineno, line.rstrip("\n"))
+                        log.warning(
+                            "%s:%d: expected 'word count', got %r; line skipped",
+                            vocab_file,
+                            lineno,
+                            line.rstrip("\n"),
+                        )
                         continue
                     word = pieces[0]
                     if word in RESERVED_WORDS:
                         raise VocabError(
                             f"{vocab_file}:{lineno}: the reserved token {word!r} must not "
-                            "appear in the vocab file")
+                            "appear in the vocab file"
+                        )
                     if word in self._word_to_id:
                         raise VocabError(f"{vocab_file}:{lineno}: duplicate word {word!r}")
                     self._add(word)
         except UnicodeDecodeError as e:
             raise VocabError(f"{vocab_file}: not valid UTF-8 ({e})") from None
         if max_size and len(self._id_to_word) < max_size:
-            log.warning("%s holds only %d words (with the 4 specials), fewer than "
-                        "vocab_size=%d; using all of them", vocab_file, len(self._id_to_word),
-                        max_size)
-        log.info("Vocab of %d words (last: %r) from %s", self.size(), self._id_to_word[-1],
-                 vocab_file)
+            log.warning(
+                "%s holds only %d words (with the 4 specials), fewer than "
+                "vocab_size=%d; using all of them",
+                vocab_file,
+                len(self._id_to_word),
+                max_size,
+            )
+        log.info(
+            "Vocab of %d words (last: %r) from %s", self.size(), self._id_to_word[-1], vocab_file
+        )
 
     def _add(self, word: str) -> None:
         self._word_to_id[word] = len(self._id_to_word)
@@ -156,7 +166,8 @@ def outputids2words(id_list: list[int], vocab: Vocab, article_oovs: list[str] | 
         if article_oovs is None or k >= len(article_oovs):
             raise VocabError(
                 f"model produced id {i}, which is neither in the vocab (size {vocab.size()}) "
-                f"nor an article OOV (this example has {len(article_oovs or [])})")
+                f"nor an article OOV (this example has {len(article_oovs or [])})"
+            )
         words.append(article_oovs[k])
     return words
 
@@ -171,6 +182,6 @@ def abstract2sents(abstract: str) -> list[str]:
         end = abstract.find(SENTENCE_END, start + len(SENTENCE_START))
         if end < 0:
             break
-        sents.append(ascii_strip(abstract[start + len(SENTENCE_START):end]))
+        sents.append(ascii_strip(abstract[start + len(SENTENCE_START) : end]))
         cur = end + len(SENTENCE_END)
     return sents

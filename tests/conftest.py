@@ -5,8 +5,9 @@ import os
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA = os.environ.get("POINTER_GENERATOR_SHARED_DATA",
-                             os.path.join(os.path.dirname(REPO_ROOT), "shared", "data"))
+SHARED_DATA = os.environ.get(
+    "POINTER_GENERATOR_SHARED_DATA", os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
+)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

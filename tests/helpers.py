@@ -46,8 +46,9 @@ def write_vocab(path: str, n_words: int = 150) -> list[str]:
     return words
 
 
-def make_pairs(n: int, words: list[str], seed: int = 0, art_len=(6, 20), abs_len=(2, 7),
-               oov_rate: float = 0.1) -> list[tuple[str, str]]:
+def make_pairs(
+    n: int, words: list[str], seed: int = 0, art_len=(6, 20), abs_len=(2, 7), oov_rate: float = 0.1
+) -> list[tuple[str, str]]:
     """`n` (article, abstract) pairs; abstracts copy article words, some words are OOV.
 
     The abstract is in the `.bin` format `<s> sent . </s> <s> ... </s>`.
@@ -65,14 +66,16 @@ def make_pairs(n: int, words: list[str], seed: int = 0, art_len=(6, 20), abs_len
         m = int(rng.integers(*abs_len, endpoint=True))
         picks = [art[int(i)] for i in rng.integers(0, len(art), size=m)]
         half = max(1, m // 2)
-        abstract = (f"<s> {' '.join(picks[:half])} . </s>"
-                    + (f" <s> {' '.join(picks[half:])} . </s>" if picks[half:] else ""))
+        abstract = f"<s> {' '.join(picks[:half])} . </s>" + (
+            f" <s> {' '.join(picks[half:])} . </s>" if picks[half:] else ""
+        )
         pairs.append((" ".join(art) + f" . {k}", abstract))
     return pairs
 
 
-def write_data(out_dir: str, set_name: str, n: int, words: list[str], seed: int = 0,
-               chunk_size: int = 1000) -> str:
+def write_data(
+    out_dir: str, set_name: str, n: int, words: list[str], seed: int = 0, chunk_size: int = 1000
+) -> str:
     """Write `n` pairs as `<out_dir>/<set_name>_NNN.bin`; returns the data_path glob."""
     os.makedirs(out_dir, exist_ok=True)
     binfile.write_chunked(out_dir, set_name, make_pairs(n, words, seed), chunk_size)
@@ -85,10 +88,13 @@ def tiny_setup(tmp_path, n_train: int = 40, n_val: int = 12) -> types.SimpleName
     vocab_path = os.path.join(tmp, "vocab")
     words = write_vocab(vocab_path)
     return types.SimpleNamespace(
-        vocab_path=vocab_path, words=words,
+        vocab_path=vocab_path,
+        words=words,
         train_path=write_data(os.path.join(tmp, "data"), "train", n_train, words, seed=1),
         val_path=write_data(os.path.join(tmp, "data"), "val", n_val, words, seed=2),
-        log_root=os.path.join(tmp, "logs"), exp_name="exp")
+        log_root=os.path.join(tmp, "logs"),
+        exp_name="exp",
+    )
 
 
 # ------------------------------------------------------------------------------ flags
@@ -134,8 +140,15 @@ def cli_args(**flags) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ batches
-def numpy_batch(batch_size: int, vocab_size: int, enc_len: int = 12, dec_len: int = 8,
-                seed: int = 0, n_oovs: int = 2, pointer_gen: bool = True) -> dict:
+def numpy_batch(
+    batch_size: int,
+    vocab_size: int,
+    enc_len: int = 12,
+    dec_len: int = 8,
+    seed: int = 0,
+    n_oovs: int = 2,
+    pointer_gen: bool = True,
+) -> dict:
     """A model-input batch like the input pipeline's, built directly in numpy.
 
     Rows have different encoder and decoder lengths (padding with id 1 and mask 0); in
@@ -159,17 +172,18 @@ def numpy_batch(batch_size: int, vocab_size: int, enc_len: int = 12, dec_len: in
             ext_ids[pos] = vocab_size + np.arange(len(pos))
         enc[b, :n], ext[b, :n] = ids, ext_ids
         m = dec_lens[b]
-        target = rng.choice(ext_ids, size=m) if pointer_gen else rng.integers(4, vocab_size,
-                                                                               size=m)
+        target = rng.choice(ext_ids, size=m) if pointer_gen else rng.integers(4, vocab_size, size=m)
         tgt[b, :m] = target
         dec[b, 0] = 2  # [START]
-        dec[b, 1:m] = np.where(target[:m - 1] >= vocab_size, 0, target[:m - 1])
+        dec[b, 1:m] = np.where(target[: m - 1] >= vocab_size, 0, target[: m - 1])
     return {
-        "enc_batch": enc, "enc_lens": enc_lens.astype(np.int32),
+        "enc_batch": enc,
+        "enc_lens": enc_lens.astype(np.int32),
         "enc_padding_mask": (np.arange(enc_len)[None] < enc_lens[:, None]).astype(np.float32),
         "enc_batch_extend_vocab": ext,
         "max_art_oovs": np.int32(n_oovs if pointer_gen else 0),
-        "dec_batch": dec, "target_batch": tgt,
+        "dec_batch": dec,
+        "target_batch": tgt,
         "dec_padding_mask": (np.arange(dec_len)[None] < dec_lens[:, None]).astype(np.float32),
     }
 
@@ -202,7 +216,7 @@ def checkpoint_steps(directory: str, name: str = "model.ckpt") -> list[int]:
     """Steps of the `<name>-<step>` checkpoints (with an .index file) in `directory`."""
     steps = []
     for index in glob.glob(os.path.join(directory, f"{name}-*.index")):
-        tail = os.path.basename(index)[len(name) + 1:-len(".index")]
+        tail = os.path.basename(index)[len(name) + 1 : -len(".index")]
         if tail.isdigit():
             steps.append(int(tail))
     return sorted(steps)
@@ -219,8 +233,14 @@ def subprocess_env(**extra) -> dict:
 
 def run_python(args: list[str], timeout: float, **env) -> subprocess.CompletedProcess:
     """Run `python args...` with a time limit; returns the completed process."""
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          timeout=timeout, env=subprocess_env(**env), cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=subprocess_env(**env),
+        cwd=REPO_ROOT,
+    )
 
 
 def run_cli(args: list[str], timeout: float = 120, **env) -> subprocess.CompletedProcess:

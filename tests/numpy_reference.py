@@ -26,8 +26,9 @@ def lstm_names(scope: str, tf_version: str) -> tuple[str, str]:
     return scope + "/lstm_cell/kernel", scope + "/lstm_cell/bias"
 
 
-def tf1_shapes(vocab: int, hidden: int, emb: int, pointer_gen: bool, coverage: bool,
-               tf_version: str = "1.2.1") -> dict[str, tuple[int, ...]]:
+def tf1_shapes(
+    vocab: int, hidden: int, emb: int, pointer_gen: bool, coverage: bool, tf_version: str = "1.2.1"
+) -> dict[str, tuple[int, ...]]:
     """The original's trainable variables and shapes (spec 4.11), A = 2 * hidden."""
     h, e, a = hidden, emb, 2 * hidden
     shapes = {EMB: (vocab, e)}
@@ -35,22 +36,24 @@ def tf1_shapes(vocab: int, hidden: int, emb: int, pointer_gen: bool, coverage: b
         k, b = lstm_names(scope, tf_version)
         shapes[k] = (e + h, 4 * h)
         shapes[b] = (4 * h,)
-    shapes.update({
-        "seq2seq/reduce_final_st/w_reduce_c": (2 * h, h),
-        "seq2seq/reduce_final_st/w_reduce_h": (2 * h, h),
-        "seq2seq/reduce_final_st/bias_reduce_c": (h,),
-        "seq2seq/reduce_final_st/bias_reduce_h": (h,),
-        DEC + "/W_h": (1, 1, 2 * h, a),
-        DEC + "/v": (a,),
-        DEC + "/Linear/Matrix": (e + 2 * h, e),
-        DEC + "/Linear/Bias": (e,),
-        DEC + "/Attention/Linear/Matrix": (2 * h, a),
-        DEC + "/Attention/Linear/Bias": (a,),
-        DEC + "/AttnOutputProjection/Linear/Matrix": (3 * h, h),
-        DEC + "/AttnOutputProjection/Linear/Bias": (h,),
-        "seq2seq/output_projection/w": (h, vocab),
-        "seq2seq/output_projection/v": (vocab,),
-    })
+    shapes.update(
+        {
+            "seq2seq/reduce_final_st/w_reduce_c": (2 * h, h),
+            "seq2seq/reduce_final_st/w_reduce_h": (2 * h, h),
+            "seq2seq/reduce_final_st/bias_reduce_c": (h,),
+            "seq2seq/reduce_final_st/bias_reduce_h": (h,),
+            DEC + "/W_h": (1, 1, 2 * h, a),
+            DEC + "/v": (a,),
+            DEC + "/Linear/Matrix": (e + 2 * h, e),
+            DEC + "/Linear/Bias": (e,),
+            DEC + "/Attention/Linear/Matrix": (2 * h, a),
+            DEC + "/Attention/Linear/Bias": (a,),
+            DEC + "/AttnOutputProjection/Linear/Matrix": (3 * h, h),
+            DEC + "/AttnOutputProjection/Linear/Bias": (h,),
+            "seq2seq/output_projection/w": (h, vocab),
+            "seq2seq/output_projection/v": (vocab,),
+        }
+    )
     if coverage:
         shapes[DEC + "/coverage/w_c"] = (1, 1, 1, a)
     if pointer_gen:
@@ -59,9 +62,16 @@ def tf1_shapes(vocab: int, hidden: int, emb: int, pointer_gen: bool, coverage: b
     return shapes
 
 
-def random_tf1_params(rng: np.random.Generator, vocab: int, hidden: int, emb: int,
-                      pointer_gen: bool = True, coverage: bool = False,
-                      tf_version: str = "1.2.1", scale: float = 0.3) -> dict[str, np.ndarray]:
+def random_tf1_params(
+    rng: np.random.Generator,
+    vocab: int,
+    hidden: int,
+    emb: int,
+    pointer_gen: bool = True,
+    coverage: bool = False,
+    tf_version: str = "1.2.1",
+    scale: float = 0.3,
+) -> dict[str, np.ndarray]:
     """Uniform(-scale, scale) float32 weights under the original's names.
 
     Large enough that the LSTM gates, tanh and the softmaxes are far from trivial, small
@@ -69,11 +79,15 @@ def random_tf1_params(rng: np.random.Generator, vocab: int, hidden: int, emb: in
     projection get wider ranges so that inputs matter and the attention and vocabulary
     distributions are peaked rather than nearly uniform.
     """
-    wide = {EMB: 0.8, DEC + "/v": 2.0, DEC + "/W_h": 1.5, "seq2seq/output_projection/w": 3.0,
-            DEC + "/AttnOutputProjection/Linear/Matrix": 1.0}
+    wide = {
+        EMB: 0.8,
+        DEC + "/v": 2.0,
+        DEC + "/W_h": 1.5,
+        "seq2seq/output_projection/w": 3.0,
+        DEC + "/AttnOutputProjection/Linear/Matrix": 1.0,
+    }
     params = {}
-    for name, shape in tf1_shapes(vocab, hidden, emb, pointer_gen, coverage,
-                                  tf_version).items():
+    for name, shape in tf1_shapes(vocab, hidden, emb, pointer_gen, coverage, tf_version).items():
         mag = wide.get(name, scale)
         params[name] = rng.uniform(-mag, mag, size=shape).astype(np.float32)
     return params
@@ -139,10 +153,16 @@ def encode(params: dict, enc_batch, enc_lens) -> dict:
             states[b, t, hidden:] = h
         finals["c_bw"][b], finals["h_bw"][b] = c, h
     rs = "seq2seq/reduce_final_st/"
-    c0 = np.maximum(0.0, np.concatenate([finals["c_fw"], finals["c_bw"]], 1)
-                    @ p[rs + "w_reduce_c"] + p[rs + "bias_reduce_c"])
-    h0 = np.maximum(0.0, np.concatenate([finals["h_fw"], finals["h_bw"]], 1)
-                    @ p[rs + "w_reduce_h"] + p[rs + "bias_reduce_h"])
+    c0 = np.maximum(
+        0.0,
+        np.concatenate([finals["c_fw"], finals["c_bw"]], 1) @ p[rs + "w_reduce_c"]
+        + p[rs + "bias_reduce_c"],
+    )
+    h0 = np.maximum(
+        0.0,
+        np.concatenate([finals["h_fw"], finals["h_bw"]], 1) @ p[rs + "w_reduce_h"]
+        + p[rs + "bias_reduce_h"],
+    )
     features = states @ p[DEC + "/W_h"][0, 0]
     return {"states": states, "features": features, "c": c0, "h": h0, **finals}
 
@@ -152,8 +172,10 @@ def attention(params: dict, enc: dict, mask, c, h, coverage=None):
     """Spec 4.6 step 3: e = v . tanh(W_h h_i + [c; h] W_s + b [+ w_c cov_i]);
     a = softmax(e) * mask / sum. Returns (context [B, 2H], a [B, T])."""
     p = _f64(params)
-    d = np.concatenate([c, h], 1) @ p[DEC + "/Attention/Linear/Matrix"] \
+    d = (
+        np.concatenate([c, h], 1) @ p[DEC + "/Attention/Linear/Matrix"]
         + p[DEC + "/Attention/Linear/Bias"]
+    )
     pre = enc["features"] + d[:, None, :]
     if coverage is not None:
         pre = pre + coverage[:, :, None] * p[DEC + "/coverage/w_c"][0, 0, 0][None, None, :]
@@ -166,13 +188,17 @@ def attention(params: dict, enc: dict, mask, c, h, coverage=None):
 
 def _output(p: dict, pointer_gen: bool, x, c, h, context, attn, ext_ids, max_oovs):
     """p_gen (4.6 step 4), output projection (4.6 step 5, 4.7), final distribution (4.8)."""
-    o = np.concatenate([h, context], 1) @ p[DEC + "/AttnOutputProjection/Linear/Matrix"] \
+    o = (
+        np.concatenate([h, context], 1) @ p[DEC + "/AttnOutputProjection/Linear/Matrix"]
         + p[DEC + "/AttnOutputProjection/Linear/Bias"]
+    )
     vocab = softmax(o @ p["seq2seq/output_projection/w"] + p["seq2seq/output_projection/v"])
     if not pointer_gen:
         return vocab, np.ones(len(vocab)), vocab
-    z = np.concatenate([context, c, h, x], 1) @ p[DEC + "/calculate_pgen/Linear/Matrix"] \
+    z = (
+        np.concatenate([context, c, h, x], 1) @ p[DEC + "/calculate_pgen/Linear/Matrix"]
         + p[DEC + "/calculate_pgen/Linear/Bias"]
+    )
     p_gen = sigmoid(z)[:, 0]
     batch = vocab.shape[0]
     final = np.concatenate([p_gen[:, None] * vocab, np.zeros((batch, max_oovs))], 1)
@@ -221,8 +247,9 @@ def forward(params: dict, batch: dict, pointer_gen: bool, coverage: bool) -> dic
         if coverage:
             cov = a if cov is None else cov + a
         vocab, p_gen, final = _output(p, pointer_gen, x, c, h, context, a, ext, max_oovs)
-        for k, v in zip(("attn", "p_gens", "vocab_dists", "final_dists"),
-                        (a, p_gen, vocab, final), strict=True):
+        for k, v in zip(
+            ("attn", "p_gens", "vocab_dists", "final_dists"), (a, p_gen, vocab, final), strict=True
+        ):
             rec[k].append(v)
     out = {k: np.stack(v, axis=1) for k, v in rec.items()}
     targets = np.asarray(batch["target_batch"])
@@ -251,8 +278,19 @@ def forward(params: dict, batch: dict, pointer_gen: bool, coverage: bool) -> dic
     return out
 
 
-def decode_step_original(params: dict, enc: dict, mask, ext_ids, max_oovs: int, tokens,
-                         c, h, prev_coverage, pointer_gen: bool, coverage: bool):
+def decode_step_original(
+    params: dict,
+    enc: dict,
+    mask,
+    ext_ids,
+    max_oovs: int,
+    tokens,
+    c,
+    h,
+    prev_coverage,
+    pointer_gen: bool,
+    coverage: bool,
+):
     """One step of the decode-mode graph with initial_state_attention=True (spec 4.12).
 
     The attention is first recomputed from the previous state and coverage; its context
@@ -263,12 +301,14 @@ def decode_step_original(params: dict, enc: dict, mask, ext_ids, max_oovs: int, 
     """
     p = _f64(params)
     kd, bd = _lstm_params(p, DEC)
-    prev_context, prev_attn = attention(params, enc, mask, c, h,
-                                        prev_coverage if coverage else None)
+    prev_context, prev_attn = attention(
+        params, enc, mask, c, h, prev_coverage if coverage else None
+    )
     cov = prev_coverage + prev_attn if coverage else prev_coverage
     x = _merge_input(p, tokens, prev_context)
     c, h = lstm_step(kd, bd, x, c, h)
     context, a = attention(params, enc, mask, c, h, cov if coverage else None)
-    _, p_gen, final = _output(p, pointer_gen, x, c, h, context, a, ext_ids,
-                              max_oovs if pointer_gen else 0)
+    _, p_gen, final = _output(
+        p, pointer_gen, x, c, h, context, a, ext_ids, max_oovs if pointer_gen else 0
+    )
     return final, a, p_gen, c, h, cov

@@ -33,7 +33,7 @@ def sentences(abstract: bytes) -> list[bytes]:
         end = abstract.find(b"</s>", start + 3)
         if end == -1:
             return out
-        out.append(abstract[start + 3:end].strip())
+        out.append(abstract[start + 3 : end].strip())
         cur = end + 4
 
 
@@ -49,8 +49,15 @@ def _dec_pair(seq: list[int], max_len: int) -> tuple[list[int], list[int]]:
     return inp, target
 
 
-def make_example(article: bytes, abstract: bytes, vocab: RefVocab, max_enc: int,
-                 max_dec: int, pointer_gen: bool, max_oovs: int | None = None) -> dict:
+def make_example(
+    article: bytes,
+    abstract: bytes,
+    vocab: RefVocab,
+    max_enc: int,
+    max_dec: int,
+    pointer_gen: bool,
+    max_oovs: int | None = None,
+) -> dict:
     """One example as in spec 3.1 (max_oovs: only the first max_oovs OOVs get ids)."""
     sents = sentences(abstract)
     abstract_text = b" ".join(sents)
@@ -69,31 +76,51 @@ def make_example(article: bytes, abstract: bytes, vocab: RefVocab, max_enc: int,
         oovs = oovs[:max_oovs]
     abs_words = abstract_text.split()
     abs_ids = [vocab.id(w) for w in abs_words]
-    abs_ext = [vocab.size + oovs.index(w) if i == UNK and w in oovs else i
-               for w, i in zip(abs_words, abs_ids, strict=True)]
+    abs_ext = [
+        vocab.size + oovs.index(w) if i == UNK and w in oovs else i
+        for w, i in zip(abs_words, abs_ids, strict=True)
+    ]
     dec_input, target = _dec_pair(abs_ids, max_dec)
     if pointer_gen:
         _, target = _dec_pair(abs_ext, max_dec)
-    return {"article": article, "abstract": abstract_text, "sents": sents, "oovs": oovs,
-            "enc": enc, "enc_ext": enc_ext, "dec_input": dec_input, "target": target}
+    return {
+        "article": article,
+        "abstract": abstract_text,
+        "sents": sents,
+        "oovs": oovs,
+        "enc": enc,
+        "enc_ext": enc_ext,
+        "dec_input": dec_input,
+        "target": target,
+    }
 
 
-def make_examples(pairs, vocab: RefVocab, max_enc: int, max_dec: int, pointer_gen: bool,
-                  max_oovs: int | None = None) -> list[dict]:
+def make_examples(
+    pairs,
+    vocab: RefVocab,
+    max_enc: int,
+    max_dec: int,
+    pointer_gen: bool,
+    max_oovs: int | None = None,
+) -> list[dict]:
     """Examples of (article, abstract) byte pairs in order, empty articles skipped."""
-    return [make_example(a, b, vocab, max_enc, max_dec, pointer_gen, max_oovs)
-            for a, b in pairs if len(a) > 0]
+    return [
+        make_example(a, b, vocab, max_enc, max_dec, pointer_gen, max_oovs)
+        for a, b in pairs
+        if len(a) > 0
+    ]
 
 
 def _pad(rows, width, value, dtype):
     out = np.full((len(rows), width), value, dtype=dtype)
     for r, row in enumerate(rows):
-        out[r, :len(row)] = row
+        out[r, : len(row)] = row
     return out
 
 
-def make_batch(examples: list[dict], max_dec: int, enc_width: int | None = None,
-               oov_width: int | None = None) -> dict:
+def make_batch(
+    examples: list[dict], max_dec: int, enc_width: int | None = None, oov_width: int | None = None
+) -> dict:
     """Batch arrays of spec 3.2; widths default to the longest row of the batch."""
     enc_lens = np.array([len(e["enc"]) for e in examples], np.int32)
     dec_lens = np.array([len(e["dec_input"]) for e in examples], np.int32)
@@ -105,8 +132,7 @@ def make_batch(examples: list[dict], max_dec: int, enc_width: int | None = None,
         "enc_batch": _pad([e["enc"] for e in examples], t_enc, PAD, np.int32),
         "enc_lens": enc_lens,
         "enc_padding_mask": _pad([[1] * n for n in enc_lens], t_enc, 0, np.float32),
-        "enc_batch_extend_vocab": _pad([e["enc_ext"] for e in examples], t_enc, PAD,
-                                       np.int32),
+        "enc_batch_extend_vocab": _pad([e["enc_ext"] for e in examples], t_enc, PAD, np.int32),
         "max_art_oovs": np.int32(max(n_oovs)),
         "art_oovs": _pad([e["oovs"] for e in examples], k, b"", object),
         "dec_batch": _pad([e["dec_input"] for e in examples], max_dec, PAD, np.int32),

@@ -31,7 +31,7 @@ def test_novel_ngrams_against_the_article():
     summary = "the cat ate the mat .".split()
     uni = set(analysis.ngrams(article, 1))
     bi = set(analysis.ngrams(article, 2))
-    assert analysis.novel_ngrams(summary, 1, uni) == (1, 6)          # "ate"
+    assert analysis.novel_ngrams(summary, 1, uni) == (1, 6)  # "ate"
     # the-cat in, cat-ate new, ate-the new, the-mat in, mat-. in
     assert analysis.novel_ngrams(summary, 2, bi) == (2, 5)
 
@@ -72,7 +72,7 @@ def test_the_unknown_token_spelling_is_configurable(tmp_path):
     articles = ["a UNK zz .", "a b ."]
     default = analysis.measure(summaries, articles, vocab)
     assert default["unk_summary_pct"] == 0.0
-    assert default["copied_oov_tokens"] == 1          # "UNK" looks like a copied OOV
+    assert default["copied_oov_tokens"] == 1  # "UNK" looks like a copied OOV
     other = analysis.measure(summaries, articles, vocab, unk_token="UNK")
     assert other["unk_summary_pct"] == 50.0
     assert other["copied_oov_tokens"] == 0
@@ -106,7 +106,7 @@ def test_measure_aggregates_over_summaries_and_truncates_article_for_oovs(tmp_pa
     assert m["unk_summary_pct"] == pytest.approx(100 / 3)
     # novel unigrams: a b z all in "a b . z"; a [UNK] . a [UNK] . all novel w.r.t. "c d"
     assert m["novel_1gram_pct"] == pytest.approx(100 * 6 / 9)
-    assert m["copied_oov_tokens"] == 0   # z is OOV, but only after max_enc_steps=3 tokens
+    assert m["copied_oov_tokens"] == 0  # z is OOV, but only after max_enc_steps=3 tokens
     m = analysis.measure([["z"]], ["a b . z"], vocab, max_enc_steps=0)
     assert m["copied_oov_tokens"] == 1
     assert m["summaries_with_copied_oov_pct"] == 100.0
@@ -122,8 +122,9 @@ def _decode_dir(tmp_path, abstracts=None):
     data.mkdir()
     abstracts = abstracts or ["<s> a b . </s>", "<s> x y . </s> <s> q . </s>"]
     write_bin(str(data / "test_001.bin"), [("x y z w .", abstracts[1])])
-    write_bin(str(data / "test_000.bin"), [("a b c d . e f .", abstracts[0]),
-                                           ("", "<s> empty . </s>")])
+    write_bin(
+        str(data / "test_000.bin"), [("a b c d . e f .", abstracts[0]), ("", "<s> empty . </s>")]
+    )
     d = tmp_path / "decode"
     write_for_rouge(["a b ."], "a b c . a b c .".split(), 0, str(d))
     write_for_rouge(["x y .", "q ."], "x y z w .".split(), 1, str(d))
@@ -136,7 +137,7 @@ def test_analyse_decode_dir_by_hand(tmp_path):
     vocab = _vocab(tmp_path, ["a", "b", "c", "d", ".", "e", "f", "x", "y", "z"])
     r = analysis.analyse_decode_dir(decode_dir, data_path=data_path, vocab=vocab)
     assert r["examples"] == 2
-    s = r["system"]   # "a b c . a b c ." and "x y z w ."
+    s = r["system"]  # "a b c . a b c ." and "x y z w ."
     assert s["mean_tokens"] == pytest.approx(6.5)
     assert s["duplicate_1gram_pct"] == pytest.approx(100 * 4 / 13)
     assert s["duplicate_2gram_pct"] == pytest.approx(100 * 3 / 11)
@@ -150,15 +151,15 @@ def test_analyse_decode_dir_by_hand(tmp_path):
     assert s["novel_sentence_pct"] == pytest.approx(100 * 2 / 3)
     assert s["copied_sentence_pct"] == pytest.approx(100 * 1 / 3)
     assert s["span_sentence_pct"] == pytest.approx(100 * 1 / 3)
-    assert s["copied_oov_tokens"] == 1        # "w"
+    assert s["copied_oov_tokens"] == 1  # "w"
     assert s["copied_oov_per_summary"] == 0.5
     assert s["summaries_with_copied_oov_pct"] == 50.0
     ref = r["reference"]  # "a b ." and "x y . q ."
     assert ref["duplicate_1gram_pct"] == pytest.approx(100 * 1 / 8)
-    assert ref["novel_1gram_pct"] == pytest.approx(100 * 1 / 8)     # "q"
+    assert ref["novel_1gram_pct"] == pytest.approx(100 * 1 / 8)  # "q"
     assert ref["novel_sentence_pct"] == 100.0
     assert ref["copied_sentence_pct"] == 0.0
-    assert ref["copied_oov_tokens"] == 0      # "q" is OOV but not in the article
+    assert ref["copied_oov_tokens"] == 0  # "q" is OOV but not in the article
     # p_gens.tsv: index 0 written twice, the last line (0.3 over 10 steps) counts
     assert r["p_gen"]["p_gen_mean_per_summary"] == pytest.approx((0.3 + 0.2) / 2)
     assert r["p_gen"]["p_gen_mean_per_step"] == pytest.approx((0.3 * 10 + 0.2 * 5) / 15)
@@ -166,7 +167,8 @@ def test_analyse_decode_dir_by_hand(tmp_path):
 
 def test_wrong_data_is_detected_by_the_reference_check(tmp_path):
     decode_dir, data_path = _decode_dir(
-        tmp_path, abstracts=["<s> other . </s>", "<s> x y . </s> <s> q . </s>"])
+        tmp_path, abstracts=["<s> other . </s>", "<s> x y . </s> <s> q . </s>"]
+    )
     with pytest.raises(analysis.AnalysisError, match="reference of example 0"):
         analysis.analyse_decode_dir(decode_dir, data_path=data_path)
     r = analysis.analyse_decode_dir(decode_dir, data_path=data_path, check_references=False)
@@ -190,13 +192,28 @@ def test_errors_name_the_file(tmp_path):
 def test_command_line_writes_json(tmp_path, capsys):
     decode_dir, data_path = _decode_dir(tmp_path)
     out = tmp_path / "a.json"
-    assert analysis.main(["--decode_dir", decode_dir, "--data_path", data_path,
-                          "--out", str(out)]) == 0
+    assert (
+        analysis.main(["--decode_dir", decode_dir, "--data_path", data_path, "--out", str(out)])
+        == 0
+    )
     import json
-    assert json.loads(out.read_text())["system"]["duplicate_sentence_pct"] == \
-        pytest.approx(100 / 3)
+
+    assert json.loads(out.read_text())["system"]["duplicate_sentence_pct"] == pytest.approx(100 / 3)
     printed = capsys.readouterr().out
     assert "% duplicate sentences" in printed and "% copied whole article sentences" in printed
-    assert analysis.main(["--decode_dir", decode_dir, "--data_path", data_path,
-                          "--unk_token", "w", "--out", str(out)]) == 0
+    assert (
+        analysis.main(
+            [
+                "--decode_dir",
+                decode_dir,
+                "--data_path",
+                data_path,
+                "--unk_token",
+                "w",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["system"]["unk_summary_pct"] == 50.0

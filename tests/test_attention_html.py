@@ -20,9 +20,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # 6 article words, of which the model saw the first 4 (max_enc_steps = 4).
 ARTICLE = "police </script><b> the __gunman__ on friday"
 DECODED = ["police", "shot"]
-ATTN = [[0.7, 0.1, 0.1, 0.1],
-        [0.1, 0.6, 0.3, 0.0],          # step 1: max attention on "</script><b>"
-        [0.25, 0.25, 0.25, 0.25]]      # the step that produced [STOP]
+ATTN = [
+    [0.7, 0.1, 0.1, 0.1],
+    [0.1, 0.6, 0.3, 0.0],  # step 1: max attention on "</script><b>"
+    [0.25, 0.25, 0.25, 0.25],
+]  # the step that produced [STOP]
 P_GENS = [np.array([0.25], dtype=np.float32), 1.0000001, [0.5]]
 
 
@@ -36,17 +38,19 @@ def _close(css, rgb):
     """CSS `rgb(r, g, b)` within one unit per channel of `rgb` (rounding of .5 differs)."""
     if css is None or rgb is None:
         return css is None and rgb is None
-    got = [int(c) for c in css[css.index("(") + 1:css.index(")")].split(",")]
+    got = [int(c) for c in css[css.index("(") + 1 : css.index(")")].split(",")]
     return all(abs(a - b) <= 1 for a, b in zip(got, rgb, strict=True))
 
 
 def _data():
-    return ah.attn_vis_data(ARTICLE, DECODED, "police shot the __gunman__ .",
-                            np.array(ATTN, dtype=np.float32), P_GENS)
+    return ah.attn_vis_data(
+        ARTICLE, DECODED, "police shot the __gunman__ .", np.array(ATTN, dtype=np.float32), P_GENS
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The JSON record
+
 
 def test_attn_vis_data_fields_and_types():
     d = _data()
@@ -63,7 +67,7 @@ def test_attn_vis_data_fields_and_types():
 def test_baseline_omits_p_gens_and_article_split_is_ascii_only():
     d = ah.attn_vis_data("a\u00a0b  c\td", ["x"], "abs", [[0.5, 0.5, 0.0]], None)
     assert "p_gens" not in d
-    assert d["article_lst"] == ["a\u00a0b", "c", "d"]   # Python 2 bytes split semantics
+    assert d["article_lst"] == ["a\u00a0b", "c", "d"]  # Python 2 bytes split semantics
 
 
 def test_json_file_round_trip(tmp_path):
@@ -74,17 +78,20 @@ def test_json_file_round_trip(tmp_path):
     assert os.listdir(path.parent) == ["attn_vis_data.json"]
 
 
-@pytest.mark.parametrize("attn, p_gens, match", [
-    ([[1.0, 0, 0, 0]] * 4, None, "4 attention steps for 2 decoded words"),
-    ([[1.0, 0, 0, 0]], None, "1 attention steps for 2 decoded words"),
-    ([[1.0, 0, 0, 0], [1.0, 0, 0]], None, "different lengths"),
-    ([[0.5] + [0.0] * 5 + [0.5]] * 2, None, "covers 7 positions but the article has only 6"),
-    ([[float("nan"), 0, 0, 0]] * 2, None, "NaN"),
-    ([[1.5, 0, 0, 0]] * 2, None, r"outside \[0, 1\]"),
-    ([[1.0, 0, 0, 0]] * 2, [[0.5]], "1 p_gens for 2 attention steps"),
-    ([[1.0, 0, 0, 0]] * 2, [[0.5, 0.5], [0.5, 0.5]], "one-element list"),
-    ([[1.0, 0, 0, 0]] * 2, [[-0.2], [0.5]], r"outside \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "attn, p_gens, match",
+    [
+        ([[1.0, 0, 0, 0]] * 4, None, "4 attention steps for 2 decoded words"),
+        ([[1.0, 0, 0, 0]], None, "1 attention steps for 2 decoded words"),
+        ([[1.0, 0, 0, 0], [1.0, 0, 0]], None, "different lengths"),
+        ([[0.5] + [0.0] * 5 + [0.5]] * 2, None, "covers 7 positions but the article has only 6"),
+        ([[float("nan"), 0, 0, 0]] * 2, None, "NaN"),
+        ([[1.5, 0, 0, 0]] * 2, None, r"outside \[0, 1\]"),
+        ([[1.0, 0, 0, 0]] * 2, [[0.5]], "1 p_gens for 2 attention steps"),
+        ([[1.0, 0, 0, 0]] * 2, [[0.5, 0.5], [0.5, 0.5]], "one-element list"),
+        ([[1.0, 0, 0, 0]] * 2, [[-0.2], [0.5]], r"outside \[0, 1\]"),
+    ],
+)
 def test_bad_records_are_rejected(attn, p_gens, match):
     with pytest.raises(DataError, match=match):
         ah.attn_vis_data(ARTICLE, DECODED, "a", attn, p_gens)
@@ -97,8 +104,9 @@ def test_zero_padding_beyond_the_article_is_dropped():
 
 
 def test_small_float_excess_is_accepted():
-    d = ah.attn_vis_data(ARTICLE, DECODED, "a", [[1.0000001, -1e-8, 0, 0]] * 2,
-                         [[1.0000002], [-1e-9]])
+    d = ah.attn_vis_data(
+        ARTICLE, DECODED, "a", [[1.0000001, -1e-8, 0, 0]] * 2, [[1.0000002], [-1e-9]]
+    )
     assert d["attn_dists"][0][0] == 1.0000001
 
 
@@ -107,7 +115,7 @@ def test_page_embeds_data_inertly():
     # The only script end tags are the page's own two; the JSON block holds no "<" at all.
     assert page.count("</script>") == 2
     start = page.index('<script type="application/json" id="pg-data">')
-    block = page[page.index(">", start) + 1:page.index("</script>", start)]
+    block = page[page.index(">", start) + 1 : page.index("</script>", start)]
     assert "<" not in block and "&" not in block
     assert json.loads(block)["article_lst"][1] == "</script><b>"
     assert "<title>ex &lt;1&gt; &amp; &lt;/script&gt;</title>" in page
@@ -125,25 +133,39 @@ def test_index_lists_pages(tmp_path):
     assert '<a href="000001.html">Example &lt;1&gt;</a>' in text
     assert '<a href="my%20page.html">Second</a>' in text
     assert "notes.txt" not in text and text.count("<li>") == 2
-    ah.write_index(str(tmp_path))   # rewriting does not list index.html itself
+    ah.write_index(str(tmp_path))  # rewriting does not list index.html itself
     assert open(index, encoding="utf-8").read().count("<li>") == 2
 
 
 # ---------------------------------------------------------------------------------------
 # In a real browser
 
+
 def _require_chromium():
     if CHROMIUM is None:
         if os.environ.get("CI"):
             pytest.fail("CI must provide chromium (run experiments/setup_system.sh)")
-        pytest.skip("chromium is not installed (apt-get install chromium); the page is "
-                    "checked in a headless browser")
+        pytest.skip(
+            "chromium is not installed (apt-get install chromium); the page is "
+            "checked in a headless browser"
+        )
 
 
 def _chromium(tmp_path, url, *args):
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", *args, url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *args,
+        url,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -167,8 +189,14 @@ class _Spans(HTMLParser):
         if a.get("id") == "article":
             self.in_article = 1
         if tag == "span":
-            self.spans.append({"cls": (a.get("class") or "").split(), "style":
-                               a.get("style") or "", "text": "", "id": a.get("id")})
+            self.spans.append(
+                {
+                    "cls": (a.get("class") or "").split(),
+                    "style": a.get("style") or "",
+                    "text": "",
+                    "id": a.get("id"),
+                }
+            )
             self.stack.append(self.spans[-1])
         elif tag not in ("br", "input", "meta", "link"):
             self.stack.append(None)
@@ -195,8 +223,9 @@ def _background(span):
 def _status(dom):
     """Inner HTML of the status box as the script left it."""
     start = dom.index('<div id="status" aria-live="polite">') + len(
-        '<div id="status" aria-live="polite">')
-    return dom[start:dom.index("</section>", start)].strip().removesuffix("</div>")
+        '<div id="status" aria-live="polite">'
+    )
+    return dom[start : dom.index("</section>", start)].strip().removesuffix("</div>")
 
 
 def _render(tmp_path, fragment=""):
@@ -211,7 +240,7 @@ def _render(tmp_path, fragment=""):
 def test_browser_colours_attention_pgen_and_marks_truncation(tmp_path):
     _require_chromium()
     p, dom = _render(tmp_path, "#step=1")
-    assert p.body.get("data-ready") == "1"          # the page's script ran to the end
+    assert p.body.get("data-ready") == "1"  # the page's script ran to the end
     art = [s for s in p.spans if "art" in s["cls"]]
     gen = [s for s in p.spans if "gen" in s["cls"]]
     # One element per article word and per generated word (+ the [STOP] step).
@@ -232,8 +261,10 @@ def test_browser_colours_attention_pgen_and_marks_truncation(tmp_path):
     order = [s["id"] or s["text"] for s in p.spans if "art" in s["cls"] or s["id"]]
     marker = order.index("truncation-marker")
     assert order[marker - 1] == "__gunman__" and order[marker + 1] == "on"
-    assert p.spans[[s["id"] for s in p.spans].index("truncation-marker")]["text"] == \
-        "ARTICLE TRUNCATED HERE."
+    assert (
+        p.spans[[s["id"] for s in p.spans].index("truncation-marker")]["text"]
+        == "ARTICLE TRUNCATED HERE."
+    )
     # "</script><b>" is text: escaped in the DOM, and no <b> element was created.
     assert "&lt;/script&gt;&lt;b&gt;" in dom
     assert "b" not in p.tags_in_article
@@ -259,17 +290,22 @@ def test_browser_screenshot_shows_the_colours(tmp_path):
     page = tmp_path / "page.html"
     ah.write_attention_page(str(page), _data(), title="screenshot")
     shot = tmp_path / "shot.png"
-    _chromium(tmp_path, page.as_uri() + "#step=1", f"--screenshot={shot}",
-              "--window-size=1000,700", "--hide-scrollbars")
+    _chromium(
+        tmp_path,
+        page.as_uri() + "#step=1",
+        f"--screenshot={shot}",
+        "--window-size=1000,700",
+        "--hide-scrollbars",
+    )
     img = (matplotlib.image.imread(str(shot))[..., :3] * 255).round().astype(int)
     assert img.shape[:2] == (700, 1000)
 
     def has(rgb):
         return bool(np.any(np.all(np.abs(img - np.array(rgb)) <= 1.5, axis=-1)))
 
-    assert has(_rgb(56, 0.6))     # attention 0.6 on the article word
-    assert has(_rgb(151, 1.0))    # p_gen 1: full green
-    assert has(_rgb(151, 0.25))   # p_gen 0.25: pale green
+    assert has(_rgb(56, 0.6))  # attention 0.6 on the article word
+    assert has(_rgb(151, 1.0))  # p_gen 1: full green
+    assert has(_rgb(151, 0.25))  # p_gen 0.25: pale green
 
 
 # Drives the page's own handlers with synthetic events (no mouse in headless mode) and
@@ -318,11 +354,10 @@ def test_browser_hover_click_keyboard_and_relative_scale(tmp_path):
     page.write_text(html_text.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
     dom = _chromium(tmp_path, page.as_uri(), "--dump-dom")
     start = dom.index('<pre id="probe">') + len('<pre id="probe">')
-    out = json.loads(html.unescape(dom[start:dom.index("</pre>", start)]))
+    out = json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
 
     def colours(bg, step, scale=1.0):
-        return all(_close(c, _rgb(56, v * scale)) for c, v in zip(bg[:4], ATTN[step],
-                                                                     strict=False))
+        return all(_close(c, _rgb(56, v * scale)) for c, v in zip(bg[:4], ATTN[step], strict=False))
 
     # Hover previews step 0 with a tooltip naming p_gen and the top attended word.
     assert colours(out["hover"]["bg"], 0) and out["hover"]["bg"][4:] == ["", ""]

@@ -41,8 +41,10 @@ class TableDecoder:
         self.fed = []  # eager calls only: the tokens fed at each step
 
     def init_carry(self, articles, beam_size):
-        return tile_beams({"article": tf.constant(articles, tf.int32),
-                           "t": tf.zeros([len(articles)], tf.int32)}, beam_size)
+        return tile_beams(
+            {"article": tf.constant(articles, tf.int32), "t": tf.zeros([len(articles)], tf.int32)},
+            beam_size,
+        )
 
     def step(self, tokens, carry):
         if tf.executing_eagerly():
@@ -73,8 +75,9 @@ class ToyRNN:
     `stop_bias` shifts the [STOP] logit; the encoder adds an article-dependent part.
     """
 
-    def __init__(self, seed, batch, vocab_size, n_oov, t_enc, hidden=6, stop_bias=0.0,
-                 sharpness=2.0):
+    def __init__(
+        self, seed, batch, vocab_size, n_oov, t_enc, hidden=6, stop_bias=0.0, sharpness=2.0
+    ):
         rng = np.random.default_rng(seed)
         self.vocab_size, self.v_ext, self.t_enc = vocab_size, vocab_size + n_oov, t_enc
         self.emb = tf.constant(rng.normal(size=(vocab_size, hidden)))
@@ -93,9 +96,13 @@ class ToyRNN:
 
     def init_carry(self, articles, beam_size):
         articles = list(articles)
-        return tile_beams({"h": tf.constant(self.h0[articles]),
-                           "cov": tf.zeros([len(articles), self.t_enc], tf.float64)},
-                          beam_size)
+        return tile_beams(
+            {
+                "h": tf.constant(self.h0[articles]),
+                "cov": tf.zeros([len(articles), self.t_enc], tf.float64),
+            },
+            beam_size,
+        )
 
     def step_fn(self, articles, beam_size):
         return self.step_fn_over(tile_beams(tf.constant(self.enc[list(articles)]), beam_size))
@@ -124,8 +131,12 @@ class ToyRNN:
             probs = tf.nn.softmax(logits, axis=-1)
             p_gen = tf.sigmoid(tf.matmul(h_new, self.w_pgen))[:, 0]
             new_carry = {"h": h_new, "cov": carry["cov"] + attn}
-            return (tf.cast(probs, tf.float32), tf.cast(attn, tf.float32),
-                    tf.cast(p_gen, tf.float32), new_carry)
+            return (
+                tf.cast(probs, tf.float32),
+                tf.cast(attn, tf.float32),
+                tf.cast(p_gen, tf.float32),
+                new_carry,
+            )
 
         return step
 
@@ -135,15 +146,26 @@ class ToyRNN:
 
 
 def run_single(dec, article, beam_size, **kw):
-    return beam_search_single(dec.step_fn([article], beam_size),
-                              dec.init_carry([article], beam_size),
-                              beam_size=beam_size, vocab_size=dec.vocab_size, **IDS, **kw)
+    return beam_search_single(
+        dec.step_fn([article], beam_size),
+        dec.init_carry([article], beam_size),
+        beam_size=beam_size,
+        vocab_size=dec.vocab_size,
+        **IDS,
+        **kw,
+    )
 
 
 def run_batched(dec, batch, beam_size, **kw):
-    out = batched_beam_search(dec.step_fn(range(batch), beam_size),
-                              dec.init_carry(range(batch), beam_size), batch_size=batch,
-                              beam_size=beam_size, vocab_size=dec.vocab_size, **IDS, **kw)
+    out = batched_beam_search(
+        dec.step_fn(range(batch), beam_size),
+        dec.init_carry(range(batch), beam_size),
+        batch_size=batch,
+        beam_size=beam_size,
+        vocab_size=dec.vocab_size,
+        **IDS,
+        **kw,
+    )
     return {key: v.numpy() for key, v in out.items()}
 
 
@@ -178,15 +200,27 @@ def trigrams(tokens):
 # one article OOV id 6, K = 2: every hypothesis offers its top 4.
 
 V, OOV = 6, 6
-CASE_1 = table(V, 7, {START_ID: {STOP_ID: .4, A: .3, B_: .2, OOV: .1},
-                      A: {STOP_ID: .5, A: .1, B_: .1, OOV: .3},
-                      B_: {STOP_ID: .6, A: .2, B_: .1, OOV: .1}})
-CASE_2 = table(V, 7, {START_ID: {OOV: .5, A: .3, B_: .12, STOP_ID: .08},
-                      UNK_ID: {A: .6, B_: .2, STOP_ID: .15, OOV: .05},
-                      A: {B_: .4, STOP_ID: .3, A: .2, OOV: .1},
-                      B_: {STOP_ID: .55, A: .25, B_: .12, OOV: .08}})
+CASE_1 = table(
+    V,
+    7,
+    {
+        START_ID: {STOP_ID: 0.4, A: 0.3, B_: 0.2, OOV: 0.1},
+        A: {STOP_ID: 0.5, A: 0.1, B_: 0.1, OOV: 0.3},
+        B_: {STOP_ID: 0.6, A: 0.2, B_: 0.1, OOV: 0.1},
+    },
+)
+CASE_2 = table(
+    V,
+    7,
+    {
+        START_ID: {OOV: 0.5, A: 0.3, B_: 0.12, STOP_ID: 0.08},
+        UNK_ID: {A: 0.6, B_: 0.2, STOP_ID: 0.15, OOV: 0.05},
+        A: {B_: 0.4, STOP_ID: 0.3, A: 0.2, OOV: 0.1},
+        B_: {STOP_ID: 0.55, A: 0.25, B_: 0.12, OOV: 0.08},
+    },
+)
 CASE_4 = CASE_2.copy()
-CASE_4[A] = table(V, 7, {A: {STOP_ID: .4, B_: .3, A: .2, OOV: .1}})[A]
+CASE_4[A] = table(V, 7, {A: {STOP_ID: 0.4, B_: 0.3, A: 0.2, OOV: 0.1}})[A]
 
 
 def hand_search(tables, **kw):
@@ -202,7 +236,7 @@ def test_early_stop_is_discarded_below_min_dec_steps():
     hyp, fed = hand_search(CASE_1, max_dec_steps=5, min_dec_steps=1)
     assert hyp.tokens == [START_ID, A, STOP_ID]
     assert hyp.score == hyp.avg_log_prob
-    np.testing.assert_allclose(hyp.score, log32(.3, .5) / 3, rtol=1e-6)
+    np.testing.assert_allclose(hyp.score, log32(0.3, 0.5) / 3, rtol=1e-6)
     assert fed == [[START_ID, START_ID], [A, B_]]
     # p_gen = 1 / (2 + step + fed token): [START] at step 0, then a at step 1.
     np.testing.assert_allclose(hyp.p_gens, [1 / (2 + START_ID), 1 / (3 + A)])
@@ -213,7 +247,7 @@ def test_early_stop_is_kept_from_min_dec_steps_and_wins_on_average():
     # the results. The one-token summary has the better average.
     hyp, fed = hand_search(CASE_1, max_dec_steps=5, min_dec_steps=0)
     assert hyp.tokens == [START_ID, STOP_ID]
-    np.testing.assert_allclose(hyp.score, np.log(.4) / 2, rtol=1e-6)
+    np.testing.assert_allclose(hyp.score, np.log(0.4) / 2, rtol=1e-6)
     assert len(fed) == 2
 
 
@@ -223,7 +257,7 @@ def test_oov_fed_back_as_unk_and_results_end_the_search():
     hyp, fed = hand_search(CASE_2, max_dec_steps=10, min_dec_steps=0)
     assert fed == [[START_ID, START_ID], [UNK_ID, A], [A, B_]]
     assert hyp.tokens == [START_ID, OOV, A, STOP_ID]
-    np.testing.assert_allclose(hyp.score, np.log(.09) / 4, rtol=1e-6)
+    np.testing.assert_allclose(hyp.score, np.log(0.09) / 4, rtol=1e-6)
     assert len(hyp.attn_dists) == 3  # the [STOP] step's attention is kept
 
 
@@ -231,7 +265,7 @@ def test_falls_back_to_the_unfinished_beam_when_nothing_finished():
     # min 10 discards every [STOP]; after 2 steps the beam is OOV-a (.30) and a-b (.12).
     hyp, _ = hand_search(CASE_2, max_dec_steps=2, min_dec_steps=10)
     assert hyp.tokens == [START_ID, OOV, A]
-    np.testing.assert_allclose(hyp.score, np.log(.3) / 3, rtol=1e-6)
+    np.testing.assert_allclose(hyp.score, np.log(0.3) / 3, rtol=1e-6)
 
 
 def test_a_finished_result_beats_a_better_unfinished_beam():
@@ -239,12 +273,18 @@ def test_a_finished_result_beats_a_better_unfinished_beam():
     # at max_dec_steps with one result, which is returned although OOV-a scores higher.
     hyp, _ = hand_search(CASE_4, max_dec_steps=2, min_dec_steps=0)
     assert hyp.tokens == [START_ID, A, STOP_ID]
-    np.testing.assert_allclose(hyp.score, np.log(.12) / 3, rtol=1e-6)
+    np.testing.assert_allclose(hyp.score, np.log(0.12) / 3, rtol=1e-6)
 
 
-TIE = table(V, 7, {START_ID: {A: .4, B_: .4, OOV: .1, STOP_ID: .1},
-                   A: {A: .4, B_: .4, OOV: .1, STOP_ID: .1},
-                   B_: {A: .4, B_: .4, OOV: .1, STOP_ID: .1}})
+TIE = table(
+    V,
+    7,
+    {
+        START_ID: {A: 0.4, B_: 0.4, OOV: 0.1, STOP_ID: 0.1},
+        A: {A: 0.4, B_: 0.4, OOV: 0.1, STOP_ID: 0.1},
+        B_: {A: 0.4, B_: 0.4, OOV: 0.1, STOP_ID: 0.1},
+    },
+)
 
 
 def test_ties_keep_hypothesis_then_rank_order():
@@ -256,17 +296,19 @@ def test_ties_keep_hypothesis_then_rank_order():
     assert hyp.tokens == [START_ID, A, A, A]
 
 
-@pytest.mark.parametrize("max_steps, min_steps, tables, expected", [
-    (10, 0, [CASE_1, CASE_2], [[STOP_ID], [OOV, A, STOP_ID]]),
-    (2, 0, [CASE_4, TIE], [[A, STOP_ID], [A, A]]),
-    (2, 10, [CASE_2, CASE_1], [[OOV, A], [A, OOV]]),
-])
+@pytest.mark.parametrize(
+    "max_steps, min_steps, tables, expected",
+    [
+        (10, 0, [CASE_1, CASE_2], [[STOP_ID], [OOV, A, STOP_ID]]),
+        (2, 0, [CASE_4, TIE], [[A, STOP_ID], [A, A]]),
+        (2, 10, [CASE_2, CASE_1], [[OOV, A], [A, OOV]]),
+    ],
+)
 def test_batched_reproduces_hand_traced_cases(max_steps, min_steps, tables, expected):
     # The hand-traced articles of the tests above, decoded together; the last is new:
     # CASE_1 with every [STOP] dropped keeps a-OOV (.09) over b-a (.04) after two steps.
     dec = TableDecoder(tables, V)
-    kw = dict(beam_size=2, vocab_size=V, max_dec_steps=max_steps, min_dec_steps=min_steps,
-              **IDS)
+    kw = dict(beam_size=2, vocab_size=V, max_dec_steps=max_steps, min_dec_steps=min_steps, **IDS)
     n = len(tables)
     out = batched_beam_search(dec.step, dec.init_carry(list(range(n)), 2), batch_size=n, **kw)
     out = {key: val.numpy() for key, val in out.items()}
@@ -279,8 +321,15 @@ def test_batched_reproduces_hand_traced_cases(max_steps, min_steps, tables, expe
 def test_single_returns_best_by_average_log_prob_over_all_tokens():
     # Independent replay: the returned log-probs are the table entries along the path.
     dec = TableDecoder([CASE_2], V)
-    hyp = beam_search_single(dec.step, dec.init_carry([0], 2), beam_size=2, vocab_size=V,
-                             max_dec_steps=10, min_dec_steps=0, **IDS)
+    hyp = beam_search_single(
+        dec.step,
+        dec.init_carry([0], 2),
+        beam_size=2,
+        vocab_size=V,
+        max_dec_steps=10,
+        min_dec_steps=0,
+        **IDS,
+    )
     prev = [START_ID, UNK_ID, A]  # what was fed before each generated token
     expected = [np.log(CASE_2[p, tok]) for p, tok in zip(prev, hyp.tokens[1:], strict=True)]
     np.testing.assert_allclose(hyp.log_probs[1:], expected, rtol=1e-6)
@@ -290,19 +339,34 @@ def test_single_returns_best_by_average_log_prob_over_all_tokens():
 def test_tile_beams_row_order():
     x = {"a": tf.constant([[1, 2], [3, 4], [5, 6]]), "b": np.arange(3)}
     tiled = tile_beams(x, 2)
-    np.testing.assert_array_equal(tiled["a"].numpy(),
-                                  [[1, 2], [1, 2], [3, 4], [3, 4], [5, 6], [5, 6]])
+    np.testing.assert_array_equal(
+        tiled["a"].numpy(), [[1, 2], [1, 2], [3, 4], [3, 4], [5, 6], [5, 6]]
+    )
     np.testing.assert_array_equal(tiled["b"].numpy(), [0, 0, 1, 1, 2, 2])
 
 
 def test_rejects_bad_arguments():
     dec = TableDecoder([CASE_1], V)
     with pytest.raises(ValueError, match="top 2\\*beam_size"):
-        beam_search_single(dec.step, dec.init_carry([0], 4), beam_size=4, vocab_size=V,
-                           max_dec_steps=3, min_dec_steps=0, **IDS)
+        beam_search_single(
+            dec.step,
+            dec.init_carry([0], 4),
+            beam_size=4,
+            vocab_size=V,
+            max_dec_steps=3,
+            min_dec_steps=0,
+            **IDS,
+        )
     with pytest.raises(ValueError, match="max_dec_steps"):
-        beam_search_single(dec.step, dec.init_carry([0], 2), beam_size=2, vocab_size=V,
-                           max_dec_steps=0, min_dec_steps=0, **IDS)
+        beam_search_single(
+            dec.step,
+            dec.init_carry([0], 2),
+            beam_size=2,
+            vocab_size=V,
+            max_dec_steps=0,
+            min_dec_steps=0,
+            **IDS,
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -313,15 +377,28 @@ def random_configs(n, seed):
     rng = np.random.default_rng(seed)
     for i in range(n):
         k = int(rng.integers(1, 5))
-        yield dict(seed=int(rng.integers(1 << 30)) + i, batch=int(rng.integers(1, 5)), k=k,
-                   vocab=int(rng.integers(max(5, 2 * k), 16)), n_oov=int(rng.integers(0, 4)),
-                   t_enc=int(rng.integers(2, 8)), max_steps=int(rng.integers(1, 16)),
-                   min_steps=int(rng.integers(0, 6)), stop_bias=float(rng.uniform(-1, 3)))
+        yield dict(
+            seed=int(rng.integers(1 << 30)) + i,
+            batch=int(rng.integers(1, 5)),
+            k=k,
+            vocab=int(rng.integers(max(5, 2 * k), 16)),
+            n_oov=int(rng.integers(0, 4)),
+            t_enc=int(rng.integers(2, 8)),
+            max_steps=int(rng.integers(1, 16)),
+            min_steps=int(rng.integers(0, 6)),
+            stop_bias=float(rng.uniform(-1, 3)),
+        )
 
 
 def check_batched_against_single(cfg, **extras):
-    dec = ToyRNN(cfg["seed"], cfg["batch"], cfg["vocab"], cfg["n_oov"], cfg["t_enc"],
-                 stop_bias=cfg["stop_bias"])
+    dec = ToyRNN(
+        cfg["seed"],
+        cfg["batch"],
+        cfg["vocab"],
+        cfg["n_oov"],
+        cfg["t_enc"],
+        stop_bias=cfg["stop_bias"],
+    )
     kw = dict(max_dec_steps=cfg["max_steps"], min_dec_steps=cfg["min_steps"], **extras)
     out = run_batched(dec, cfg["batch"], cfg["k"], **kw)
     hyps = [run_single(dec, b, cfg["k"], **kw) for b in range(cfg["batch"])]
@@ -347,9 +424,12 @@ def test_compacting_search_equals_single(min_compact_size):
     1 rows, or down to 3) and still returns what the one-article search returns; fewer
     decoder rows are computed than without compaction."""
     saved = 0
-    for seed, k, stop_bias, extras in [(5, 2, 2.5, {}), (6, 3, 1.5, {}),
-                                       (8, 2, 2.0, {"trigram_blocking": True}),
-                                       (9, 1, 3.0, {"length_penalty": 1.2})]:
+    for seed, k, stop_bias, extras in [
+        (5, 2, 2.5, {}),
+        (6, 3, 1.5, {}),
+        (8, 2, 2.0, {"trigram_blocking": True}),
+        (9, 1, 3.0, {"length_penalty": 1.2}),
+    ]:
         batch, max_steps, min_steps = 9, 14, 2
         dec = ToyRNN(seed, batch, 10, 2, 5, stop_bias=stop_bias)
         kw = dict(max_dec_steps=max_steps, min_dec_steps=min_steps, **extras)
@@ -357,11 +437,17 @@ def test_compacting_search_equals_single(min_compact_size):
         rows = {}
         for smallest in (min_compact_size, batch + 1):  # the second never compacts
             rows[smallest] = tf.Variable(0)
-            out = batched_beam_search(dec.article_step_fn(k, rows[smallest]),
-                                      dec.init_carry(range(batch), k),
-                                      articles={"enc": tf.constant(dec.enc)}, batch_size=batch,
-                                      beam_size=k, vocab_size=dec.vocab_size,
-                                      min_compact_size=smallest, **IDS, **kw)
+            out = batched_beam_search(
+                dec.article_step_fn(k, rows[smallest]),
+                dec.init_carry(range(batch), k),
+                articles={"enc": tf.constant(dec.enc)},
+                batch_size=batch,
+                beam_size=k,
+                vocab_size=dec.vocab_size,
+                min_compact_size=smallest,
+                **IDS,
+                **kw,
+            )
             out = {key: v.numpy() for key, v in out.items()}
             for b, hyp in enumerate(hyps):
                 assert_matches(out, b, hyp, max_steps)
@@ -390,15 +476,26 @@ def test_batched_matches_replayed_decoder_path():
     dec = ToyRNN(7, 3, 11, 2, 5, stop_bias=1.0)
     enc = tf.constant(dec.enc)  # [B, T, H]
 
-    @tf.function(input_signature=[tf.TensorSpec([None, 5, 6], tf.float64),
-                                  tf.TensorSpec([None, 6], tf.float64)])
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, 5, 6], tf.float64),
+            tf.TensorSpec([None, 6], tf.float64),
+        ]
+    )
     def search(enc, h0):
         enc_tiled = tile_beams(enc, 3)
         step = dec.step_fn_over(enc_tiled)
         carry = tile_beams({"h": h0, "cov": tf.zeros_like(enc[:, :, 0])}, 3)
-        return batched_beam_search(step, carry, batch_size=tf.shape(enc)[0], beam_size=3,
-                                   vocab_size=dec.vocab_size, max_dec_steps=9,
-                                   min_dec_steps=2, **IDS)
+        return batched_beam_search(
+            step,
+            carry,
+            batch_size=tf.shape(enc)[0],
+            beam_size=3,
+            vocab_size=dec.vocab_size,
+            max_dec_steps=9,
+            min_dec_steps=2,
+            **IDS,
+        )
 
     out = {key: val.numpy() for key, val in search(enc, tf.constant(dec.h0)).items()}
     assert out["tokens"].shape == (3, 9) and out["attn_dists"].shape == (3, 9, 5)
@@ -417,8 +514,7 @@ def test_batched_matches_replayed_decoder_path():
             np.testing.assert_allclose(out["attn_dists"][b, i], attn.numpy()[0], atol=1e-6)
             np.testing.assert_allclose(out["p_gens"][b, i], p_gen.numpy()[0], atol=1e-6)
             prev = tok
-        np.testing.assert_allclose(out["scores"][b], total / (out["lengths"][b] + 1),
-                                   atol=1e-5)
+        np.testing.assert_allclose(out["scores"][b], total / (out["lengths"][b] + 1), atol=1e-5)
 
 
 def test_batched_equals_single_with_ties():
@@ -429,10 +525,12 @@ def test_batched_equals_single_with_ties():
     tables /= tables.sum(-1, keepdims=True)
     dec = TableDecoder(tables, v, t_enc=4)
     for k, max_steps, min_steps in [(3, 6, 1)]:
-        kw = dict(beam_size=k, vocab_size=v, max_dec_steps=max_steps, min_dec_steps=min_steps,
-                  **IDS)
-        out = batched_beam_search(dec.step, dec.init_carry(list(range(batch)), k),
-                                  batch_size=batch, **kw)
+        kw = dict(
+            beam_size=k, vocab_size=v, max_dec_steps=max_steps, min_dec_steps=min_steps, **IDS
+        )
+        out = batched_beam_search(
+            dec.step, dec.init_carry(list(range(batch)), k), batch_size=batch, **kw
+        )
         out = {key: val.numpy() for key, val in out.items()}
         for b in range(batch):
             hyp = beam_search_single(dec.step, dec.init_carry([b], k), **kw)
@@ -440,15 +538,25 @@ def test_batched_equals_single_with_ties():
 
 
 def test_batched_jit_compiles_and_agrees():
-    cfg = dict(seed=11, batch=3, k=2, vocab=9, n_oov=2, t_enc=4, max_steps=8, min_steps=1,
-               stop_bias=1.5)
+    cfg = dict(
+        seed=11, batch=3, k=2, vocab=9, n_oov=2, t_enc=4, max_steps=8, min_steps=1, stop_bias=1.5
+    )
     dec = ToyRNN(cfg["seed"], 3, 9, 2, 4, stop_bias=1.5)
     out = run_batched(dec, 3, 2, max_dec_steps=8, min_dec_steps=1, jit_compile=True)
     # Also compacting (3 -> 2 -> 1 rows), all in one XLA computation.
-    compacted = batched_beam_search(dec.article_step_fn(2), dec.init_carry(range(3), 2),
-                                    articles={"enc": tf.constant(dec.enc)}, batch_size=3,
-                                    min_compact_size=1, beam_size=2, vocab_size=9,
-                                    max_dec_steps=8, min_dec_steps=1, jit_compile=True, **IDS)
+    compacted = batched_beam_search(
+        dec.article_step_fn(2),
+        dec.init_carry(range(3), 2),
+        articles={"enc": tf.constant(dec.enc)},
+        batch_size=3,
+        min_compact_size=1,
+        beam_size=2,
+        vocab_size=9,
+        max_dec_steps=8,
+        min_dec_steps=1,
+        jit_compile=True,
+        **IDS,
+    )
     compacted = {key: v.numpy() for key, v in compacted.items()}
     for b in range(3):
         hyp = run_single(dec, b, 2, max_dec_steps=8, min_dec_steps=1)
@@ -460,11 +568,17 @@ def test_batched_jit_compiles_and_agrees():
 # (c) trigram blocking, (d) extras off = the original.
 
 CYCLE_V = 9  # a b c d, one OOV (8)
-CYCLE = table(CYCLE_V, 10, {START_ID: {A: .6, B_: .1, C_: .1, D_: .1, STOP_ID: .05, 8: .05},
-                            A: {B_: .7, C_: .1, D_: .1, A: .05, STOP_ID: .05},
-                            B_: {C_: .7, A: .1, D_: .1, B_: .05, STOP_ID: .05},
-                            C_: {A: .7, B_: .1, D_: .1, C_: .05, STOP_ID: .05},
-                            D_: {A: .4, B_: .3, C_: .1, D_: .1, STOP_ID: .1}})
+CYCLE = table(
+    CYCLE_V,
+    10,
+    {
+        START_ID: {A: 0.6, B_: 0.1, C_: 0.1, D_: 0.1, STOP_ID: 0.05, 8: 0.05},
+        A: {B_: 0.7, C_: 0.1, D_: 0.1, A: 0.05, STOP_ID: 0.05},
+        B_: {C_: 0.7, A: 0.1, D_: 0.1, B_: 0.05, STOP_ID: 0.05},
+        C_: {A: 0.7, B_: 0.1, D_: 0.1, C_: 0.05, STOP_ID: 0.05},
+        D_: {A: 0.4, B_: 0.3, C_: 0.1, D_: 0.1, STOP_ID: 0.1},
+    },
+)
 
 
 def test_trigram_blocking_never_repeats_a_trigram():
@@ -473,13 +587,14 @@ def test_trigram_blocking_never_repeats_a_trigram():
     # Without blocking the a-b-c cycle repeats.
     plain = beam_search_single(dec.step, dec.init_carry([0], 2), **kw)
     assert len(set(trigrams(plain.tokens))) < len(trigrams(plain.tokens))
-    out = batched_beam_search(dec.step, dec.init_carry([0, 1], 2), batch_size=2,
-                              trigram_blocking=True, **kw)
+    out = batched_beam_search(
+        dec.step, dec.init_carry([0, 1], 2), batch_size=2, trigram_blocking=True, **kw
+    )
     out = {key: val.numpy() for key, val in out.items()}
     for b in range(2):
         hyp = beam_search_single(dec.step, dec.init_carry([b], 2), trigram_blocking=True, **kw)
         assert_matches(out, b, hyp, 12)
-        gen = out["tokens"][b, :out["lengths"][b]].tolist()
+        gen = out["tokens"][b, : out["lengths"][b]].tolist()
         assert len(gen) == 12 and len(set(trigrams(gen))) == len(trigrams(gen))
 
 
@@ -490,8 +605,9 @@ def test_trigram_blocking_batched_equals_single_on_random_decoders():
     # Three generable ids ([UNK] [PAD] [START]; [STOP] is discarded below min_dec_steps)
     # make at most 27 trigrams: every beam empties before 35 steps and the search stops
     # on its last non-empty beam.
-    tiny = dict(seed=5, batch=3, k=2, vocab=4, n_oov=0, t_enc=3, max_steps=35,
-                min_steps=50, stop_bias=0.0)
+    tiny = dict(
+        seed=5, batch=3, k=2, vocab=4, n_oov=0, t_enc=3, max_steps=35, min_steps=50, stop_bias=0.0
+    )
     for config in (cfg, tiny):
         _, out, hyps = check_batched_against_single(config, trigram_blocking=True)
         for h in hyps:
@@ -514,11 +630,18 @@ def test_extras_off_is_the_original():
     # whose hand-traced cases are above.
     cfg = next(random_configs(1, seed=5))
     _, _, hyps = check_batched_against_single(cfg, trigram_blocking=False, length_penalty=None)
-    dec = ToyRNN(cfg["seed"], cfg["batch"], cfg["vocab"], cfg["n_oov"], cfg["t_enc"],
-                 stop_bias=cfg["stop_bias"])
+    dec = ToyRNN(
+        cfg["seed"],
+        cfg["batch"],
+        cfg["vocab"],
+        cfg["n_oov"],
+        cfg["t_enc"],
+        stop_bias=cfg["stop_bias"],
+    )
     for b, hyp in enumerate(hyps):
-        default = run_single(dec, b, cfg["k"], max_dec_steps=cfg["max_steps"],
-                             min_dec_steps=cfg["min_steps"])
+        default = run_single(
+            dec, b, cfg["k"], max_dec_steps=cfg["max_steps"], min_dec_steps=cfg["min_steps"]
+        )
         assert default.tokens == hyp.tokens and default.score == hyp.score
         assert hyp.score == hyp.avg_log_prob
 
@@ -530,8 +653,7 @@ def test_extras_off_is_the_original():
 def test_print_timing_batched_vs_single():
     batch, k, steps = 8, 4, 20
     dec = ToyRNN(123, batch, 40, 3, 20, hidden=16, stop_bias=-2.0)
-    kw = dict(beam_size=k, vocab_size=dec.vocab_size, max_dec_steps=steps, min_dec_steps=5,
-              **IDS)
+    kw = dict(beam_size=k, vocab_size=dec.vocab_size, max_dec_steps=steps, min_dec_steps=5, **IDS)
     step, carry = dec.step_fn(range(batch), k), dec.init_carry(range(batch), k)
     search = tf.function(lambda c: batched_beam_search(step, c, batch_size=batch, **kw))
     search(carry)  # trace once
@@ -542,9 +664,11 @@ def test_print_timing_batched_vs_single():
     for b in range(batch):
         run_single(dec, b, k, max_dec_steps=steps, min_dec_steps=5)
     single_s = time.perf_counter() - t0
-    print(f"\n[beam_search] {batch} articles, K={k}, <= {steps} steps (mean length "
-          f"{out['lengths'].numpy().mean():.1f}): batched {batched_s * 1e3:.0f} ms, "
-          f"one at a time {single_s * 1e3:.0f} ms ({single_s / batched_s:.0f}x)")
+    print(
+        f"\n[beam_search] {batch} articles, K={k}, <= {steps} steps (mean length "
+        f"{out['lengths'].numpy().mean():.1f}): batched {batched_s * 1e3:.0f} ms, "
+        f"one at a time {single_s * 1e3:.0f} ms ({single_s / batched_s:.0f}x)"
+    )
 
 
 # ------------------------------------------------------------------------------ top-k
@@ -570,8 +694,10 @@ def test_chunked_top_k_equals_top_k_with_ties(seed):
         if rng.random() < 0.3:
             values[rng.random(values.shape) < 0.2] = -np.inf
         want_v, want_i = _numpy_top_k(values, k)
-        for got_v, got_i in (chunked_top_k(values, k, chunk),
-                             dynamic(tf.constant(values), k, chunk)):
+        for got_v, got_i in (
+            chunked_top_k(values, k, chunk),
+            dynamic(tf.constant(values), k, chunk),
+        ):
             np.testing.assert_array_equal(got_i.numpy(), want_i, err_msg=(rows, v, k, chunk))
             np.testing.assert_array_equal(got_v.numpy(), want_v)
 

@@ -30,8 +30,9 @@ def data(tmp_path_factory):
 
 def _accumulators(path):
     reader = tf.train.load_checkpoint(path)
-    return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
-            if k.startswith(ACC)}
+    return {
+        k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map() if k.startswith(ACC)
+    }
 
 
 def _step(path):
@@ -42,15 +43,25 @@ def _step(path):
 @pytest.fixture(scope="module")
 def killed_run(data, tmp_path_factory):
     """A CLI training job SIGKILLed after it wrote a periodic checkpoint past step 2."""
-    args = helpers.cli_args(mode="train", data_path=data.train_path,
-                            vocab_path=data.vocab_path, log_root=data.log_root,
-                            exp_name="killed", save_checkpoint_secs=1, max_steps=0)
+    args = helpers.cli_args(
+        mode="train",
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name="killed",
+        save_checkpoint_secs=1,
+        max_steps=0,
+    )
     exp = Experiment(os.path.join(data.log_root, "killed"))
     log_path = tmp_path_factory.mktemp("killed_logs") / "train.log"
     with open(log_path, "w") as log_file:
-        proc = subprocess.Popen([sys.executable, "-m", "pointer_generator.run_summarization",
-                                 *args], stdout=log_file, stderr=subprocess.STDOUT,
-                                env=helpers.subprocess_env(), cwd=helpers.REPO_ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pointer_generator.run_summarization", *args],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=helpers.subprocess_env(),
+            cwd=helpers.REPO_ROOT,
+        )
         deadline = time.time() + 180
         try:
             while time.time() < deadline and proc.poll() is None:
@@ -64,16 +75,22 @@ def killed_run(data, tmp_path_factory):
     assert proc.returncode == -signal.SIGKILL, open(log_path).read()[-3000:]
     latest = checkpointing.latest_checkpoint(exp.train_dir)
     assert latest is not None and _step(latest) >= 3, open(log_path).read()[-3000:]
-    return types.SimpleNamespace(exp=exp, latest=latest, step=_step(latest),
-                                 log=open(log_path).read())
+    return types.SimpleNamespace(
+        exp=exp, latest=latest, step=_step(latest), log=open(log_path).read()
+    )
 
 
 def test_resume_after_kill_continues_from_the_newest_checkpoint(killed_run, data, caplog):
     start = killed_run.step
     acc_before = _accumulators(killed_run.latest)
-    flags = helpers.flag_namespace(data_path=data.train_path, vocab_path=data.vocab_path,
-                                   log_root=data.log_root, exp_name="killed",
-                                   max_steps=start + 2, save_checkpoint_secs=3600)
+    flags = helpers.flag_namespace(
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name="killed",
+        max_steps=start + 2,
+        save_checkpoint_secs=3600,
+    )
     caplog.set_level(logging.INFO)
     train.main(HParams.from_flags(flags), Vocab(flags.vocab_path, flags.vocab_size), flags)
 
@@ -91,9 +108,15 @@ def test_resume_after_kill_continues_from_the_newest_checkpoint(killed_run, data
 
 
 def test_mismatching_flags_fail_at_start_up_with_one_line(killed_run, data, capsys):
-    args = helpers.cli_args(mode="train", data_path=data.train_path,
-                            vocab_path=data.vocab_path, log_root=data.log_root,
-                            exp_name="killed", hidden_dim=16, emb_dim=6)
+    args = helpers.cli_args(
+        mode="train",
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name="killed",
+        hidden_dim=16,
+        emb_dim=6,
+    )
     assert helpers.run_main_in_process(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
@@ -106,8 +129,7 @@ def _trainer(**overrides):
     return train.Trainer(helpers.hparams(**overrides), 100)
 
 
-def test_a_save_killed_before_the_state_update_leaves_the_previous_one(tmp_path,
-                                                                       monkeypatch):
+def test_a_save_killed_before_the_state_update_leaves_the_previous_one(tmp_path, monkeypatch):
     trainer = _trainer()
     ckpts = checkpointing.TrainCheckpoints(str(tmp_path), trainer.checkpoint(), trainer.step)
     trainer.step.assign(4)
@@ -128,8 +150,9 @@ def test_a_save_killed_before_the_state_update_leaves_the_previous_one(tmp_path,
     with open(os.path.join(tmp_path, "model.ckpt-9.index"), "wb") as f:
         f.write(b"\x00garbage")
     fresh = _trainer()
-    checkpointing.restore(fresh.checkpoint(), checkpointing.latest_checkpoint(str(tmp_path)),
-                          fresh.model)
+    checkpointing.restore(
+        fresh.checkpoint(), checkpointing.latest_checkpoint(str(tmp_path)), fresh.model
+    )
     assert int(fresh.step.numpy()) == 4
 
 
@@ -145,16 +168,18 @@ def test_an_existing_checkpoint_is_never_overwritten(tmp_path):
 
 def test_data_position_is_restored_only_for_unchanged_data_settings(data, tmp_path, caplog):
     vocab = Vocab(data.vocab_path, 100)
-    stub = types.SimpleNamespace(hps=helpers.hparams(batch_size=2), num_workers=1,
-                                 strategy=tf.distribute.get_strategy(),
-                                 step=tf.Variable(5, dtype=tf.int64))
+    stub = types.SimpleNamespace(
+        hps=helpers.hparams(batch_size=2),
+        num_workers=1,
+        strategy=tf.distribute.get_strategy(),
+        step=tf.Variable(5, dtype=tf.int64),
+    )
     flags = helpers.flag_namespace(data_path=data.train_path, batch_size=2)
     it, config = train.training_data(stub, vocab, flags, latest=None)
     assert json.loads(config)["seed"] == 111 + 5
     for _ in range(3):
         next(it)
-    path = tf.train.Checkpoint(data=it, data_config=tf.Variable(config)).write(
-        str(tmp_path / "c"))
+    path = tf.train.Checkpoint(data=it, data_config=tf.Variable(config)).write(str(tmp_path / "c"))
     expected = [next(it)["enc_batch"].numpy() for _ in range(2)]
 
     again, _ = train.training_data(stub, vocab, flags, latest=path)
@@ -191,8 +216,9 @@ def test_convert_to_coverage_model(data, tmp_path):
     resumed = _trainer(coverage=True)
     checkpointing.restore(resumed.checkpoint(), path, resumed.model)
     assert int(resumed.step.numpy()) == 42
-    for a, b in zip(source.model.weights, [w for w in resumed.model.weights
-                                            if "w_c" not in w.path], strict=True):
+    for a, b in zip(
+        source.model.weights, [w for w in resumed.model.weights if "w_c" not in w.path], strict=True
+    ):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert np.any(resumed.model.attention.w_c.numpy() != 0)  # initialised, not zeros
     for acc in resumed.optimizer.accumulators.values():
@@ -210,8 +236,9 @@ def test_convert_to_coverage_model(data, tmp_path):
 
 def test_convert_without_a_checkpoint_is_a_clear_error(data, tmp_path):
     with pytest.raises(CheckpointError, match="no checkpoint in .* to convert"):
-        train.convert_to_coverage_model(helpers.hparams(coverage=True), _vocab(data),
-                                        Experiment(str(tmp_path)))
+        train.convert_to_coverage_model(
+            helpers.hparams(coverage=True), _vocab(data), Experiment(str(tmp_path))
+        )
 
 
 def test_restore_best_model(data, tmp_path):
@@ -245,11 +272,14 @@ def baseline_checkpoint(tmp_path_factory):
     return trainer.checkpoint().write(str(tmp_path_factory.mktemp("mismatch") / "ckpt"))
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"pointer_gen": True}, "baseline model but --pointer_gen=1"),
-    ({"pointer_gen": False, "coverage": True}, "without coverage; convert it first"),
-    ({"pointer_gen": False, "emb_dim": 4}, "emb_dim=8 but --emb_dim=4"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"pointer_gen": True}, "baseline model but --pointer_gen=1"),
+        ({"pointer_gen": False, "coverage": True}, "without coverage; convert it first"),
+        ({"pointer_gen": False, "emb_dim": 4}, "emb_dim=8 but --emb_dim=4"),
+    ],
+)
 def test_mismatching_checkpoint_names_the_flag(baseline_checkpoint, overrides, message):
     model = _trainer(**overrides).model
     with pytest.raises(CheckpointError, match=message):
@@ -264,7 +294,11 @@ def test_vocab_size_mismatch(baseline_checkpoint):
 
 def test_original_tf1_checkpoint_in_train_dir_is_explained(tmp_path):
     prefix = str(tmp_path / "model.ckpt-5")
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=["seq2seq/embedding/embedding"],
-                      shape_and_slices=[""], tensors=[np.zeros((100, 8), np.float32)])
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=["seq2seq/embedding/embedding"],
+        shape_and_slices=[""],
+        tensors=[np.zeros((100, 8), np.float32)],
+    )
     with pytest.raises(CheckpointError, match="--tf1_checkpoint"):
         checkpointing.check_compatible(prefix, _trainer().model)

@@ -17,9 +17,13 @@ def test_console_script_runs_run_summarization(tmp_path):
     script = shutil.which("pointer-generator")
     if script is None:
         pytest.skip("the console script is not installed (pip install -e .)")
-    proc = subprocess.run([script, "--mode=bogus", f"--log_root={tmp_path}"],
-                          capture_output=True, text=True, timeout=60,
-                          env=helpers.subprocess_env())
+    proc = subprocess.run(
+        [script, "--mode=bogus", f"--log_root={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=helpers.subprocess_env(),
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: --mode must be one of train, eval, decode, got 'bogus'"
 
@@ -93,9 +97,14 @@ def test_eval_single_pass_from_the_command_line(tmp_path, capsys):
     trainer = train.Trainer(helpers.hparams(), 100)
     trainer.step.assign(12)
     checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step).save()
-    args = helpers.cli_args(mode="eval", single_pass=True, data_path=data.val_path,
-                            vocab_path=data.vocab_path, log_root=data.log_root,
-                            exp_name=data.exp_name)
+    args = helpers.cli_args(
+        mode="eval",
+        single_pass=True,
+        data_path=data.val_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name=data.exp_name,
+    )
     assert helpers.run_main_in_process(args) == 0
     out = capsys.readouterr().out
     assert "Single-pass eval of model.ckpt-12 (step 12) over 6 examples" in out

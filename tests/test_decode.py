@@ -32,16 +32,18 @@ def _model(setup, **hp):
 def _save(model, setup, step=5):
     train_dir = os.path.join(setup.log_root, setup.exp_name, "train")
     os.makedirs(train_dir, exist_ok=True)
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), train_dir,
-                                         max_to_keep=3, checkpoint_name="model.ckpt")
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), train_dir, max_to_keep=3, checkpoint_name="model.ckpt"
+    )
     return manager.save(checkpoint_number=step)
 
 
 @pytest.fixture
 def setup(tmp_path):
     s = helpers.tiny_setup(tmp_path, n_train=8, n_val=7)
-    s.test_path = helpers.write_data(os.path.join(str(tmp_path), "data"), "test", 7, s.words,
-                                     seed=5)
+    s.test_path = helpers.write_data(
+        os.path.join(str(tmp_path), "data"), "test", 7, s.words, seed=5
+    )
     return s
 
 
@@ -49,22 +51,29 @@ def _one_article_search(model, hps, vocab, batch, i):
     """Article i of a decode batch by the one-article search over the whole distribution
     (the original's algorithm): (words, hypothesis, enc_len)."""
     n = int(batch["enc_lens"][i])
-    enc = model.encode(batch["enc_batch"][i:i + 1, :n], batch["enc_padding_mask"][i:i + 1, :n])
+    enc = model.encode(batch["enc_batch"][i : i + 1, :n], batch["enc_padding_mask"][i : i + 1, :n])
     enc_k = decode.tile_beams(enc, hps.beam_size)
-    ext_k = decode.tile_beams(batch["enc_batch_extend_vocab"][i:i + 1, :n], hps.beam_size)
+    ext_k = decode.tile_beams(batch["enc_batch_extend_vocab"][i : i + 1, :n], hps.beam_size)
     carry = decode.tile_beams(model.initial_carry(enc), hps.beam_size)
 
     def step_fn(tokens, carry):
         return model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
 
-    hyp = beam_search_single(step_fn, carry, beam_size=hps.beam_size,
-                             vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
-                             min_dec_steps=hps.min_dec_steps, start_id=START_ID,
-                             stop_id=STOP_ID, unk_id=UNK_ID)
+    hyp = beam_search_single(
+        step_fn,
+        carry,
+        beam_size=hps.beam_size,
+        vocab_size=vocab.size(),
+        max_dec_steps=hps.max_dec_steps,
+        min_dec_steps=hps.min_dec_steps,
+        start_id=START_ID,
+        stop_id=STOP_ID,
+        unk_id=UNK_ID,
+    )
     strings = decode.example_strings(batch, i)
     words = decode.outputids2words(hyp.tokens[1:], vocab, strings["art_oovs"])
     if "[STOP]" in words:
-        words = words[:words.index("[STOP]")]
+        words = words[: words.index("[STOP]")]
     return words, hyp, n
 
 
@@ -76,19 +85,29 @@ def _assert_equals_one_article_search(model, hps, vocab, batch, batched):
         np.testing.assert_allclose(batched[i].attn, np.stack(hyp.attn_dists)[:, :n], atol=1e-5)
 
 
-@pytest.mark.parametrize("coverage,attention,full,pointer", [
-    (False, "original", False, True), (True, "original", False, True),
-    (True, "train_consistent", False, True), (True, "original", True, True),
-    (False, "original", False, False), (False, "original", True, False)])
-def test_batched_search_equals_one_article_search_for_the_model(setup, coverage, attention,
-                                                                 full, pointer):
+@pytest.mark.parametrize(
+    "coverage,attention,full,pointer",
+    [
+        (False, "original", False, True),
+        (True, "original", False, True),
+        (True, "train_consistent", False, True),
+        (True, "original", True, True),
+        (False, "original", False, False),
+        (False, "original", True, False),
+    ],
+)
+def test_batched_search_equals_one_article_search_for_the_model(
+    setup, coverage, attention, full, pointer
+):
     """The batched decoder (with top candidates, or the whole distribution when `full`)
     against the one-article search over the whole distribution, as the original."""
-    hps, vocab, model = _model(setup, coverage=coverage, decode_attention=attention,
-                               pointer_gen=pointer)
+    hps, vocab, model = _model(
+        setup, coverage=coverage, decode_attention=attention, pointer_gen=pointer
+    )
     decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full)
-    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4),
-                                   "decode", True)))
+    batch = next(
+        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
+    )
     _assert_equals_one_article_search(model, hps, vocab, batch, decoder.decode_batch(batch))
 
 
@@ -99,36 +118,35 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
     hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.8]))  # most end at once
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full,
-                                       min_compact_size=1)
-    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=7),
-                                   "decode", True)))
+    decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full, min_compact_size=1)
+    batch = next(
+        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=7), "decode", True))
+    )
     batched = decoder.decode_batch(batch)
     lengths = [len(s.p_gens) for s in batched]
     assert 2 <= sum(n < hps.max_dec_steps for n in lengths) < 7  # the batch is compacted
     _assert_equals_one_article_search(model, hps, vocab, batch, batched)
 
 
-@pytest.mark.parametrize("skip,refill,xla", [(0, 2, False), (4, 1, False), (1, 3, True)])
-def test_decode_stream_equals_decode_batch(setup, skip, refill, xla):
-    """Continuous batching (articles padded to max_enc_steps, refilled into finished
-    slots, put back in input order) gives every article the summary decode_batch gives;
-    the first `skip` articles are left out (a resumed single pass)."""
+@pytest.mark.parametrize("skip", [0, 4])
+def test_decode_stream_equals_decode_batch(setup, skip):
+    """The stream of a single pass gives every article the summary decode_batch gives,
+    in input order; the first `skip` articles are left out (a resumed single pass)."""
     hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, refill=refill, jit_compile=xla,
-                                       continuous=True)
+    decoder = decode.BeamSearchDecoder(model, vocab, hps)
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
-    expected = [(decode.example_strings(b, i), s) for b in dataset
-                for i, s in enumerate(decoder.decode_batch(b))]
-    streamed = [(decode.example_strings(b, i), s)
-                for b, i, s in decoder.decode_stream(dataset, skip=skip)]
+    expected = [
+        (decode.example_strings(b, i), s)
+        for b in dataset
+        for i, s in enumerate(decoder.decode_batch(b))
+    ]
+    streamed = [
+        (decode.example_strings(b, i), s) for b, i, s in decoder.decode_stream(dataset, skip=skip)
+    ]
     assert len(expected) == 7 and len(streamed) == 7 - skip
-    lengths = [len(s.p_gens) for _, s in expected]
-    assert min(lengths) < 12 and lengths.count(12) >= 2  # slots free up while others run
-    for (strings, summary), (want_strings, want) in zip(streamed, expected[skip:],
-                                                       strict=True):
+    for (strings, summary), (want_strings, want) in zip(streamed, expected[skip:], strict=True):
         assert strings == want_strings
         assert summary.words == want.words
         assert summary.score == pytest.approx(want.score, abs=1e-5)
@@ -144,12 +162,13 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
         return make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
 
     full = os.path.join(setup.log_root, "full")
-    decode.decode_single_pass(decoder, dataset(), full, total=7, attention_pages=2,
-                              run_rouge=False)
+    decode.decode_single_pass(decoder, dataset(), full, total=7, attention_pages=2, run_rouge=False)
     assert decode_output.count_complete(full) == 7
-    assert sorted(os.listdir(os.path.join(full, "attention"))) == ["000000.html",
-                                                                   "000001.html",
-                                                                   "index.html"]
+    assert sorted(os.listdir(os.path.join(full, "attention"))) == [
+        "000000.html",
+        "000001.html",
+        "index.html",
+    ]
     # An interrupted run: only the first 4 examples were written; the rerun completes it.
     part = os.path.join(setup.log_root, "part")
     decode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
@@ -159,8 +178,10 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
     decode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
     for sub, name in (("decoded", "%06d_decoded.txt"), ("reference", "%06d_reference.txt")):
         for k in range(7):
-            with open(os.path.join(full, sub, name % k)) as a, \
-                    open(os.path.join(part, sub, name % k)) as b:
+            with (
+                open(os.path.join(full, sub, name % k)) as a,
+                open(os.path.join(part, sub, name % k)) as b,
+            ):
                 assert a.read() == b.read()
     # The mean p_gen of each example was recorded once per decode (a resume appends).
     with open(os.path.join(part, decode.P_GENS_FILE)) as f:
@@ -169,8 +190,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
-def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup,
-                                                                          monkeypatch):
+def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup, monkeypatch):
     hps, vocab, model = _model(setup)
     decoder = decode.BeamSearchDecoder(model, vocab, hps)
     real_write = decode_output.write_for_rouge
@@ -195,20 +215,33 @@ def test_decode_mode_cli_single_pass_with_rouge_and_concurrent(setup):
     hps, vocab, model = _model(setup)
     _save(model, setup)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    base = [sys.executable, "-m", "pointer_generator.run_summarization", "--mode=decode",
-            f"--vocab_path={setup.vocab_path}", f"--log_root={setup.log_root}",
-            f"--exp_name={setup.exp_name}", f"--data_path={setup.test_path}"]
+    base = [
+        sys.executable,
+        "-m",
+        "pointer_generator.run_summarization",
+        "--mode=decode",
+        f"--vocab_path={setup.vocab_path}",
+        f"--log_root={setup.log_root}",
+        f"--exp_name={setup.exp_name}",
+        f"--data_path={setup.test_path}",
+    ]
     args = helpers.cli_args(max_dec_steps=6, min_dec_steps=2, beam_size=3)
-    run = subprocess.run(base + args + ["--single_pass"], env=env, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        base + args + ["--single_pass"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     exp = os.path.join(setup.log_root, setup.exp_name)
     dirs = [d for d in os.listdir(exp) if d.startswith("decode_test")]
     assert dirs == ["decode_test_20maxenc_3beam_2mindec_6maxdec_ckpt-5"]
     with open(os.path.join(exp, dirs[0], "ROUGE_results.txt")) as f:
         assert "rouge_1_f_score:" in f.read()
-    run = subprocess.run(base + args + ["--max_decode_examples=3"], env=env,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        base + args + ["--max_decode_examples=3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.count("GENERATED SUMMARY:") == 3
     assert os.path.exists(os.path.join(exp, "decode", "attn_vis_data.json"))
@@ -219,22 +252,32 @@ def test_summarize_prints_one_summary_per_file(setup, tmp_path):
     hps, vocab, model = _model(setup)
     _save(model, setup)
     files = []
-    for k, text in enumerate(["W1 w2 w3 (w4) w5. W6 w7 w8.", "w9 \"w10\" w11 w12, w13."]):
+    for k, text in enumerate(["W1 w2 w3 (w4) w5. W6 w7 w8.", 'w9 "w10" w11 w12, w13.']):
         path = os.path.join(str(tmp_path), f"a{k}.txt")
         with open(path, "w") as f:
             f.write(text)
         files.append(path)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    cmd = [sys.executable, "-m", "pointer_generator.cli", "summarize",
-           f"--vocab_path={setup.vocab_path}", f"--log_root={setup.log_root}",
-           f"--exp_name={setup.exp_name}"] + helpers.cli_args(
-        max_dec_steps=6, min_dec_steps=2, beam_size=3) + files
+    cmd = (
+        [
+            sys.executable,
+            "-m",
+            "pointer_generator.cli",
+            "summarize",
+            f"--vocab_path={setup.vocab_path}",
+            f"--log_root={setup.log_root}",
+            f"--exp_name={setup.exp_name}",
+        ]
+        + helpers.cli_args(max_dec_steps=6, min_dec_steps=2, beam_size=3)
+        + files
+    )
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.count("==> ") == 2
     assert f"==> {files[1]} <==" in run.stdout
-    missing = subprocess.run(cmd[:-2] + ["/nonexistent/file.txt"], env=env,
-                             capture_output=True, text=True, timeout=300)
+    missing = subprocess.run(
+        cmd[:-2] + ["/nonexistent/file.txt"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == "error: /nonexistent/file.txt: no such file"
 
@@ -245,9 +288,10 @@ def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
     hps = hps.replace(max_dec_steps=12)
     decoder = decode.BeamSearchDecoder(model, vocab, hps, trigram_blocking=True)
     assert decoder.full_final_dist
-    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4),
-                                   "decode", True)))
+    batch = next(
+        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
+    )
     for s in decoder.decode_batch(batch):
-        trigrams = [tuple(s.words[i:i + 3]) for i in range(len(s.words) - 2)]
+        trigrams = [tuple(s.words[i : i + 3]) for i in range(len(s.words) - 2)]
         assert len(trigrams) == len(set(trigrams))
         assert len(s.words) >= 1

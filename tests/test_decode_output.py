@@ -10,26 +10,33 @@ from pointer_generator.hparams import HParams
 from pointer_generator.vocab import Vocab
 
 
-@pytest.mark.parametrize("words, sents", [
-    ([], []),
-    (["no", "period", "here"], ["no period here"]),
-    (["a", "b", "."], ["a b ."]),
-    (["a", ".", "b", "c", ".", "d"], ["a .", "b c .", "d"]),
-    (["a", ".", ".", "b"], ["a .", ".", "b"]),
-    ([".", "x"], [".", "x"]),
-    # Only the token "." ends a sentence, not "..." or a word ending in a period.
-    (["u.s.", "wins", "...", "ok"], ["u.s. wins ... ok"]),
-])
+@pytest.mark.parametrize(
+    "words, sents",
+    [
+        ([], []),
+        (["no", "period", "here"], ["no period here"]),
+        (["a", "b", "."], ["a b ."]),
+        (["a", ".", "b", "c", ".", "d"], ["a .", "b c .", "d"]),
+        (["a", ".", ".", "b"], ["a .", ".", "b"]),
+        ([".", "x"], [".", "x"]),
+        # Only the token "." ends a sentence, not "..." or a word ending in a period.
+        (["u.s.", "wins", "...", "ok"], ["u.s. wins ... ok"]),
+    ],
+)
 def test_split_sentences(words, sents):
     assert do.split_sentences(words) == sents
 
 
 def test_write_for_rouge_layout_and_bytes(tmp_path):
-    do.write_for_rouge(["first ref sentence .", "second one ."],
-                       ["gen", "one", ".", "gen", "two", ".", "tail"], 7, str(tmp_path))
+    do.write_for_rouge(
+        ["first ref sentence .", "second one ."],
+        ["gen", "one", ".", "gen", "two", ".", "tail"],
+        7,
+        str(tmp_path),
+    )
     ref = tmp_path / "reference" / "000007_reference.txt"
     dec = tmp_path / "decoded" / "000007_decoded.txt"
-    assert ref.read_bytes() == b"first ref sentence .\nsecond one ."   # no trailing newline
+    assert ref.read_bytes() == b"first ref sentence .\nsecond one ."  # no trailing newline
     assert dec.read_bytes() == b"gen one .\ngen two .\ntail"
     # Nothing else (no temporaries) in either directory.
     assert os.listdir(tmp_path / "reference") == ["000007_reference.txt"]
@@ -38,8 +45,9 @@ def test_write_for_rouge_layout_and_bytes(tmp_path):
 
 def test_write_for_rouge_unicode_and_empty_decode(tmp_path):
     do.write_for_rouge(["caf\u00e9 \u00a0x"], [], 0, str(tmp_path))
-    assert (tmp_path / "reference/000000_reference.txt").read_bytes() == \
-        "caf\u00e9 \u00a0x".encode()
+    assert (
+        tmp_path / "reference/000000_reference.txt"
+    ).read_bytes() == "caf\u00e9 \u00a0x".encode()
     assert (tmp_path / "decoded/000000_decoded.txt").read_bytes() == b""
 
 
@@ -47,8 +55,7 @@ def test_angle_brackets_kept_by_default_escaped_on_request(tmp_path):
     do.write_for_rouge(["a <b> c"], ["x", "<", "y", "."], 0, str(tmp_path / "orig"))
     assert (tmp_path / "orig/reference/000000_reference.txt").read_text() == "a <b> c"
     assert (tmp_path / "orig/decoded/000000_decoded.txt").read_text() == "x < y ."
-    do.write_for_rouge(["a <b> c"], ["x", "<", "y", "."], 0, str(tmp_path / "safe"),
-                       html_safe=True)
+    do.write_for_rouge(["a <b> c"], ["x", "<", "y", "."], 0, str(tmp_path / "safe"), html_safe=True)
     assert (tmp_path / "safe/reference/000000_reference.txt").read_text() == "a &lt;b&gt; c"
     assert (tmp_path / "safe/decoded/000000_decoded.txt").read_text() == "x &lt; y ."
 
@@ -58,14 +65,14 @@ def test_interrupted_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target.write_text("old complete text")
 
     def fail(src, dst):
-        raise KeyboardInterrupt   # e.g. Ctrl-C between writing and renaming
+        raise KeyboardInterrupt  # e.g. Ctrl-C between writing and renaming
 
     monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(KeyboardInterrupt):
         do.atomic_write_text(str(target), "new text")
     monkeypatch.undo()
     assert target.read_text() == "old complete text"
-    assert os.listdir(tmp_path) == ["000003_decoded.txt"]   # temporary removed
+    assert os.listdir(tmp_path) == ["000003_decoded.txt"]  # temporary removed
 
 
 def test_written_files_follow_umask(tmp_path):
@@ -93,22 +100,28 @@ def test_count_complete(tmp_path):
 
 
 def test_decode_dir_name_matches_original_layout():
-    hps = HParams(mode="decode")   # 400 maxenc, 4 beam, 35 mindec, 100 maxdec
-    assert do.decode_dir_name("/data/finished_files/chunked/test_*", hps,
-                              "/log/myexp/train/model.ckpt-238410") == \
-        "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-238410"
+    hps = HParams(mode="decode")  # 400 maxenc, 4 beam, 35 mindec, 100 maxdec
+    assert (
+        do.decode_dir_name(
+            "/data/finished_files/chunked/test_*", hps, "/log/myexp/train/model.ckpt-238410"
+        )
+        == "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-238410"
+    )
     paper = hps.replace(max_dec_steps=120)
-    assert do.decode_dir_name("val.bin", paper, "model.ckpt-230000_cov_init") == \
-        "decode_val_400maxenc_4beam_35mindec_120maxdec_ckpt-230000_cov_init"
-    assert do.decode_dir_name("chunked/train_000.bin", hps, "/a/eval/bestmodel-12") == \
-        "decode_train_400maxenc_4beam_35mindec_100maxdec_ckpt-12"
+    assert (
+        do.decode_dir_name("val.bin", paper, "model.ckpt-230000_cov_init")
+        == "decode_val_400maxenc_4beam_35mindec_120maxdec_ckpt-230000_cov_init"
+    )
+    assert (
+        do.decode_dir_name("chunked/train_000.bin", hps, "/a/eval/bestmodel-12")
+        == "decode_train_400maxenc_4beam_35mindec_100maxdec_ckpt-12"
+    )
 
 
 def test_decode_dir_name_keeps_original_substring_rule():
     hps = HParams()
     # "train" is tested first, then "val", then "test", anywhere in the path.
-    assert do.decode_dir_name("/x/test_from_train/test_*", hps, "m-1").startswith(
-        "decode_train_")
+    assert do.decode_dir_name("/x/test_from_train/test_*", hps, "m-1").startswith("decode_train_")
     assert do.decode_dir_name("/interval/test_*", hps, "m-1").startswith("decode_val_")
     with pytest.raises(FlagError, match="none of 'train', 'val', 'test'"):
         do.decode_dir_name("/data/cnndm/chunk_*", hps, "m-1")
@@ -119,15 +132,22 @@ def test_decode_dir_name_keeps_original_substring_rule():
 def test_decode_dir_name_suffixes_for_options_the_original_lacked():
     hps = HParams()
     base = "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5"
-    assert do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=True) == \
-        base + "_triblock"
+    assert do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=True) == base + "_triblock"
     assert do.decode_dir_name("test.bin", hps, "m-5", length_penalty=1) == base + "_lp1.0"
-    assert do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=True,
-                              length_penalty=0.6) == base + "_triblock_lp0.6"
-    assert do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=False,
-                              length_penalty=None) == base
-    assert do.decode_dir_name("test.bin", hps.replace(mixed_precision=True), "m-5",
-                              trigram_blocking=True) == base + "_triblock_bf16"
+    assert (
+        do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=True, length_penalty=0.6)
+        == base + "_triblock_lp0.6"
+    )
+    assert (
+        do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=False, length_penalty=None)
+        == base
+    )
+    assert (
+        do.decode_dir_name(
+            "test.bin", hps.replace(mixed_precision=True), "m-5", trigram_blocking=True
+        )
+        == base + "_triblock_bf16"
+    )
 
 
 @pytest.fixture
@@ -145,17 +165,24 @@ def test_mark_oovs(small_vocab):
 def test_show_abs_oovs_pointer_and_baseline(small_vocab):
     abstract = "the zebra sat on a cat ."
     # Pointer mode: "zebra" can be copied from the article; "on", "a" cannot.
-    assert do.show_abs_oovs(abstract, small_vocab, ["zebra"]) == \
-        "the __zebra__ sat !!__on__!! !!__a__!! cat ."
+    assert (
+        do.show_abs_oovs(abstract, small_vocab, ["zebra"])
+        == "the __zebra__ sat !!__on__!! !!__a__!! cat ."
+    )
     # Baseline: every OOV is simply marked.
-    assert do.show_abs_oovs(abstract, small_vocab, None) == \
-        "the __zebra__ sat __on__ __a__ cat ."
+    assert do.show_abs_oovs(abstract, small_vocab, None) == "the __zebra__ sat __on__ __a__ cat ."
 
 
 def test_example_log_text(small_vocab):
-    text = do.example_log_text("the zebra sat .", "the zebra sat on a cat .",
-                               ["the", "zebra", "sat", "."], small_vocab, ["zebra"])
+    text = do.example_log_text(
+        "the zebra sat .",
+        "the zebra sat on a cat .",
+        ["the", "zebra", "sat", "."],
+        small_vocab,
+        ["zebra"],
+    )
     assert text.split("\n") == [
         "ARTICLE:  the __zebra__ sat .",
         "REFERENCE SUMMARY: the __zebra__ sat !!__on__!! !!__a__!! cat .",
-        "GENERATED SUMMARY: the zebra sat ."]
+        "GENERATED SUMMARY: the zebra sat .",
+    ]

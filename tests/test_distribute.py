@@ -102,7 +102,7 @@ MIRRORED_SCRIPT = textwrap.dedent("""
 def _result(proc):
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.fixture(scope="module")
@@ -184,12 +184,18 @@ def test_multi_worker_step_equals_single_device(mirrored, tmp_path):
     procs = []
     for index in range(2):
         env = helpers.subprocess_env(
-            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker",
-                                                              "index": index}}))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-c", WORKER_SCRIPT, str(tmp_path), weights_in],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            cwd=helpers.REPO_ROOT))
+            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", WORKER_SCRIPT, str(tmp_path), weights_in],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=helpers.REPO_ROOT,
+            )
+        )
     outputs = []
     try:
         for p in procs:
@@ -198,13 +204,18 @@ def test_multi_worker_step_equals_single_device(mirrored, tmp_path):
         for p in procs:
             p.kill()
             p.communicate()
-        pytest.skip("the two local workers did not finish within 240 s (collectives over "
-                    "localhost gRPC may be blocked in this sandbox)")
+        pytest.skip(
+            "the two local workers did not finish within 240 s (collectives over "
+            "localhost gRPC may be blocked in this sandbox)"
+        )
     workers = []
     for p, (out, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
-        workers.append(json.loads([x for x in out.splitlines()
-                                   if x.startswith("RESULT ")][-1][len("RESULT "):]))
+        workers.append(
+            json.loads(
+                [x for x in out.splitlines() if x.startswith("RESULT ")][-1][len("RESULT ") :]
+            )
+        )
     workers.sort(key=lambda r: r["index"])
     assert [r["index"] for r in workers] == [0, 1]
     assert [r["chief"] for r in workers] == [True, False]
@@ -218,5 +229,10 @@ def test_multi_worker_step_equals_single_device(mirrored, tmp_path):
         got = np.load(tmp_path / f"worker{index}.npz")
         assert sorted(got.files) == sorted(single.files)
         for name in single.files:
-            np.testing.assert_allclose(got[name], single[name], rtol=1e-5, atol=1e-6,
-                                       err_msg=f"worker {index}, weight {name}")
+            np.testing.assert_allclose(
+                got[name],
+                single[name],
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=f"worker {index}, weight {name}",
+            )

@@ -60,8 +60,9 @@ def test_concurrent_eval_waits_then_evaluates_and_keeps_best_models(setup):
     timer = threading.Timer(1.5, _save_train_checkpoint, (trainer, ckpts, 5, 0))
     timer.start()
     try:
-        avg = evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.2,
-                                  max_iterations=3)
+        avg = evaluate.concurrent(
+            evaluator, vocab, exp, data.val_path, interval_secs=0.2, max_iterations=3
+        )
     finally:
         timer.join()
     assert int(evaluator.step.numpy()) == 5
@@ -85,15 +86,19 @@ def test_eval_reloads_new_checkpoints_and_keeps_the_3_newest_best(setup):
     data, exp, trainer, ckpts, evaluator, vocab = setup
     for step in (9, 13, 17):
         _save_train_checkpoint(trainer, ckpts, step, seed=step)
-        evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.1,
-                            max_iterations=1)
+        evaluate.concurrent(
+            evaluator, vocab, exp, data.val_path, interval_secs=0.1, max_iterations=1
+        )
         assert int(evaluator.step.numpy()) == step
         for a, b in zip(trainer.model.weights, evaluator.model.weights, strict=True):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert helpers.checkpoint_steps(exp.eval_dir, "bestmodel") == [9, 13, 17]
     state = tf.train.get_checkpoint_state(exp.eval_dir, "checkpoint_best")
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
-        "bestmodel-9", "bestmodel-13", "bestmodel-17"]
+        "bestmodel-9",
+        "bestmodel-13",
+        "bestmodel-17",
+    ]
 
 
 def test_eval_survives_a_checkpoint_vanishing_while_loading(setup, monkeypatch):
@@ -109,8 +114,7 @@ def test_eval_survives_a_checkpoint_vanishing_while_loading(setup, monkeypatch):
         real_load(path)
 
     monkeypatch.setattr(evaluator, "load", flaky_load)
-    evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05,
-                        max_iterations=1)
+    evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05, max_iterations=1)
     assert len(calls) == 2 and int(evaluator.step.numpy()) == 21
 
 
@@ -131,8 +135,9 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_ends_the_eval_loop(setup, mon
 
     monkeypatch.setattr(evaluator, "evaluate", evaluate_then_press)
     with helpers.ctrl_c_remembered(), pytest.raises(KeyboardInterrupt):
-        evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05,
-                            max_iterations=6)
+        evaluate.concurrent(
+            evaluator, vocab, exp, data.val_path, interval_secs=0.05, max_iterations=6
+        )
     assert len(calls) == 2  # it stopped before the next evaluation
 
 
@@ -146,15 +151,24 @@ def test_single_pass_loss_is_exact_over_a_partial_final_batch(tmp_path, pointer_
     os.makedirs(exp.eval_dir)
     hps = helpers.hparams(pointer_gen=pointer_gen, coverage=pointer_gen, batch_size=2)
     trainer = train.Trainer(hps, 100)
-    _save_train_checkpoint(trainer, checkpointing.TrainCheckpoints(
-        exp.train_dir, trainer.checkpoint(), trainer.step), 3, seed=1)
+    _save_train_checkpoint(
+        trainer,
+        checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step),
+        3,
+        seed=1,
+    )
     evaluator = evaluate.Evaluator(hps, 100)
 
     result = evaluate.single_pass(evaluator, vocab, exp, data_path)
 
     # The same 5 examples as one batch give the reference values.
-    whole = next(iter(make_dataset(data_path, vocab, hps.replace(batch_size=5), "eval",
-                                   single_pass=True).map(model_inputs)))
+    whole = next(
+        iter(
+            make_dataset(data_path, vocab, hps.replace(batch_size=5), "eval", single_pass=True).map(
+                model_inputs
+            )
+        )
+    )
     out = trainer.model(whole, training=False)
     assert result["examples"] == 5 and result["step"] == 3
     assert result["loss"] == pytest.approx(float(out["loss"]), rel=1e-5)

@@ -45,16 +45,21 @@ def _case(v, seed, scale=3.0, n_oovs=3):
     # A top-logit word that is also in the article, so that its copy mass must be added.
     top_word = int(np.argmax(x[0] @ kernel + bias))
     ext[0, 4] = top_word
-    return dict(x=x, kernel=kernel, bias=bias, mask=mask, ext=ext, attn=attn, p_gen=p_gen,
-                n_oovs=n_oovs)
+    return dict(
+        x=x, kernel=kernel, bias=bias, mask=mask, ext=ext, attn=attn, p_gen=p_gen, n_oovs=n_oovs
+    )
 
 
 def _candidates(c, k, pointer=True, pieces=fc.PIECES):
     proj = fc.vocab_projection(c["kernel"], c["bias"], pieces)
     words = fc.article_words(c["ext"], c["mask"], K) if pointer else None
     setup = fc.CandidateSetup(proj, words, k)
-    return fc.final_candidates(tf.constant(c["x"]), tf.constant(c["p_gen"]) if pointer else None,
-                               tf.constant(c["attn"]), setup)
+    return fc.final_candidates(
+        tf.constant(c["x"]),
+        tf.constant(c["p_gen"]) if pointer else None,
+        tf.constant(c["attn"]),
+        setup,
+    )
 
 
 @pytest.mark.parametrize("v,pieces", [(50, 4), (1000, 4), (2200, 4), (2200, 1), (5000, 7)])
@@ -66,8 +71,9 @@ def test_top_candidates_equal_the_top_of_the_whole_distribution(v, pieces):
     assert isinstance(cands, Candidates)
     top_p, top_ids = (t.numpy() for t in top_of(cands, k, None))
     ext_k = np.repeat(c["ext"], K, axis=0)
-    ref = _reference_final(c["x"], c["kernel"], c["bias"], c["p_gen"], c["attn"], ext_k,
-                           c["n_oovs"])
+    ref = _reference_final(
+        c["x"], c["kernel"], c["bias"], c["p_gen"], c["attn"], ext_k, c["n_oovs"]
+    )
     ref_ids = np.argsort(-ref, axis=1, kind="stable")[:, :k]
     np.testing.assert_array_equal(top_ids, ref_ids)
     np.testing.assert_allclose(top_p, np.take_along_axis(ref, ref_ids, 1), rtol=2e-5)
@@ -76,8 +82,7 @@ def test_top_candidates_equal_the_top_of_the_whole_distribution(v, pieces):
     for r in range(len(probs)):
         used = probs[r] >= 0
         assert len(set(ids[r][used])) == used.sum()
-        np.testing.assert_allclose(probs[r][used], ref[r][ids[r][used]], rtol=2e-5,
-                                   atol=1e-12)
+        np.testing.assert_allclose(probs[r][used], ref[r][ids[r][used]], rtol=2e-5, atol=1e-12)
 
 
 def test_baseline_candidates_are_the_top_of_the_vocabulary_softmax():
@@ -88,21 +93,18 @@ def test_baseline_candidates_are_the_top_of_the_vocabulary_softmax():
     ref = _reference_final(c["x"], c["kernel"], c["bias"], np.ones((B * K, 1)), None, None, 0)
     ref_ids = np.argsort(-ref, axis=1, kind="stable")[:, :k]
     np.testing.assert_array_equal(cands.ids.numpy(), ref_ids)
-    np.testing.assert_allclose(cands.probs.numpy(), np.take_along_axis(ref, ref_ids, 1),
-                               rtol=2e-5)
+    np.testing.assert_allclose(cands.probs.numpy(), np.take_along_axis(ref, ref_ids, 1), rtol=2e-5)
 
 
 def test_vocab_logits_normaliser_and_chunk_maxima():
     c = _case(2200, seed=9, scale=20.0)  # large logits: the normaliser must not overflow
     proj = fc.vocab_projection(c["kernel"], c["bias"], 4)
-    logits, chunk_max, log_norm = (t.numpy() for t in fc.vocab_logits(tf.constant(c["x"]),
-                                                                       proj))
+    logits, chunk_max, log_norm = (t.numpy() for t in fc.vocab_logits(tf.constant(c["x"]), proj))
     ref = c["x"].astype(np.float64) @ c["kernel"] + c["bias"]
     np.testing.assert_allclose(logits[:, :2200], ref, rtol=1e-4, atol=1e-3)
     assert np.all(np.isneginf(logits[:, 2200:]))
     m = ref.max(1)
-    np.testing.assert_allclose(log_norm, m + np.log(np.exp(ref - m[:, None]).sum(1)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(log_norm, m + np.log(np.exp(ref - m[:, None]).sum(1)), rtol=1e-6)
     np.testing.assert_allclose(chunk_max, logits.reshape(len(logits), -1, fc.CHUNK).max(-1))
 
 
@@ -138,8 +140,9 @@ def test_one_article_search_takes_candidates_like_a_whole_distribution():
         p = tf.concat([tf.gather(probs, order, axis=1), -tf.ones([k, 1])], axis=1)
         return Candidates(p, ids), attn, p_gen, carry
 
-    kw = dict(beam_size=k, vocab_size=v, max_dec_steps=8, min_dec_steps=2, start_id=2,
-              stop_id=3, unk_id=0)
+    kw = dict(
+        beam_size=k, vocab_size=v, max_dec_steps=8, min_dec_steps=2, start_id=2, stop_id=3, unk_id=0
+    )
     carry = tf.constant(rng.standard_normal((1, v)).astype(np.float32))
     a = beam_search_single(dense_step, carry, **kw)
     b = beam_search_single(cand_step, carry, **kw)

@@ -11,24 +11,58 @@ from tests import helpers
 
 # Spec section 1.1: every flag of the original release with its default.
 ORIGINAL_DEFAULTS = {
-    "data_path": "", "vocab_path": "", "mode": "train", "single_pass": False,
-    "log_root": "", "exp_name": "", "hidden_dim": 256, "emb_dim": 128, "batch_size": 16,
-    "max_enc_steps": 400, "max_dec_steps": 100, "beam_size": 4, "min_dec_steps": 35,
-    "vocab_size": 50000, "lr": 0.15, "adagrad_init_acc": 0.1, "rand_unif_init_mag": 0.02,
-    "trunc_norm_init_std": 1e-4, "max_grad_norm": 2.0, "pointer_gen": True,
-    "coverage": False, "cov_loss_wt": 1.0, "convert_to_coverage_model": False,
-    "restore_best_model": False, "debug": False,
+    "data_path": "",
+    "vocab_path": "",
+    "mode": "train",
+    "single_pass": False,
+    "log_root": "",
+    "exp_name": "",
+    "hidden_dim": 256,
+    "emb_dim": 128,
+    "batch_size": 16,
+    "max_enc_steps": 400,
+    "max_dec_steps": 100,
+    "beam_size": 4,
+    "min_dec_steps": 35,
+    "vocab_size": 50000,
+    "lr": 0.15,
+    "adagrad_init_acc": 0.1,
+    "rand_unif_init_mag": 0.02,
+    "trunc_norm_init_std": 1e-4,
+    "max_grad_norm": 2.0,
+    "pointer_gen": True,
+    "coverage": False,
+    "cov_loss_wt": 1.0,
+    "convert_to_coverage_model": False,
+    "restore_best_model": False,
+    "debug": False,
 }
 
 ADDED_DEFAULTS = {
-    "max_steps": 0, "seed": 111, "distribution_strategy": "default", "tpu": "",
-    "num_gpus": -1, "num_cpu_devices": 1, "tf1_checkpoint": "", "xla": False,
-    "save_checkpoint_secs": 60, "static_shapes": False, "max_oovs": 400,
-    "decode_attention": "original", "safe_numerics": True, "eval_interval_secs": 10.0,
-    "max_eval_iterations": 0, "checkpoint_data_position": True, "log_every_n_steps": 1,
-    "decode_batch_size": 32, "full_final_dist": False, "trigram_blocking": False,
+    "max_steps": 0,
+    "seed": 111,
+    "distribution_strategy": "default",
+    "tpu": "",
+    "num_gpus": -1,
+    "num_cpu_devices": 1,
+    "tf1_checkpoint": "",
+    "xla": False,
+    "save_checkpoint_secs": 60,
+    "static_shapes": False,
+    "max_oovs": 400,
+    "decode_attention": "original",
+    "safe_numerics": True,
+    "eval_interval_secs": 10.0,
+    "max_eval_iterations": 0,
+    "checkpoint_data_position": True,
+    "log_every_n_steps": 1,
+    "decode_batch_size": 32,
+    "full_final_dist": False,
+    "trigram_blocking": False,
     "length_penalty": 0.0,
-    "attention_pages": 100, "max_decode_examples": 0, "fused_recurrence": True,
+    "attention_pages": 100,
+    "max_decode_examples": 0,
+    "fused_recurrence": True,
     "mixed_precision": False,
 }
 
@@ -56,8 +90,12 @@ def setup(tmp_path):
 
 
 def _flags(setup, **overrides):
-    values = dict(data_path=setup.train_path, vocab_path=setup.vocab_path,
-                  log_root=setup.log_root, exp_name=setup.exp_name)
+    values = dict(
+        data_path=setup.train_path,
+        vocab_path=setup.vocab_path,
+        log_root=setup.log_root,
+        exp_name=setup.exp_name,
+    )
     values.update(overrides)
     return helpers.flag_namespace(**values)
 
@@ -66,29 +104,34 @@ def test_valid_train_flags_pass(setup):
     flags_lib.validate(_flags(setup), ["prog"])
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"single_pass": True}, "cannot be used in train mode"),
-    ({"mode": "evaluate"}, "--mode must be one of train, eval, decode"),
-    ({"convert_to_coverage_model": True}, "needs --coverage=1"),
-    ({"convert_to_coverage_model": True, "coverage": True, "restore_best_model": True},
-     "one at a time"),
-    ({"restore_best_model": True, "mode": "decode"}, "train mode only"),
-    ({"data_path": ""}, "--data_path is required"),
-    ({"data_path": "/nonexistent/train_*"}, "matches no files"),
-    ({"vocab_path": "/nonexistent/vocab"}, "is not a file"),
-    ({"log_root": ""}, "--log_root is required"),
-    ({"mode": "eval"}, "run in train mode to create it"),
-    ({"mode": "decode", "exp_name": "other"}, "run in train mode to create it"),
-    ({"max_steps": -1}, "--max_steps must be >= 0"),
-    ({"batch_size": 0}, "--batch_size must be positive"),
-    ({"lr": 0.0}, "--lr must be > 0"),
-    ({"distribution_strategy": "tpu", "tpu": "local"}, "needs --static_shapes=1"),
-    ({"distribution_strategy": "tpu", "static_shapes": True}, "needs --tpu"),
-    ({"distribution_strategy": "mirrored", "tpu": "grpc://x:8470"}, "--tpu is given"),
-    ({"num_cpu_devices": 2}, "only used by --distribution_strategy=mirrored"),
-    ({"debug": True, "xla": True}, "--debug cannot be combined with --xla"),
-    ({"tf1_checkpoint": "/nonexistent/model.ckpt-1"}, "neither a checkpoint prefix"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"single_pass": True}, "cannot be used in train mode"),
+        ({"mode": "evaluate"}, "--mode must be one of train, eval, decode"),
+        ({"convert_to_coverage_model": True}, "needs --coverage=1"),
+        (
+            {"convert_to_coverage_model": True, "coverage": True, "restore_best_model": True},
+            "one at a time",
+        ),
+        ({"restore_best_model": True, "mode": "decode"}, "train mode only"),
+        ({"data_path": ""}, "--data_path is required"),
+        ({"data_path": "/nonexistent/train_*"}, "matches no files"),
+        ({"vocab_path": "/nonexistent/vocab"}, "is not a file"),
+        ({"log_root": ""}, "--log_root is required"),
+        ({"mode": "eval"}, "run in train mode to create it"),
+        ({"mode": "decode", "exp_name": "other"}, "run in train mode to create it"),
+        ({"max_steps": -1}, "--max_steps must be >= 0"),
+        ({"batch_size": 0}, "--batch_size must be positive"),
+        ({"lr": 0.0}, "--lr must be > 0"),
+        ({"distribution_strategy": "tpu", "tpu": "local"}, "needs --static_shapes=1"),
+        ({"distribution_strategy": "tpu", "static_shapes": True}, "needs --tpu"),
+        ({"distribution_strategy": "mirrored", "tpu": "grpc://x:8470"}, "--tpu is given"),
+        ({"num_cpu_devices": 2}, "only used by --distribution_strategy=mirrored"),
+        ({"debug": True, "xla": True}, "--debug cannot be combined with --xla"),
+        ({"tf1_checkpoint": "/nonexistent/model.ckpt-1"}, "neither a checkpoint prefix"),
+    ],
+)
 def test_contradictions_are_one_flag_error(setup, overrides, message):
     with pytest.raises(FlagError, match=message):
         flags_lib.validate(_flags(setup, **overrides), ["prog"])
@@ -115,17 +158,27 @@ def _cli_error(args, **env):
     return proc, lines
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--mode=train", "--single_pass=1"], "error: --single_pass is for decode"),
-    (["--convert_to_coverage_model=1"], "error: --convert_to_coverage_model needs "
-                                        "--coverage=1"),
-    (["--mode=eval", "--exp_name=missing"], "run in train mode to create it"),
-    (["--no_such_flag=3"], "error: Unknown command line flag 'no_such_flag'"),
-    (["--batch_size=many"], "error: flag --batch_size=many"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--mode=train", "--single_pass=1"], "error: --single_pass is for decode"),
+        (
+            ["--convert_to_coverage_model=1"],
+            "error: --convert_to_coverage_model needs --coverage=1",
+        ),
+        (["--mode=eval", "--exp_name=missing"], "run in train mode to create it"),
+        (["--no_such_flag=3"], "error: Unknown command line flag 'no_such_flag'"),
+        (["--batch_size=many"], "error: flag --batch_size=many"),
+    ],
+)
 def test_cli_reports_bad_flags_in_one_line_with_status_2(setup, extra, message):
-    args = [f"--data_path={setup.train_path}", f"--vocab_path={setup.vocab_path}",
-            f"--log_root={setup.log_root}", "--exp_name=exp", *extra]
+    args = [
+        f"--data_path={setup.train_path}",
+        f"--vocab_path={setup.vocab_path}",
+        f"--log_root={setup.log_root}",
+        "--exp_name=exp",
+        *extra,
+    ]
     proc, lines = _cli_error(args)
     assert proc.returncode == 2
     assert len(lines) == 1, proc.stderr  # nothing else: TensorFlow is not even imported
@@ -135,9 +188,12 @@ def test_cli_reports_bad_flags_in_one_line_with_status_2(setup, extra, message):
 
 def test_flagfile_is_read(setup, tmp_path):
     flagfile = tmp_path / "exp.flags"
-    flagfile.write_text(f"--data_path={setup.train_path}\n--vocab_path={setup.vocab_path}\n"
-                        f"--log_root={setup.log_root}\n--single_pass=true\n")
+    flagfile.write_text(
+        f"--data_path={setup.train_path}\n--vocab_path={setup.vocab_path}\n"
+        f"--log_root={setup.log_root}\n--single_pass=true\n"
+    )
     proc, lines = _cli_error([f"--flagfile={flagfile}"])
     assert proc.returncode == 2
-    assert lines == ["error: --single_pass is for decode (and eval) mode; it cannot be used "
-                     "in train mode"]
+    assert lines == [
+        "error: --single_pass is for decode (and eval) mode; it cannot be used in train mode"
+    ]

@@ -29,14 +29,18 @@ from tests import helpers
 
 def fuzz(examples: int) -> settings:
     """Bounded: `examples` inputs per test, no per-example deadline (time_limit instead)."""
-    return settings(max_examples=examples, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float):
     """Turn a hang into a test failure (SIGALRM; the tests run in the main thread)."""
+
     def expired(signum, frame):
         raise TimeoutError(f"no result within {seconds} s: a hang")
 
@@ -78,8 +82,9 @@ def _file_of(pairs) -> bytes:
 def damaged_files(draw):
     """A valid `.bin` file with one kind of damage, or bytes that never were one."""
     data = _file_of(draw(PAIRS))
-    kind = draw(st.sampled_from(["truncate", "flip", "insert", "prefix", "append", "raw",
-                                 "example"]))
+    kind = draw(
+        st.sampled_from(["truncate", "flip", "insert", "prefix", "append", "raw", "example"])
+    )
     if kind == "raw":
         return draw(st.binary(max_size=300))
     if kind == "example":  # a framed record whose payload is anything (a bad protobuf)
@@ -93,11 +98,11 @@ def damaged_files(draw):
     if kind == "truncate":
         return data[:at]
     if kind == "flip":
-        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
+        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1 :]
     if kind == "insert":
         return data[:at] + draw(st.binary(min_size=1, max_size=12)) + data[at:]
-    prefix = struct.pack("q", draw(st.integers(-2**63, 2**63 - 1)))  # "prefix"
-    return prefix + data[8:] if at < 8 else data[:at] + prefix + data[at + 8:]
+    prefix = struct.pack("q", draw(st.integers(-(2**63), 2**63 - 1)))  # "prefix"
+    return prefix + data[8:] if at < 8 else data[:at] + prefix + data[at + 8 :]
 
 
 # ------------------------------------------------------------------------------ .bin
@@ -147,8 +152,9 @@ def test_python_reader_round_trips_what_was_written(pairs):
         assert list(binfile.read_records(path)) == pairs
 
 
-_read_bin_file = tf.function(bin_dataset.read_bin_file,
-                             input_signature=[tf.TensorSpec([], tf.string)])
+_read_bin_file = tf.function(
+    bin_dataset.read_bin_file, input_signature=[tf.TensorSpec([], tf.string)]
+)
 
 
 @fuzz(120)
@@ -156,12 +162,18 @@ _read_bin_file = tf.function(bin_dataset.read_bin_file,
 # Found by this test: TensorFlow's error message quotes the record and is not UTF-8 (a
 # UnicodeDecodeError from inside TensorFlow); a feature of an unknown kind ("Unsupported
 # datatype"); an int64 feature where bytes are expected.
-@example(b"%\x00\x00\x00\x00\x00\x00\x00\n#\xff\xff\xff\xff\xff\xff\xff\xff"
-         b"cle\x12\x04\n\x02\n\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00")
-@example(b"%\x00\x00\x00\x00\x00\x00\x00\n#\n\x0f\n\x07article\x12\x04\x0b\x02\n"
-         b"\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00")
-@example(b"%\x00\x00\x00\x00\x00\x00\x00\n#\n\x0f\n\x07article\x12\x04\x1a\x02\n"
-         b"\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00")
+@example(
+    b"%\x00\x00\x00\x00\x00\x00\x00\n#\xff\xff\xff\xff\xff\xff\xff\xff"
+    b"cle\x12\x04\n\x02\n\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00"
+)
+@example(
+    b"%\x00\x00\x00\x00\x00\x00\x00\n#\n\x0f\n\x07article\x12\x04\x0b\x02\n"
+    b"\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00"
+)
+@example(
+    b"%\x00\x00\x00\x00\x00\x00\x00\n#\n\x0f\n\x07article\x12\x04\x1a\x02\n"
+    b"\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00"
+)
 def test_tensorflow_reader_parses_or_raises_data_error(data):
     with bin_file(data) as path, time_limit(30):
         try:
@@ -191,8 +203,9 @@ def tiny_vocab(tmp_path_factory):
 
 
 @fuzz(12)
-@given(data=st.one_of(damaged_files(), PAIRS.map(_file_of)),
-       mode=st.sampled_from(["train", "decode"]))
+@given(
+    data=st.one_of(damaged_files(), PAIRS.map(_file_of)), mode=st.sampled_from(["train", "decode"])
+)
 def test_input_pipeline_gives_batches_or_a_data_error(tiny_vocab, data, mode):
     """The whole pipeline, example building included, on damaged files and any text."""
     hps = helpers.hparams(batch_size=2)
@@ -209,12 +222,16 @@ def test_input_pipeline_gives_batches_or_a_data_error(tiny_vocab, data, mode):
 
 
 # ------------------------------------------------------------------------------ vocab
-VOCAB_LINES = st.lists(st.one_of(
-    st.tuples(st.text(st.characters(codec="utf-8"), min_size=1, max_size=8),
-              st.integers(0, 10**6)).map(lambda wc: f"{wc[0]} {wc[1]}".encode()),
-    st.binary(max_size=20),
-    st.sampled_from([b"[UNK] 5", b"<s> 4", b"w1", b"", b"a b c", b"\xff\xfe 3"])),
-    max_size=12)
+VOCAB_LINES = st.lists(
+    st.one_of(
+        st.tuples(
+            st.text(st.characters(codec="utf-8"), min_size=1, max_size=8), st.integers(0, 10**6)
+        ).map(lambda wc: f"{wc[0]} {wc[1]}".encode()),
+        st.binary(max_size=20),
+        st.sampled_from([b"[UNK] 5", b"<s> 4", b"w1", b"", b"a b c", b"\xff\xfe 3"]),
+    ),
+    max_size=12,
+)
 
 
 @fuzz(200)
@@ -227,26 +244,64 @@ def test_vocab_reader_loads_or_raises_vocab_error(lines, size):
             assert path in str(e)
             return
     words = vocab.words
-    assert len(set(words)) == len(words) and words[:4] == ["[UNK]", "[PAD]", "[START]",
-                                                           "[STOP]"]
+    assert len(set(words)) == len(words) and words[:4] == ["[UNK]", "[PAD]", "[START]", "[STOP]"]
     assert not size or len(words) <= max(size, 4)
 
 
 # ------------------------------------------------------------------------------ tokenizer
 # Characters and pieces that the tokenizer's rules treat specially: quotes, dashes,
 # abbreviations, numbers, URLs and e-mail addresses, SGML entities, clitics.
-TRICKY_CHARS = list(".,-'`\"()[]{}&;:!?$%@#/\\_*+=<>~|^ \n\t\r\u00a0\u2019\u2018\u201c\u201d"
-                    "\u2026\u00ad\u2013\u2014\u00a3\u20ac0123456789aAbBnNtTsSUeé")
-TRICKY_PIECES = ["U.S.", "U.S", "http://", "https://www.", "www.", ".com", "n't", "N'T", "'s",
-                 "'ll", "--", "...", ". . .", "&amp;", "&apos;", "&lt;", "1,000", "3.5",
-                 "a.m.", "p.m", "e-mail", "@", "Mr.", "Jan.", "-LRB-", "(", ")", "cannot",
-                 "gonna", "'em", "''", "``", "2/3", "$5", "10%", "@highlight", " ", "\n"]
+TRICKY_CHARS = list(
+    ".,-'`\"()[]{}&;:!?$%@#/\\_*+=<>~|^ \n\t\r\u00a0\u2019\u2018\u201c\u201d"
+    "\u2026\u00ad\u2013\u2014\u00a3\u20ac0123456789aAbBnNtTsSUeé"
+)
+TRICKY_PIECES = [
+    "U.S.",
+    "U.S",
+    "http://",
+    "https://www.",
+    "www.",
+    ".com",
+    "n't",
+    "N'T",
+    "'s",
+    "'ll",
+    "--",
+    "...",
+    ". . .",
+    "&amp;",
+    "&apos;",
+    "&lt;",
+    "1,000",
+    "3.5",
+    "a.m.",
+    "p.m",
+    "e-mail",
+    "@",
+    "Mr.",
+    "Jan.",
+    "-LRB-",
+    "(",
+    ")",
+    "cannot",
+    "gonna",
+    "'em",
+    "''",
+    "``",
+    "2/3",
+    "$5",
+    "10%",
+    "@highlight",
+    " ",
+    "\n",
+]
 TOKENIZER_TEXT = st.one_of(
     st.text(st.sampled_from(TRICKY_CHARS), max_size=120),
     st.lists(st.sampled_from(TRICKY_PIECES + TRICKY_CHARS), max_size=40).map("".join),
     st.text(max_size=80),  # any Unicode but lone surrogates ...
-    st.text(st.one_of(st.characters(categories=["Cs"]), st.sampled_from(TRICKY_CHARS)),
-            max_size=40),  # ... which text read with errors="surrogateescape" can hold
+    st.text(
+        st.one_of(st.characters(categories=["Cs"]), st.sampled_from(TRICKY_CHARS)), max_size=40
+    ),  # ... which text read with errors="surrogateescape" can hold
 )
 
 
@@ -256,8 +311,7 @@ def test_tokenizer_always_tokenizes(text):
     with time_limit(10):
         lines = ptb_tokenizer.tokenize(text)
         printed = ptb_tokenizer.tokenize_text(text)
-    assert isinstance(lines, list) and all(isinstance(t, str) and t for line in lines
-                                           for t in line)
+    assert isinstance(lines, list) and all(isinstance(t, str) and t for line in lines for t in line)
     assert printed == "\n".join(" ".join(line) for line in lines)
     assert not any(c in t for line in lines for t in line for c in " \t\n\r")
 
@@ -270,16 +324,37 @@ def test_raw_stories_always_give_an_article_and_a_tagged_abstract(article, highl
     story = processed.story
     assert isinstance(story.article, str) and processed.untokenizable >= 0
     sentences = story.abstract.split(" </s>")
-    assert story.abstract == "" or all(s.startswith("<s> ") or s.startswith(" <s> ")
-                                       for s in sentences[:-1])
+    assert story.abstract == "" or all(
+        s.startswith("<s> ") or s.startswith(" <s> ") for s in sentences[:-1]
+    )
 
 
-@pytest.mark.parametrize("text", [
-    "." * 20000, "a." * 10000, "-" * 20000, "'" * 20000, "`" * 20000, "1," * 10000,
-    "1." * 10000, "http://" + "a/" * 8000, "www." + "a." * 8000, "&amp;" * 4000,
-    "U.S." * 5000, "a-" * 10000, "\u00ad" * 20000, "(" * 20000, "a'" * 10000,
-    "n't" * 6000, "@" * 20000, "a@b." * 5000, "$" * 20000, "Mr." * 6000,
-], ids=lambda t: repr(t[:8]))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "." * 20000,
+        "a." * 10000,
+        "-" * 20000,
+        "'" * 20000,
+        "`" * 20000,
+        "1," * 10000,
+        "1." * 10000,
+        "http://" + "a/" * 8000,
+        "www." + "a." * 8000,
+        "&amp;" * 4000,
+        "U.S." * 5000,
+        "a-" * 10000,
+        "\u00ad" * 20000,
+        "(" * 20000,
+        "a'" * 10000,
+        "n't" * 6000,
+        "@" * 20000,
+        "a@b." * 5000,
+        "$" * 20000,
+        "Mr." * 6000,
+    ],
+    ids=lambda t: repr(t[:8]),
+)
 def test_tokenizer_takes_linear_time_on_long_repetitive_input(text):
     """20,000 characters of one tricky pattern (the worst case of backtracking regular
     expressions) tokenize in well under the time of a pathological scan."""

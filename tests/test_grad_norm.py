@@ -23,8 +23,11 @@ def test_split_and_norm_of_indexed_slices_against_numpy():
     rows = rng.normal(size=(6, 3)).astype(np.float32)
     ids = np.array([1, 4, 1, 1, 0, 4])  # duplicates
     dense_w = rng.normal(size=(2, 5)).astype(np.float32)
-    grads = [tf.IndexedSlices(tf.constant(rows), tf.constant(ids), tf.constant([5, 3])),
-             tf.constant(dense_w), None]
+    grads = [
+        tf.IndexedSlices(tf.constant(rows), tf.constant(ids), tf.constant([5, 3])),
+        tf.constant(dense_w),
+        None,
+    ]
     dense, row_sq, is_rows = grad_norm.split_gradients(grads)
 
     summed = np.zeros((5, 3), np.float64)
@@ -35,8 +38,8 @@ def test_split_and_norm_of_indexed_slices_against_numpy():
     np.testing.assert_allclose(float(row_sq), np.sum(rows.astype(np.float64) ** 2), rtol=1e-6)
 
     present = dense[:2]
-    want_original = np.sqrt(np.sum(rows.astype(np.float64) ** 2) + np.sum(dense_w ** 2.0))
-    want_dense = np.sqrt(np.sum(summed ** 2) + np.sum(dense_w ** 2.0))
+    want_original = np.sqrt(np.sum(rows.astype(np.float64) ** 2) + np.sum(dense_w**2.0))
+    want_dense = np.sqrt(np.sum(summed**2) + np.sum(dense_w**2.0))
     assert abs(want_original - want_dense) > 0.05 * want_dense  # the duplicates matter
     got = grad_norm.global_norm(present, row_sq, is_rows[:2], "original")
     assert float(got) == pytest.approx(want_original, rel=1e-6)
@@ -82,7 +85,7 @@ def numpy_reference(model, batch):
         out = model(batch, training=True)
     outputs = [o for _, o in rec.lookups]
     grads = tape.gradient(out["total_loss"], variables + outputs)
-    var_grads, lookup_grads = grads[:len(variables)], grads[len(variables):]
+    var_grads, lookup_grads = grads[: len(variables)], grads[len(variables) :]
     assert len(rec.lookups) == 2, "one encoder and one decoder lookup"
     ids = np.concatenate([i.reshape(-1) for i, _ in rec.lookups])
     rows = np.concatenate([g.numpy().reshape(-1, g.shape[-1]) for g in lookup_grads])
@@ -97,9 +100,12 @@ def numpy_reference(model, batch):
     # The tape's dense embedding gradient is the per-lookup rows summed by word.
     np.testing.assert_allclose(dense[emb_index], summed, rtol=1e-5, atol=1e-10)
 
-    other = sum(np.sum(g ** 2) for i, g in enumerate(dense) if i != emb_index)
-    return {"original": float(np.sqrt(other + np.sum(rows ** 2))),
-            "dense": float(np.sqrt(other + np.sum(summed ** 2))), "grads": dense}
+    other = sum(np.sum(g**2) for i, g in enumerate(dense) if i != emb_index)
+    return {
+        "original": float(np.sqrt(other + np.sum(rows**2))),
+        "dense": float(np.sqrt(other + np.sum(summed**2))),
+        "grads": dense,
+    }
 
 
 def adagrad_after_clipping(weights, grads, norm, max_grad_norm, init_acc=0.1):
@@ -117,13 +123,16 @@ def case(request):
     """The default (fused) model with coverage, and the Keras/autodiff model."""
     fused = request.param == "fused_coverage"
     keras.utils.set_random_seed(7)
-    hps = helpers.hparams(lr=LR, fused_recurrence=fused, coverage=fused,
-                          trunc_norm_init_std=0.1)
+    hps = helpers.hparams(lr=LR, fused_recurrence=fused, coverage=fused, trunc_norm_init_std=0.1)
     batch = helpers.numpy_batch(4, VOCAB, seed=21)
     probe = train.Trainer(hps, VOCAB)
     ref = numpy_reference(probe.model, batch)
-    return {"hps": hps, "batch": batch, "ref": ref,
-            "weights": [v.numpy() for v in probe.model.trainable_variables]}
+    return {
+        "hps": hps,
+        "batch": batch,
+        "ref": ref,
+        "weights": [v.numpy() for v in probe.model.trainable_variables],
+    }
 
 
 def _step(case, jit_compile=False, **changes):
@@ -156,8 +165,9 @@ def test_norms_either_side_of_max_grad_norm_clip_as_the_chosen_norm_says(case, m
     limit = float(np.sqrt(ref["original"] * ref["dense"]))
     assert min(ref["original"], ref["dense"]) < limit < max(ref["original"], ref["dense"])
     want = adagrad_after_clipping(w0, ref["grads"], ref[mode], limit)
-    other = adagrad_after_clipping(w0, ref["grads"], ref["dense" if mode == "original"
-                                                          else "original"], limit)
+    other = adagrad_after_clipping(
+        w0, ref["grads"], ref["dense" if mode == "original" else "original"], limit
+    )
     _, got = _step(case, max_grad_norm=limit, grad_norm=mode)
 
     def distance(a, b):

@@ -28,6 +28,7 @@ CHUNK = 100
 def pairs():
     """The first N_EXAMPLES real (article, tagged abstract) pairs, as str."""
     from tests.conftest import shared_file
+
     out = []
     with gzip.open(shared_file("cnndm_sample.jsonl.gz"), "rt", encoding="utf-8") as f:
         for line in itertools.islice(f, N_EXAMPLES):
@@ -47,6 +48,7 @@ def bin_dir(pairs, tmp_path_factory):
 @pytest.fixture(scope="module")
 def vocabs():
     from tests.conftest import shared_file
+
     path = shared_file("vocab_200k")
     return {50000: Vocab(path, 50000), 5000: Vocab(path, 5000)}
 
@@ -56,16 +58,27 @@ def byte_pairs(pairs):
 
 
 def reference_batches(pairs, vocab, hps, static=False):
-    exs = ref.make_examples(byte_pairs(pairs), ref.RefVocab(vocab), hps.max_enc_steps,
-                            hps.max_dec_steps, hps.pointer_gen,
-                            hps.max_oovs if static else None)
+    exs = ref.make_examples(
+        byte_pairs(pairs),
+        ref.RefVocab(vocab),
+        hps.max_enc_steps,
+        hps.max_dec_steps,
+        hps.pointer_gen,
+        hps.max_oovs if static else None,
+    )
     b = hps.batch_size
-    groups = [exs[i:i + b] for i in range(0, len(exs), b)]
+    groups = [exs[i : i + b] for i in range(0, len(exs), b)]
     if static:
         groups = [g for g in groups if len(g) == b]
-    return [ref.make_batch(g, hps.max_dec_steps,
-                           hps.max_enc_steps if static else None,
-                           hps.max_oovs if static else None) for g in groups]
+    return [
+        ref.make_batch(
+            g,
+            hps.max_dec_steps,
+            hps.max_enc_steps if static else None,
+            hps.max_oovs if static else None,
+        )
+        for g in groups
+    ]
 
 
 def as_numpy(batch):
@@ -107,18 +120,24 @@ def test_empty_file_has_no_records(tmp_path):
 
 
 # ------------------------------------------------------------- arrays vs the reference
-@pytest.mark.parametrize("vocab_size,max_enc,max_dec,pointer_gen", [
-    (50000, 400, 100, True),
-    (5000, 50, 20, True),
-    (5000, 50, 20, False),
-])
-def test_single_pass_matches_reference(pairs, bin_dir, vocabs, vocab_size, max_enc, max_dec,
-                                       pointer_gen):
-    hps = HParams(batch_size=16, max_enc_steps=max_enc, max_dec_steps=max_dec,
-                  pointer_gen=pointer_gen)
+@pytest.mark.parametrize(
+    "vocab_size,max_enc,max_dec,pointer_gen",
+    [
+        (50000, 400, 100, True),
+        (5000, 50, 20, True),
+        (5000, 50, 20, False),
+    ],
+)
+def test_single_pass_matches_reference(
+    pairs, bin_dir, vocabs, vocab_size, max_enc, max_dec, pointer_gen
+):
+    hps = HParams(
+        batch_size=16, max_enc_steps=max_enc, max_dec_steps=max_dec, pointer_gen=pointer_gen
+    )
     vocab = vocabs[vocab_size]
-    got = collect(ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train",
-                                  single_pass=True))
+    got = collect(
+        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=True)
+    )
     want = reference_batches(pairs, vocab, hps)
     assert len(got) == len(want) == -(-N_EXAMPLES // 16)  # final partial batch included
     assert len(got[-1]["enc_lens"]) == N_EXAMPLES % 16
@@ -130,13 +149,12 @@ def test_single_pass_matches_reference(pairs, bin_dir, vocabs, vocab_size, max_e
 
 
 def test_static_shapes_cap_oovs_and_keep_every_example(pairs, bin_dir, vocabs):
-    hps = HParams(batch_size=16, max_enc_steps=50, max_dec_steps=20, static_shapes=True,
-                  max_oovs=3)
+    hps = HParams(batch_size=16, max_enc_steps=50, max_dec_steps=20, static_shapes=True, max_oovs=3)
     vocab = vocabs[5000]
-    repeating = ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train",
-                                single_pass=False)
-    ds = ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train",
-                         single_pass=True)
+    repeating = ip.make_dataset(
+        os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=False
+    )
+    ds = ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=True)
     spec = repeating.element_spec
     for key in ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab"):
         assert spec[key].shape == (16, 50), key
@@ -196,8 +214,9 @@ def test_edge_cases_empty_articles_and_whitespace(tmp_path, vocabs, capfd):
 def test_decode_beam_copies_and_helpers(pairs, bin_dir, vocabs):
     hps = HParams(batch_size=4, max_enc_steps=50, max_dec_steps=20)
     vocab = vocabs[5000]
-    ds = ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "decode",
-                         single_pass=True, beam_copies=True)
+    ds = ip.make_dataset(
+        os.path.join(bin_dir, "train_*"), vocab, hps, "decode", single_pass=True, beam_copies=True
+    )
     batches = list(ds.take(3))
     exs = ref.make_examples(byte_pairs(pairs[:3]), ref.RefVocab(vocab), 50, 20, True)
     for i, b in enumerate(batches):
@@ -214,21 +233,24 @@ def test_decode_beam_copies_and_helpers(pairs, bin_dir, vocabs):
     assert s["art_oovs"] == [x.decode("utf-8") for x in e["oovs"]]
     assert s["art_oovs"]  # vocab 5000: there are OOVs
     with pytest.raises(FlagError):
-        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train", True,
-                        beam_copies=True)
+        ip.make_dataset(
+            os.path.join(bin_dir, "train_*"), vocab, hps, "train", True, beam_copies=True
+        )
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["<s>", "</s>", " ", "a", "b c", "\t", "<", "s>", "/"]),
-                max_size=12))
+@given(
+    st.lists(st.sampled_from(["<s>", "</s>", " ", "a", "b c", "\t", "<", "s>", "/"]), max_size=12)
+)
 def test_abstract_sentences_match_scan(parts):
     text = "".join(parts).encode()
     got = _sentences_fn(tf.constant([text, b"<s> x </s>"]))
     assert got.to_list() == [ref.sentences(text), [b"x"]]
 
 
-_sentences_fn = tf.function(example_ops.abstract_sentences,
-                            input_signature=[tf.TensorSpec([None], tf.string)])
+_sentences_fn = tf.function(
+    example_ops.abstract_sentences, input_signature=[tf.TensorSpec([None], tf.string)]
+)
 
 
 # --------------------------------------------------------------------------- bucketing
@@ -240,8 +262,9 @@ def bucketed(bin_dir, vocab, seed, n_batches=200):
     key = (bin_dir, seed, n_batches)
     if key not in _BUCKET_CACHE:
         hps = HParams(batch_size=3, max_enc_steps=400, max_dec_steps=100)
-        ds = ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train",
-                             single_pass=False, seed=seed)
+        ds = ip.make_dataset(
+            os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=False, seed=seed
+        )
         _BUCKET_CACHE[key] = [as_numpy(b) for b in ds.take(n_batches)]
     return _BUCKET_CACHE[key]
 
@@ -282,8 +305,8 @@ def test_bucket_order_is_a_stable_sort_in_shuffled_groups():
     lens = tf.constant([5, 1, 5, 3, 1, 5, 2, 3, 5, 1, 4, 5])
     order = ip.bucket_order(lens, 3, tf.constant([1, 2], tf.int64)).numpy()
     stable = np.argsort(lens.numpy(), kind="stable")
-    groups = [tuple(order[i:i + 3]) for i in range(0, 12, 3)]
-    assert sorted(groups) == sorted(tuple(stable[i:i + 3]) for i in range(0, 12, 3))
+    groups = [tuple(order[i : i + 3]) for i in range(0, 12, 3)]
+    assert sorted(groups) == sorted(tuple(stable[i : i + 3]) for i in range(0, 12, 3))
 
 
 # ---------------------------------------------------------------------------- sharding
@@ -291,8 +314,9 @@ def test_sharding_by_file_through_input_context(pairs, bin_dir, vocabs):
     """3 files, 2 replicas: each replica reads whole files of its own."""
     vocab = vocabs[5000]
     hps = HParams(batch_size=16, max_enc_steps=20, max_dec_steps=5)
-    fn = ip.distributed_dataset_fn(os.path.join(bin_dir, "train_*"), vocab, hps, "eval",
-                                   single_pass=True)
+    fn = ip.distributed_dataset_fn(
+        os.path.join(bin_dir, "train_*"), vocab, hps, "eval", single_pass=True
+    )
     shares = []
     for i in range(2):
         ds = fn(tf.distribute.InputContext(2, i, 2))
@@ -303,8 +327,15 @@ def test_sharding_by_file_through_input_context(pairs, bin_dir, vocabs):
     assert sorted(len(s) for s in shares) == [CHUNK, 2 * CHUNK]
     assert sorted(shares[0] + shares[1]) == sorted(a for a, _ in byte_pairs(pairs))
     with pytest.raises(FlagError):
-        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "eval", True,
-                        num_replicas=2, replica_index=2)
+        ip.make_dataset(
+            os.path.join(bin_dir, "train_*"),
+            vocab,
+            hps,
+            "eval",
+            True,
+            num_replicas=2,
+            replica_index=2,
+        )
 
 
 def test_endless_sharding_by_example_is_disjoint(pairs, bin_dir, vocabs):
@@ -314,8 +345,7 @@ def test_endless_sharding_by_example_is_disjoint(pairs, bin_dir, vocabs):
     one = os.path.join(bin_dir, "train_000.bin")
     shares = []
     for i in range(2):
-        ds = ip.make_dataset(one, vocab, hps, "decode", False, num_replicas=2,
-                             replica_index=i)
+        ds = ip.make_dataset(one, vocab, hps, "decode", False, num_replicas=2, replica_index=i)
         shares.append([a for b in ds.take(5) for a in b["original_article"].numpy()])
     assert sorted(shares[0] + shares[1]) == sorted(a for a, _ in byte_pairs(pairs[:CHUNK]))
 
@@ -339,12 +369,15 @@ def test_glob_matching_nothing(tmp_path, vocabs):
         ip.make_dataset(pattern, vocabs[5000], HParams(), "train", False)
 
 
-@pytest.mark.parametrize("name,make,problem", [
-    ("truncated", lambda g: g + g[:-5], "record 1 claims"),
-    ("short_prefix", lambda g: g + g[:3], "record 1 is truncated"),
-    ("huge_prefix", lambda g: g + struct.pack("q", 10**9) + b"xyz", "claims 1000000000"),
-    ("garbage", lambda g: bytes(range(7, 250, 3)) * 9, "record 0"),
-])
+@pytest.mark.parametrize(
+    "name,make,problem",
+    [
+        ("truncated", lambda g: g + g[:-5], "record 1 claims"),
+        ("short_prefix", lambda g: g + g[:3], "record 1 is truncated"),
+        ("huge_prefix", lambda g: g + struct.pack("q", 10**9) + b"xyz", "claims 1000000000"),
+        ("garbage", lambda g: bytes(range(7, 250, 3)) * 9, "record 0"),
+    ],
+)
 def test_bad_framing_is_a_data_error(tmp_path, vocabs, good_record, name, make, problem):
     path = str(tmp_path / f"{name}.bin")
     with open(path, "wb") as f:
@@ -359,12 +392,16 @@ def test_bad_framing_is_a_data_error(tmp_path, vocabs, good_record, name, make, 
     assert path in str(err.value)
 
 
-@pytest.mark.parametrize("payload,problem", [
-    (b"\x0a\x05" + b"not an example at all", "record 1 is not a serialized tf.train.Example"),
-    (binfile.encode_example({"article": b"only an article"}), "record 1 has no 'abstract'"),
-])
-def test_bad_records_are_data_errors_when_iterating(tmp_path, vocabs, good_record, payload,
-                                                    problem):
+@pytest.mark.parametrize(
+    "payload,problem",
+    [
+        (b"\x0a\x05" + b"not an example at all", "record 1 is not a serialized tf.train.Example"),
+        (binfile.encode_example({"article": b"only an article"}), "record 1 has no 'abstract'"),
+    ],
+)
+def test_bad_records_are_data_errors_when_iterating(
+    tmp_path, vocabs, good_record, payload, problem
+):
     path = str(tmp_path / "bad_000.bin")
     with open(path, "wb") as f:
         f.write(good_record + _record(payload) + good_record)
@@ -383,5 +420,4 @@ def test_endless_pipeline_without_usable_examples(tmp_path, vocabs):
 
 def test_bad_mode(bin_dir, vocabs):
     with pytest.raises(FlagError, match="mode"):
-        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocabs[5000], HParams(), "tran",
-                        True)
+        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocabs[5000], HParams(), "tran", True)

@@ -15,8 +15,7 @@ def tf2_checkpoint(tmp_path_factory):
     directory = tmp_path_factory.mktemp("tf2")
     trainer = train.Trainer(helpers.hparams(), 100)
     trainer.step.assign(7)
-    path = checkpointing.TrainCheckpoints(str(directory), trainer.checkpoint(),
-                                          trainer.step).save()
+    path = checkpointing.TrainCheckpoints(str(directory), trainer.checkpoint(), trainer.step).save()
     return path
 
 
@@ -30,8 +29,12 @@ def _tf1_checkpoint(prefix):
         "global_step": np.int32(3),
     }
     names = sorted(tensors)
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tensors[n] for n in names])
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tensors[n] for n in names],
+    )
     return prefix
 
 

@@ -35,8 +35,9 @@ def _copy(layer):
 
 
 def _close(a, b, rtol=1e-5, atol=1e-7):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
-                               rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol
+    )
 
 
 # --------------------------------------------------------------------------- attention
@@ -52,8 +53,9 @@ def _np_attention(w, states, mask, dec_state, coverage):
     if coverage is not None:
         pre = pre + coverage[:, :, None] * w["w_c"][0]
     e = np.tanh(pre) @ w["v"]
-    a = np.where(mask > 0, np.exp(e - np.max(np.where(mask > 0, e, -np.inf), -1,
-                                             keepdims=True)), 0.0)
+    a = np.where(
+        mask > 0, np.exp(e - np.max(np.where(mask > 0, e, -np.inf), -1, keepdims=True)), 0.0
+    )
     a = a / a.sum(-1, keepdims=True)
     return np.einsum("bt,btd->bd", a, states), a
 
@@ -76,25 +78,39 @@ def test_coverage_attention_matches_equations(use_coverage):
 
     feats = layer.encoder_features(tf.constant(states))
     _close(feats, states @ w["W_h"])
-    ctx, attn = layer(tf.constant(states), feats, tf.constant(mask), tf.constant(dec_state),
-                      None if cov is None else tf.constant(cov))
+    ctx, attn = layer(
+        tf.constant(states),
+        feats,
+        tf.constant(mask),
+        tf.constant(dec_state),
+        None if cov is None else tf.constant(cov),
+    )
     want_ctx, want_attn = _np_attention(w, states.astype(np.float64), mask, dec_state, cov)
     _close(attn, want_attn)
     _close(ctx, want_ctx)
     assert np.all(attn.numpy()[mask == 0] == 0)
     _close(attn.numpy()[2, 0], 1.0)
     if use_coverage:  # coverage features really enter the energies
-        _, attn0 = layer(tf.constant(states), feats, tf.constant(mask), tf.constant(dec_state),
-                         tf.zeros_like(cov))
+        _, attn0 = layer(
+            tf.constant(states),
+            feats,
+            tf.constant(mask),
+            tf.constant(dec_state),
+            tf.zeros_like(cov),
+        )
         assert np.max(np.abs(attn0.numpy() - attn.numpy())) > 1e-4
 
     clone = _copy(layer)
     clone.build()
     clone.set_weights(layer.get_weights())
     assert (clone.use_coverage, clone.safe, clone.attention_dim) == (use_coverage, True, att)
-    ctx2, attn2 = clone(tf.constant(states), clone.encoder_features(tf.constant(states)),
-                        tf.constant(mask), tf.constant(dec_state),
-                        None if cov is None else tf.constant(cov))
+    ctx2, attn2 = clone(
+        tf.constant(states),
+        clone.encoder_features(tf.constant(states)),
+        tf.constant(mask),
+        tf.constant(dec_state),
+        None if cov is None else tf.constant(cov),
+    )
     np.testing.assert_array_equal(attn2.numpy(), attn.numpy())
     np.testing.assert_array_equal(ctx2.numpy(), ctx.numpy())
 
@@ -102,8 +118,9 @@ def test_coverage_attention_matches_equations(use_coverage):
 def test_masked_softmax_safe_and_original_agree_and_differ_where_expected():
     scores = tf.constant(RNG.normal(size=(2, 5)) * 3, tf.float32)
     mask = tf.constant([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]], tf.float32)
-    _close(masked_softmax(scores, mask, safe=True), masked_softmax(scores, mask, safe=False),
-           rtol=1e-6)
+    _close(
+        masked_softmax(scores, mask, safe=True), masked_softmax(scores, mask, safe=False), rtol=1e-6
+    )
     empty = tf.zeros((1, 5))
     assert np.all(np.isnan(masked_softmax(scores[:1], empty, safe=False).numpy()))
     np.testing.assert_array_equal(masked_softmax(scores[:1], empty, safe=True).numpy(), 0.0)
@@ -119,8 +136,13 @@ def test_generation_probability_matches_eq8():
     k = layer.dense.kernel.numpy().astype(np.float64)
     bias = layer.dense.bias.numpy().astype(np.float64)
     # Eq. 8 with the original's input order: w_h* h*_t + w_c c_t + w_s s_t + w_x x_t + b.
-    z = ctx @ k[:ctx_d] + c @ k[ctx_d:ctx_d + h] + s @ k[ctx_d + h:ctx_d + 2 * h] \
-        + x @ k[ctx_d + 2 * h:] + bias
+    z = (
+        ctx @ k[:ctx_d]
+        + c @ k[ctx_d : ctx_d + h]
+        + s @ k[ctx_d + h : ctx_d + 2 * h]
+        + x @ k[ctx_d + 2 * h :]
+        + bias
+    )
     p = layer(ctx, c, s, x)
     assert p.shape == (b, t, 1)
     _close(p, 1 / (1 + np.exp(-z)))
@@ -139,9 +161,13 @@ def test_final_distribution_matches_eq9_with_duplicates_and_oovs():
     attn = np.array([[0.1, 0.2, 0.3, 0.4, 0.0], [0.25, 0.25, 0.25, 0.125, 0.125]])
     vocab_dist = _np_softmax(RNG.normal(size=(2, vocab)))
     p_gen = np.array([[0.3], [0.8]])
-    got = FinalDistribution()(tf.constant(vocab_dist, tf.float32), tf.constant(attn, tf.float32),
-                              tf.constant(p_gen, tf.float32), tf.constant(ext),
-                              tf.constant(max_oovs)).numpy()
+    got = FinalDistribution()(
+        tf.constant(vocab_dist, tf.float32),
+        tf.constant(attn, tf.float32),
+        tf.constant(p_gen, tf.float32),
+        tf.constant(ext),
+        tf.constant(max_oovs),
+    ).numpy()
     want = np.zeros((2, vocab + max_oovs))
     want[:, :vocab] = p_gen * vocab_dist
     for b in range(2):
@@ -185,12 +211,16 @@ def test_model_config_round_trip_gives_same_loss():
     clone = PointerGeneratorModel.from_config(model.get_config()).build_weights()
     assert clone.hps == hps and clone.vocab_size == 20
     clone.set_weights(model.get_weights())
-    batch = {"enc_batch": tf.constant([[4, 5, 6], [7, 8, 1]]), "enc_lens": tf.constant([3, 2]),
-             "enc_padding_mask": tf.constant([[1., 1, 1], [1, 1, 0]]),
-             "enc_batch_extend_vocab": tf.constant([[4, 20, 6], [7, 8, 1]]),
-             "max_art_oovs": tf.constant(1), "dec_batch": tf.constant([[2, 4], [2, 7]]),
-             "target_batch": tf.constant([[20, 3], [7, 3]]),
-             "dec_padding_mask": tf.constant([[1., 1], [1, 1]])}
+    batch = {
+        "enc_batch": tf.constant([[4, 5, 6], [7, 8, 1]]),
+        "enc_lens": tf.constant([3, 2]),
+        "enc_padding_mask": tf.constant([[1.0, 1, 1], [1, 1, 0]]),
+        "enc_batch_extend_vocab": tf.constant([[4, 20, 6], [7, 8, 1]]),
+        "max_art_oovs": tf.constant(1),
+        "dec_batch": tf.constant([[2, 4], [2, 7]]),
+        "target_batch": tf.constant([[20, 3], [7, 3]]),
+        "dec_padding_mask": tf.constant([[1.0, 1], [1, 1]]),
+    }
     assert float(model(batch)["total_loss"]) == float(clone(batch)["total_loss"])
 
 
@@ -212,8 +242,9 @@ def paper_model():
 
 
 def test_parameter_counts_match_the_paper(paper_model):
-    baseline = PointerGeneratorModel(HParams(pointer_gen=False, coverage=False, **PAPER),
-                                     PAPER_VOCAB).build_weights()
+    baseline = PointerGeneratorModel(
+        HParams(pointer_gen=False, coverage=False, **PAPER), PAPER_VOCAB
+    ).build_weights()
     assert _count(baseline) == 21_499_600
     del baseline
     # The pointer adds the 1152 x 1 + 1 p_gen layer, coverage the 512-vector w_c.
@@ -230,25 +261,39 @@ def test_initialiser_statistics(paper_model):
             assert np.abs(w).max() <= 0.02 and np.abs(w).max() > 0.0199  # U(-0.02, 0.02)
             assert abs(w.std() - 0.02 / math.sqrt(3)) < 3e-4
         bias = cell.bias.numpy()
-        np.testing.assert_array_equal(bias[h:2 * h], 1.0)  # Keras f block = TF1 forget bias
-        np.testing.assert_array_equal(np.delete(bias, np.s_[h:2 * h]), 0.0)
+        np.testing.assert_array_equal(bias[h : 2 * h], 1.0)  # Keras f block = TF1 forget bias
+        np.testing.assert_array_equal(np.delete(bias, np.s_[h : 2 * h]), 0.0)
     # Truncated normal(1e-4) cut at 2 std: the sample std is 0.8796e-4, |x| <= 2e-4.
-    for w in (m.embedding.embeddings, m.output_projection.kernel, m.output_projection.bias,
-              m.reduce_state.w_reduce_c, m.reduce_state.bias_reduce_h):
+    for w in (
+        m.embedding.embeddings,
+        m.output_projection.kernel,
+        m.output_projection.bias,
+        m.reduce_state.w_reduce_c,
+        m.reduce_state.bias_reduce_h,
+    ):
         x = w.numpy()
         assert np.abs(x).max() <= 2e-4, w.path
         assert abs(x.std() / 1e-4 - 0.8796) < (0.01 if x.size > 1e5 else 0.1), w.path
     emb = m.embedding.embeddings.numpy()
     assert abs(emb.mean()) < 1e-6 and 0.85e-4 < emb.std() < 0.91e-4
     # Glorot-uniform with TF1's fans: limit sqrt(6 / (fan_in + fan_out)).
-    glorot = [(m.attention.W_h, 512, 512), (m.attention.W_s, 512, 512),
-              (m.attention.v, 512, 512), (m.attention.w_c, 1, 512),
-              (m.input_merge.kernel, 640, 128), (m.p_gen_layer.dense.kernel, 1152, 1),
-              (m.attn_output_projection.kernel, 768, 256)]
+    glorot = [
+        (m.attention.W_h, 512, 512),
+        (m.attention.W_s, 512, 512),
+        (m.attention.v, 512, 512),
+        (m.attention.w_c, 1, 512),
+        (m.input_merge.kernel, 640, 128),
+        (m.p_gen_layer.dense.kernel, 1152, 1),
+        (m.attn_output_projection.kernel, 768, 256),
+    ]
     for w, fan_in, fan_out in glorot:
         limit = math.sqrt(6 / (fan_in + fan_out))
         x = np.abs(w.numpy())
         assert x.max() <= limit and x.max() > 0.95 * limit, w.path
-    for b in (m.attention.b_attn, m.input_merge.bias, m.p_gen_layer.dense.bias,
-              m.attn_output_projection.bias):
+    for b in (
+        m.attention.b_attn,
+        m.input_merge.bias,
+        m.p_gen_layer.dense.bias,
+        m.attn_output_projection.bias,
+    ):
         np.testing.assert_array_equal(b.numpy(), 0.0)

@@ -32,7 +32,9 @@ def test_literal_closing_brackets_end_with_their_sentence_too():
 
 def test_ellipsis_does_not_end_a_sentence_and_whitespace_is_ascii_only():
     assert lead3.split_article("wait ... then go . next") == [
-        ["wait", "...", "then", "go", "."], ["next"]]
+        ["wait", "...", "then", "go", "."],
+        ["next"],
+    ]
     # U+00A0 is not a separator (the data's tokens are split on ASCII whitespace only)
     assert lead3.split_article("a\u00a0b .") == [["a\u00a0b", "."]]
     assert lead3.split_article("") == []
@@ -48,11 +50,17 @@ def _data(tmp_path):
     """Examples in two files (created in reverse name order) and an empty article."""
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)
-    write_bin(str(data / "test_001.bin"),
-              [("the cat sat . a dog ran ? it was red . more text .", "<s> the cat sat . </s>")])
-    write_bin(str(data / "test_000.bin"),
-              [("x y . z w . v u . t s .", "<s> x y . </s> <s> z w . </s> <s> v u . </s>"),
-               ("", "<s> skipped . </s>")])
+    write_bin(
+        str(data / "test_001.bin"),
+        [("the cat sat . a dog ran ? it was red . more text .", "<s> the cat sat . </s>")],
+    )
+    write_bin(
+        str(data / "test_000.bin"),
+        [
+            ("x y . z w . v u . t s .", "<s> x y . </s> <s> z w . </s> <s> v u . </s>"),
+            ("", "<s> skipped . </s>"),
+        ],
+    )
     return str(data / "test_*")
 
 
@@ -68,14 +76,16 @@ def test_files_in_decode_layout_and_order(tmp_path):
     assert _read(out / "reference" / "000000_reference.txt") == "x y .\nz w .\nv u ."
     assert _read(out / "decoded" / "000000_decoded.txt") == "x y .\nz w .\nv u ."
     # like decode output, lines are split after "." only, so "?" shares a line
-    assert _read(out / "decoded" / "000001_decoded.txt") == \
-        "the cat sat .\na dog ran ? it was red ."
+    assert (
+        _read(out / "decoded" / "000001_decoded.txt") == "the cat sat .\na dog ran ? it was red ."
+    )
     assert _read(out / "reference" / "000001_reference.txt") == "the cat sat ."
 
     out2 = tmp_path / "lead_sent"
     lead3.write_lead(_data(tmp_path), str(out2), lines="sentence", max_examples=2)
-    assert _read(out2 / "decoded" / "000001_decoded.txt") == \
-        "the cat sat .\na dog ran ?\nit was red ."
+    assert (
+        _read(out2 / "decoded" / "000001_decoded.txt") == "the cat sat .\na dog ran ?\nit was red ."
+    )
     out3 = tmp_path / "lead_one"
     assert lead3.write_lead(_data(tmp_path), str(out3), max_examples=1) == 1
 
@@ -87,8 +97,21 @@ def test_refuses_to_mix_with_an_earlier_run(tmp_path, capsys):
     assert lead3.main(["--data_path", data, "--out_dir", str(out), "--no_rouge"]) == 1
     assert "already holds files" in capsys.readouterr().err
     (out / "decoded" / "000007_decoded.txt").write_text("stale")
-    assert lead3.main(["--data_path", data, "--out_dir", str(out), "--no_rouge",
-                       "--max_examples", "1", "--overwrite"]) == 0
+    assert (
+        lead3.main(
+            [
+                "--data_path",
+                data,
+                "--out_dir",
+                str(out),
+                "--no_rouge",
+                "--max_examples",
+                "1",
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
     assert os.listdir(out / "decoded") == ["000000_decoded.txt"]
 
 
@@ -113,6 +136,7 @@ def test_shared_sample_subset_runs_end_to_end(tmp_path):
     if not shared:
         pytest.skip("../shared/data is absent")
     from experiments.cpu_scale.split_sample import read_sample
+
     examples = read_sample(os.path.join(shared, "cnndm_sample.jsonl.gz"))[:20]
     data = tmp_path / "test_000.bin"
     write_bin(str(data), [(a, b) for _, a, b in examples])

@@ -18,25 +18,39 @@ def sha1(url: str) -> str:
 
 # url -> (folder, raw story). Expected outputs below are written out by hand.
 STORIES = {
-    "http://cnn.com/one": ("cnn", "(CNN) -- The U.S. team wasn't ready.\n\nIt lost 2-1\n\n"
-                                  "@highlight\n\nTeam lost\n\n@highlight\n\nNot ready (again)"),
+    "http://cnn.com/one": (
+        "cnn",
+        "(CNN) -- The U.S. team wasn't ready.\n\nIt lost 2-1\n\n"
+        "@highlight\n\nTeam lost\n\n@highlight\n\nNot ready (again)",
+    ),
     "http://cnn.com/two": ("cnn", "Prices rose 5% on Monday.\n\n@highlight\n\nPrices rose"),
-    "http://dm.co.uk/three": ("dm", "By . Daily Mail Reporter .\n\n'It's great,' she said\n\n"
-                                    "@highlight\n\nShe said it's great"),
+    "http://dm.co.uk/three": (
+        "dm",
+        "By . Daily Mail Reporter .\n\n'It's great,' she said\n\n@highlight\n\nShe said it's great",
+    ),
     "http://dm.co.uk/four": ("dm", "Rain fell.\n\n@highlight\n\nRain"),
     "http://dm.co.uk/five": ("dm", "Snow fell.\n\n@highlight\n\nSnow"),
 }
 EXPECTED = {
-    "http://cnn.com/one": ("-lrb- cnn -rrb- -- the u.s. team was n't ready . it lost 2-1 .",
-                           "<s> team lost . </s> <s> not ready -lrb- again -rrb- . </s>"),
+    "http://cnn.com/one": (
+        "-lrb- cnn -rrb- -- the u.s. team was n't ready . it lost 2-1 .",
+        "<s> team lost . </s> <s> not ready -lrb- again -rrb- . </s>",
+    ),
     "http://cnn.com/two": ("prices rose 5 % on monday .", "<s> prices rose . </s>"),
-    "http://dm.co.uk/three": ("by . daily mail reporter . ` it 's great , ' she said .",
-                              "<s> she said it 's great . </s>"),
+    "http://dm.co.uk/three": (
+        "by . daily mail reporter . ` it 's great , ' she said .",
+        "<s> she said it 's great . </s>",
+    ),
     "http://dm.co.uk/four": ("rain fell .", "<s> rain . </s>"),
     "http://dm.co.uk/five": ("snow fell .", "<s> snow . </s>"),
 }
-TRAIN = ["http://cnn.com/one", "http://cnn.com/two", "http://dm.co.uk/three",
-         "http://dm.co.uk/four", "http://dm.co.uk/five"]
+TRAIN = [
+    "http://cnn.com/one",
+    "http://cnn.com/two",
+    "http://dm.co.uk/three",
+    "http://dm.co.uk/four",
+    "http://dm.co.uk/five",
+]
 VAL = ["http://dm.co.uk/four"]
 TEST = ["http://cnn.com/two", "http://dm.co.uk/three"]
 
@@ -64,9 +78,14 @@ def dmqa(tmp_path):
 def run(root, out="out", **kw):
     stream = io.StringIO()
     kw.setdefault("num_workers", 1)
-    summary = md.make_datafiles(os.path.join(root, "cnn"), os.path.join(root, "dm"),
-                                os.path.join(root, "lists"), os.path.join(root, out),
-                                stream=stream, **kw)
+    summary = md.make_datafiles(
+        os.path.join(root, "cnn"),
+        os.path.join(root, "dm"),
+        os.path.join(root, "lists"),
+        os.path.join(root, out),
+        stream=stream,
+        **kw,
+    )
     return summary, stream.getvalue()
 
 
@@ -85,13 +104,22 @@ def test_sets_are_written_in_list_order_with_chunks_and_vocab(dmqa):
     assert records(os.path.join(out, "val.bin")) == [EXPECTED[u] for u in VAL]
     assert records(os.path.join(out, "test.bin")) == [EXPECTED[u] for u in TEST]
     chunks = sorted(os.listdir(os.path.join(out, "chunked")))
-    assert chunks == ["test_000.bin", "train_000.bin", "train_001.bin", "train_002.bin",
-                      "val_000.bin"]
-    rejoined = sum((records(os.path.join(out, "chunked", f"train_{i:03d}.bin"))
-                    for i in range(3)), [])
+    assert chunks == [
+        "test_000.bin",
+        "train_000.bin",
+        "train_001.bin",
+        "train_002.bin",
+        "val_000.bin",
+    ]
+    rejoined = sum(
+        (records(os.path.join(out, "chunked", f"train_{i:03d}.bin")) for i in range(3)), []
+    )
     assert rejoined == [EXPECTED[u] for u in TRAIN]
-    assert [len(records(os.path.join(out, "chunked", f"train_{i:03d}.bin")))
-            for i in range(3)] == [2, 2, 1]
+    assert [len(records(os.path.join(out, "chunked", f"train_{i:03d}.bin"))) for i in range(3)] == [
+        2,
+        2,
+        1,
+    ]
     assert summary.written == {"test": 2, "val": 1, "train": 5}
     assert "train: 5 listed, 5 written (3 chunk files)" in log
     assert "tokenizing train: 5/5" in log
@@ -131,8 +159,13 @@ def test_a_missing_story_fails_before_anything_is_written(dmqa):
 
 def test_missing_stories_folder_is_a_clear_error(dmqa):
     with pytest.raises(DataError, match="does not exist"):
-        md.make_datafiles(os.path.join(dmqa, "nope"), None, os.path.join(dmqa, "lists"),
-                          os.path.join(dmqa, "out"), stream=io.StringIO())
+        md.make_datafiles(
+            os.path.join(dmqa, "nope"),
+            None,
+            os.path.join(dmqa, "lists"),
+            os.path.join(dmqa, "out"),
+            stream=io.StringIO(),
+        )
 
 
 def test_check_counts_refuses_a_subset(dmqa):
@@ -151,9 +184,11 @@ def test_missing_training_list_skips_train_and_vocab(dmqa):
 
 
 def test_problem_stories_are_reported_and_handled(dmqa):
-    extra = {"http://dm.co.uk/nohl": "Just an article, no highlights.",
-             "http://dm.co.uk/empty": "",
-             "http://dm.co.uk/bytes": b"Caf\xe9 \xff open.\n\n@highlight\n\nOpen"}
+    extra = {
+        "http://dm.co.uk/nohl": "Just an article, no highlights.",
+        "http://dm.co.uk/empty": "",
+        "http://dm.co.uk/bytes": b"Caf\xe9 \xff open.\n\n@highlight\n\nOpen",
+    }
     for url, text in extra.items():
         write_story(dmqa, "dm", url, text)
     for name in ("train", "test"):
@@ -179,13 +214,23 @@ def test_rerun_replaces_stale_chunks(dmqa):
     assert os.path.exists(os.path.join(dmqa, "out", "chunked", "train_004.bin"))
     run(dmqa, chunk_size=1000)
     assert sorted(os.listdir(os.path.join(dmqa, "out", "chunked"))) == [
-        "test_000.bin", "train_000.bin", "val_000.bin"]
+        "test_000.bin",
+        "train_000.bin",
+        "val_000.bin",
+    ]
     assert not [f for f in os.listdir(os.path.join(dmqa, "out")) if f.startswith(".")]
 
 
 def test_command_line_errors_are_one_line(dmqa, capsys):
-    rc = md.main(["--cnn_stories_dir", os.path.join(dmqa, "missing"),
-                  "--url_lists_dir", os.path.join(dmqa, "lists"),
-                  "--out_dir", os.path.join(dmqa, "out")])
+    rc = md.main(
+        [
+            "--cnn_stories_dir",
+            os.path.join(dmqa, "missing"),
+            "--url_lists_dir",
+            os.path.join(dmqa, "lists"),
+            "--out_dir",
+            os.path.join(dmqa, "out"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("error: ") and "Traceback" not in err

@@ -37,8 +37,9 @@ def _loss_and_grads(model, batch):
 def test_mixed_precision_training_pass_is_close_to_float32(pointer):
     f32, mixed = _models(pointer_gen=pointer, coverage=pointer)
     assert not f32.hps.mixed_precision  # the default is float32
-    batch = {k: tf.constant(v) for k, v in
-             helpers.numpy_batch(4, VOCAB, pointer_gen=pointer).items()}
+    batch = {
+        k: tf.constant(v) for k, v in helpers.numpy_batch(4, VOCAB, pointer_gen=pointer).items()
+    }
     r32, g32 = _loss_and_grads(f32, batch)
     r16, g16 = _loss_and_grads(mixed, batch)
     assert r16["vocab_logits"].dtype == tf.float32
@@ -68,7 +69,8 @@ def test_mixed_precision_decode_candidates_are_close_to_float32():
     for model in (f32, mixed):
         setup = model.candidate_setup(ext, mask, 2)
         assert setup.projection.kernels[0].dtype == (
-            tf.bfloat16 if model.hps.mixed_precision else tf.float32)
+            tf.bfloat16 if model.hps.mixed_precision else tf.float32
+        )
         tops.append(top_of(fc.final_candidates(x, p_gen, attn, setup), 4, None))
     (p32, i32), (p16, i16) = tops
     assert p16.dtype == tf.float32
@@ -83,15 +85,21 @@ def test_mixed_precision_decode_candidates_are_close_to_float32():
 
 def test_train_from_the_command_line_with_mixed_precision(tmp_path, capsys):
     import os
+
     data = helpers.tiny_setup(tmp_path, n_train=8, n_val=4)
-    args = helpers.cli_args(mode="train", data_path=data.train_path,
-                            vocab_path=data.vocab_path, log_root=data.log_root,
-                            exp_name=data.exp_name, max_steps=3, mixed_precision=True,
-                            batch_size=2)
+    args = helpers.cli_args(
+        mode="train",
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name=data.exp_name,
+        max_steps=3,
+        mixed_precision=True,
+        batch_size=2,
+    )
     assert helpers.run_main_in_process(args) == 0
     train_dir = os.path.join(data.log_root, data.exp_name, "train")
     assert helpers.checkpoint_steps(train_dir)[-1] == 3
     scalars = helpers.read_scalars(train_dir)
-    losses = [v for tag, points in scalars.items() if tag.endswith("loss")
-              for _, v in points]
+    losses = [v for tag, points in scalars.items() if tag.endswith("loss") for _, v in points]
     assert len(losses) >= 3 and all(np.isfinite(losses))

@@ -63,12 +63,16 @@ def _real_batch(cnndm_path: str, vocab_path: str, pointer_gen: bool) -> dict:
         for w in article:
             if vocab.word2id(w) == UNK and w not in oovs:
                 oovs.append(w)
-        ext_ids = [vocab.size() + oovs.index(w) if vocab.word2id(w) == UNK else vocab.word2id(w)
-                   for w in article]
+        ext_ids = [
+            vocab.size() + oovs.index(w) if vocab.word2id(w) == UNK else vocab.word2id(w)
+            for w in article
+        ]
         abs_ids = [vocab.word2id(w) for w in abstract]
         if pointer_gen:
-            abs_ext = [vocab.size() + oovs.index(w) if i == UNK and w in oovs else i
-                       for w, i in zip(abstract, abs_ids, strict=True)]
+            abs_ext = [
+                vocab.size() + oovs.index(w) if i == UNK and w in oovs else i
+                for w, i in zip(abstract, abs_ids, strict=True)
+            ]
         else:
             abs_ext = abs_ids
         inp, target = [START] + abs_ids, list(abs_ext)
@@ -83,17 +87,19 @@ def _real_batch(cnndm_path: str, vocab_path: str, pointer_gen: bool) -> dict:
     def pad(rows, length):
         out = np.full((batch_size, length), PAD, np.int32)
         for b, r in enumerate(rows):
-            out[b, :len(r)] = r
+            out[b, : len(r)] = r
         return out
 
     enc_lens = np.array([len(x) for x in enc], np.int32)
     dec_lens = np.array([len(x) for x in dec], np.int32)
     batch = {
-        "enc_batch": pad(enc, enc_len), "enc_lens": enc_lens,
+        "enc_batch": pad(enc, enc_len),
+        "enc_lens": enc_lens,
         "enc_padding_mask": (np.arange(enc_len)[None] < enc_lens[:, None]).astype(np.float32),
         "enc_batch_extend_vocab": pad(ext, enc_len) if pointer_gen else pad(enc, enc_len),
         "max_art_oovs": np.int32(max(oov_counts) if pointer_gen else 0),
-        "dec_batch": pad(dec, MAX_DEC), "target_batch": pad(tgt, MAX_DEC),
+        "dec_batch": pad(dec, MAX_DEC),
+        "target_batch": pad(tgt, MAX_DEC),
         "dec_padding_mask": (np.arange(MAX_DEC)[None] < dec_lens[:, None]).astype(np.float32),
     }
     # The batch must exercise what the test claims: padding on both sides, copy targets.
@@ -115,13 +121,17 @@ def _tf_batch(batch: dict) -> dict:
 def _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version, seed=0, **hps_changes):
     """Random TF1 weights -> checkpoint on disk -> loaded model. Returns (model, params)."""
     rng = np.random.default_rng(seed)
-    params = ref.random_tf1_params(rng, VOCAB_SIZE, HIDDEN, EMB, pointer_gen, coverage,
-                                   tf_version)
+    params = ref.random_tf1_params(rng, VOCAB_SIZE, HIDDEN, EMB, pointer_gen, coverage, tf_version)
     prefix = save_tf1_arrays(params, os.path.join(tmp_path, f"model.ckpt-{seed}"))
-    assert dict(tf.train.list_variables(prefix)) == {k: list(v.shape)
-                                                     for k, v in params.items()}
-    hps = HParams(hidden_dim=HIDDEN, emb_dim=EMB, pointer_gen=pointer_gen, coverage=coverage,
-                  vocab_size=VOCAB_SIZE, **hps_changes)
+    assert dict(tf.train.list_variables(prefix)) == {k: list(v.shape) for k, v in params.items()}
+    hps = HParams(
+        hidden_dim=HIDDEN,
+        emb_dim=EMB,
+        pointer_gen=pointer_gen,
+        coverage=coverage,
+        vocab_size=VOCAB_SIZE,
+        **hps_changes,
+    )
     model = PointerGeneratorModel(hps, VOCAB_SIZE).build_weights()
     result = load_tf1_checkpoint(model, str(tmp_path))
     assert result.tf_version == tf_version
@@ -129,13 +139,13 @@ def _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version, seed=0, **hps_c
 
 
 def _close(actual, expected, rtol=RTOL, atol=0.0, what=""):
-    np.testing.assert_allclose(np.asarray(actual, np.float64), expected, rtol=rtol, atol=atol,
-                               err_msg=what)
+    np.testing.assert_allclose(
+        np.asarray(actual, np.float64), expected, rtol=rtol, atol=atol, err_msg=what
+    )
 
 
 @pytest.mark.parametrize("pointer_gen,coverage,tf_version", CONFIGS)
-def test_training_forward_matches_oracle(tmp_path, real_batch, pointer_gen, coverage,
-                                         tf_version):
+def test_training_forward_matches_oracle(tmp_path, real_batch, pointer_gen, coverage, tf_version):
     batch = real_batch(pointer_gen)
     model, params = _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version)
     want = ref.forward(params, batch, pointer_gen, coverage)
@@ -165,19 +175,22 @@ def test_training_forward_matches_oracle(tmp_path, real_batch, pointer_gen, cove
     if pointer_gen:
         # Training never builds P_final (losses.pointer_nll); it must still equal
         # -log P_final[w*] gathered from the model's own full distribution, at every step.
-        gold = np.take_along_axis(final.astype(np.float64), batch["target_batch"][:, :, None],
-                                  axis=2)[:, :, 0]
+        gold = np.take_along_axis(
+            final.astype(np.float64), batch["target_batch"][:, :, None], axis=2
+        )[:, :, 0]
         _close(out["step_nll"], -np.log(gold), what="P(w*) paths disagree")
         _close(final.sum(-1), np.ones(final.shape[:2]), what="final rows sum to 1")
 
 
 @pytest.mark.parametrize("pointer_gen,coverage,tf_version", CONFIGS[:3])
-def test_decode_step_original_matches_oracle(tmp_path, real_batch, pointer_gen, coverage,
-                                             tf_version):
+def test_decode_step_original_matches_oracle(
+    tmp_path, real_batch, pointer_gen, coverage, tf_version
+):
     """decode_attention="original" is the TF1 decode graph (spec 4.12), step by step."""
     batch = real_batch(pointer_gen)
-    model, params = _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version, seed=2,
-                                    decode_attention="original")
+    model, params = _model_from_tf1(
+        tmp_path, pointer_gen, coverage, tf_version, seed=2, decode_attention="original"
+    )
     tb = _tf_batch(batch)
     enc = model.encode(tb["enc_batch"], tb["enc_padding_mask"])
     carry = model.initial_carry(enc)
@@ -188,10 +201,21 @@ def test_decode_step_original_matches_oracle(tmp_path, real_batch, pointer_gen, 
     for t in range(DECODE_STEPS):
         tokens = batch["dec_batch"][:, t]
         final, attn, p_gen, carry = model.decode_step(
-            enc, tb["enc_batch_extend_vocab"], tb["max_art_oovs"], tf.constant(tokens), carry)
+            enc, tb["enc_batch_extend_vocab"], tb["max_art_oovs"], tf.constant(tokens), carry
+        )
         w_final, w_attn, w_pgen, c, h, cov = ref.decode_step_original(
-            params, r_enc, batch["enc_padding_mask"], batch["enc_batch_extend_vocab"],
-            max_oovs, tokens, c, h, cov, pointer_gen, coverage)
+            params,
+            r_enc,
+            batch["enc_padding_mask"],
+            batch["enc_batch_extend_vocab"],
+            max_oovs,
+            tokens,
+            c,
+            h,
+            cov,
+            pointer_gen,
+            coverage,
+        )
         _close(attn, w_attn, atol=1e-9, what=f"attention at step {t}")
         _close(final, w_final, atol=1e-10, what=f"final distribution at step {t}")
         _close(p_gen, w_pgen, what=f"p_gen at step {t}")
@@ -207,12 +231,14 @@ def test_decode_step_original_matches_oracle(tmp_path, real_batch, pointer_gen, 
 
 
 @pytest.mark.parametrize("pointer_gen,coverage,tf_version", [CONFIGS[3]])
-def test_decode_step_train_consistent_reproduces_training(tmp_path, real_batch, pointer_gen,
-                                                          coverage, tf_version):
+def test_decode_step_train_consistent_reproduces_training(
+    tmp_path, real_batch, pointer_gen, coverage, tf_version
+):
     """decode_attention="train_consistent" over the gold inputs = the training loop."""
     batch = real_batch(pointer_gen)
-    model, params = _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version, seed=3,
-                                    decode_attention="train_consistent")
+    model, params = _model_from_tf1(
+        tmp_path, pointer_gen, coverage, tf_version, seed=3, decode_attention="train_consistent"
+    )
     tb = _tf_batch(batch)
     out = model(tb)
     train_final = model.final_distributions(tb, out).numpy()
@@ -221,7 +247,8 @@ def test_decode_step_train_consistent_reproduces_training(tmp_path, real_batch, 
     carry = model.initial_carry(enc)
     for t in range(DECODE_STEPS):
         final, attn, p_gen, carry = model.decode_step(
-            enc, tb["enc_batch_extend_vocab"], tb["max_art_oovs"], tb["dec_batch"][:, t], carry)
+            enc, tb["enc_batch_extend_vocab"], tb["max_art_oovs"], tb["dec_batch"][:, t], carry
+        )
         _close(attn, out["attn_dists"][:, t].numpy(), atol=1e-9, what=f"attention step {t}")
         _close(p_gen, out["p_gens"][:, t].numpy(), what=f"p_gen step {t}")
         _close(final, train_final[:, t], atol=1e-10, what=f"final dist step {t}")

@@ -36,27 +36,32 @@ def _model(setup, **hp):
 
 @pytest.mark.parametrize("coverage", [False, True])
 def test_original_one_article_decoding_equals_the_batched_decoder(setup, coverage):
-    hps, vocab, model = _model(setup, max_dec_steps=6, min_dec_steps=2, beam_size=3,
-                               coverage=coverage)
-    batch = next(iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=5),
-                                   "decode", True)))
-    batched = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=True).decode_batch(
-        batch)
-    searches = {original: original_decode.one_at_a_time(model, vocab, hps, original)
-                for original in (True, False)}
+    hps, vocab, model = _model(
+        setup, max_dec_steps=6, min_dec_steps=2, beam_size=3, coverage=coverage
+    )
+    batch = next(
+        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=5), "decode", True))
+    )
+    batched = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=True).decode_batch(batch)
+    searches = {
+        original: original_decode.one_at_a_time(model, vocab, hps, original)
+        for original in (True, False)
+    }
     for i, summary in enumerate(batched):
         n = int(batch["enc_lens"][i])
-        one = {k: v[i:i + 1] for k, v in batch.items() if v.shape.rank}
-        one = {k: (v[:, :n] if k.startswith("enc_") and k != "enc_lens" else v)
-               for k, v in one.items()}
+        one = {k: v[i : i + 1] for k, v in batch.items() if v.shape.rank}
+        one = {
+            k: (v[:, :n] if k.startswith("enc_") and k != "enc_lens" else v) for k, v in one.items()
+        }
         one["max_art_oovs"] = batch["max_art_oovs"]
         for original, search in searches.items():
             hyp = search(one)
             generated = hyp.tokens[1:]
             assert len(generated) == len(summary.p_gens), (i, original)
-            words = decode.outputids2words(generated, vocab,
-                                           decode.example_strings(batch, i)["art_oovs"])
-            assert words[:len(summary.words)] == summary.words, (i, original)
+            words = decode.outputids2words(
+                generated, vocab, decode.example_strings(batch, i)["art_oovs"]
+            )
+            assert words[: len(summary.words)] == summary.words, (i, original)
             np.testing.assert_allclose(np.stack(hyp.attn_dists), summary.attn, atol=1e-5)
             assert float(hyp.avg_log_prob) == pytest.approx(summary.score, abs=1e-5)
             np.testing.assert_allclose(hyp.p_gens, summary.p_gens, atol=1e-5)

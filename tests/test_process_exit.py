@@ -34,13 +34,25 @@ run_and_exit(entry, sys.argv[1])
 """
 
 
-@pytest.mark.parametrize("how, status, extra", [
-    ("none", 0, ""), ("exit3", 3, ""), ("return2", 2, ""),
-    ("message", 1, "a message"), ("interrupt", 130, "interrupted")])
+@pytest.mark.parametrize(
+    "how, status, extra",
+    [
+        ("none", 0, ""),
+        ("exit3", 3, ""),
+        ("return2", 2, ""),
+        ("message", 1, "a message"),
+        ("interrupt", 130, "interrupted"),
+    ],
+)
 def test_run_and_exit_flushes_and_keeps_the_status(how, status, extra):
-    proc = subprocess.run([sys.executable, "-c", CHILD, how], capture_output=True,
-                          text=True, timeout=60, env=helpers.subprocess_env(),
-                          cwd=helpers.REPO_ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=helpers.subprocess_env(),
+        cwd=helpers.REPO_ROOT,
+    )
     assert proc.returncode == status, proc.stderr
     assert proc.stdout == "unflushed stdout"
     assert "logged line" in proc.stderr and extra in proc.stderr

@@ -20,8 +20,16 @@ from experiments.paper import recipe as recipe_lib
 from experiments.paper import run_recipe
 
 RECIPES = ("baseline_50k", "baseline_150k", "pointer_generator", "pointer_generator_coverage")
-PAPER = dict(hidden_dim=256, emb_dim=128, batch_size=16, lr=0.15, adagrad_init_acc=0.1,
-             max_grad_norm=2.0, rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4)
+PAPER = dict(
+    hidden_dim=256,
+    emb_dim=128,
+    batch_size=16,
+    lr=0.15,
+    adagrad_init_acc=0.1,
+    max_grad_norm=2.0,
+    rand_unif_init_mag=0.02,
+    trunc_norm_init_std=1e-4,
+)
 
 
 @pytest.fixture
@@ -65,20 +73,22 @@ def test_shipped_recipes_load():
     pg = recipe_lib.load("pointer_generator")
     # the coverage recipe continues the pointer-generator experiment stage for stage
     assert cov.exp_name == pg.exp_name == "pointer_generator"
-    assert [s.name for s in cov.stages[:len(pg.stages)]] == [s.name for s in pg.stages]
+    assert [s.name for s in cov.stages[: len(pg.stages)]] == [s.name for s in pg.stages]
 
 
 @pytest.mark.parametrize("name", RECIPES)
 def test_dry_run_commands_have_the_papers_settings(name, data_dir, tmp_path, capsys):
-    out = _dry_run(capsys, "--recipe", name, "--data_dir", data_dir,
-                   "--log_root", str(tmp_path / "logs"))
+    out = _dry_run(
+        capsys, "--recipe", name, "--data_dir", data_dir, "--log_root", str(tmp_path / "logs")
+    )
     stages = _commands(out)
     vocab_size = 150000 if name == "baseline_150k" else 50000
     pointer = name.startswith("pointer")
     train_stages = [s for s in stages if s[1] == "train" and not s[0].endswith("coverage")]
     expected_lengths = [(100, 25), (200, 50), (300, 75), (400, 100)]
-    assert [(_flags(s[3][-1][1]).max_enc_steps, _flags(s[3][-1][1]).max_dec_steps)
-            for s in train_stages] == expected_lengths
+    assert [
+        (_flags(s[3][-1][1]).max_enc_steps, _flags(s[3][-1][1]).max_dec_steps) for s in train_stages
+    ] == expected_lengths
     final = 230000 if pointer else 600000
     assert _flags(train_stages[-1][3][-1][1]).max_steps == final
     steps = [_flags(s[3][-1][1]).max_steps for s in train_stages]
@@ -102,11 +112,21 @@ def test_dry_run_commands_have_the_papers_settings(name, data_dir, tmp_path, cap
             # a data position saved at one stage's lengths cannot be restored at another's
             assert not fv.checkpoint_data_position
             if kind == "decode":
-                assert (fv.mode, fv.single_pass, fv.beam_size, fv.max_enc_steps,
-                        fv.max_dec_steps, fv.min_dec_steps) == ("decode", True, 4, 400, 120, 35)
+                assert (
+                    fv.mode,
+                    fv.single_pass,
+                    fv.beam_size,
+                    fv.max_enc_steps,
+                    fv.max_dec_steps,
+                    fv.min_dec_steps,
+                ) == ("decode", True, 4, 400, 120, 35)
             if kind == "eval_single_pass":
-                assert (fv.mode, fv.single_pass, fv.max_enc_steps, fv.max_dec_steps) == \
-                    ("eval", True, 400, 100)
+                assert (fv.mode, fv.single_pass, fv.max_enc_steps, fv.max_dec_steps) == (
+                    "eval",
+                    True,
+                    400,
+                    100,
+                )
     by_name = {s[0]: s for s in stages}
     # the final stage runs the concurrent eval job at full lengths on the validation data
     eval_job, train = by_name["train_enc400_dec100"][3]
@@ -116,12 +136,15 @@ def test_dry_run_commands_have_the_papers_settings(name, data_dir, tmp_path, cap
     assert _flags(by_name["restore_best_model"][3][0][1]).restore_best_model
     score = by_name["score_test"][3]
     assert [m for m, _ in score] == ["pointer_generator.rouge", "experiments.analysis"]
-    assert any("decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-" in a
-               for a in score[0][1])
+    assert any("decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-" in a for a in score[0][1])
     if name == "pointer_generator_coverage":
-        assert [s[0] for s in stages[8:]] == ["convert_to_coverage", "train_coverage",
-                                              "val_loss_coverage", "decode_test_coverage",
-                                              "score_test_coverage"]
+        assert [s[0] for s in stages[8:]] == [
+            "convert_to_coverage",
+            "train_coverage",
+            "val_loss_coverage",
+            "decode_test_coverage",
+            "score_test_coverage",
+        ]
         convert = _flags(by_name["convert_to_coverage"][3][0][1])
         assert convert.convert_to_coverage_model and convert.coverage
         assert convert.cov_loss_wt == 1.0
@@ -132,8 +155,7 @@ def test_dry_run_commands_have_the_papers_settings(name, data_dir, tmp_path, cap
         assert len(stages) == 8
 
 
-def test_restart_skips_finished_stages_and_checks_their_settings(data_dir, tmp_path,
-                                                                 capsys):
+def test_restart_skips_finished_stages_and_checks_their_settings(data_dir, tmp_path, capsys):
     logs = str(tmp_path / "logs")
     recipe = recipe_lib.load("pointer_generator_coverage")
     runner = run_recipe.Runner(recipe, data_dir, logs)
@@ -142,24 +164,61 @@ def test_restart_skips_finished_stages_and_checks_their_settings(data_dir, tmp_p
         runner.state.update(stage.name, finished="then", fingerprint=runner.fingerprint(stage))
     runner.state.update("decode_test", decode_dir="/x/decode_test_dir")
     runner.state.update("train_coverage", start_step=229000)
-    stages = _commands(_dry_run(capsys, "--recipe", "pointer_generator_coverage",
-                                "--data_dir", data_dir, "--log_root", logs))
+    stages = _commands(
+        _dry_run(
+            capsys,
+            "--recipe",
+            "pointer_generator_coverage",
+            "--data_dir",
+            data_dir,
+            "--log_root",
+            logs,
+        )
+    )
     assert [s[2] for s in stages] == [True] * 9 + [False] * 4
     assert all(not s[3] for s in stages[:9])
     # the recorded start step fixes the coverage phase's end
     assert "--max_steps=232000" in stages[9][3][0][1]
     # the pointer_generator recipe shares the experiment: all of it is done
-    stages = _commands(_dry_run(capsys, "--recipe", "pointer_generator",
-                                "--data_dir", data_dir, "--log_root", logs))
+    stages = _commands(
+        _dry_run(
+            capsys, "--recipe", "pointer_generator", "--data_dir", data_dir, "--log_root", logs
+        )
+    )
     assert all(s[2] for s in stages)
     # a finished stage with other settings is an error, not silently reused
-    assert run_recipe.main(["--recipe", "pointer_generator", "--data_dir", data_dir,
-                            "--log_root", logs, "--set", "hidden_dim=64", "--dry_run"]) == 1
+    assert (
+        run_recipe.main(
+            [
+                "--recipe",
+                "pointer_generator",
+                "--data_dir",
+                data_dir,
+                "--log_root",
+                logs,
+                "--set",
+                "hidden_dim=64",
+                "--dry_run",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "train_enc100_dec25" in err and "hidden_dim: 256 -> 64" in err
     # --stage picks stages explicitly, finished or not
-    stages = _commands(_dry_run(capsys, "--recipe", "pointer_generator", "--data_dir",
-                                data_dir, "--log_root", logs, "--stage", "val_loss"))
+    stages = _commands(
+        _dry_run(
+            capsys,
+            "--recipe",
+            "pointer_generator",
+            "--data_dir",
+            data_dir,
+            "--log_root",
+            logs,
+            "--stage",
+            "val_loss",
+        )
+    )
     assert [s[0] for s in stages if not s[2]] == ["val_loss"]
 
 
@@ -256,13 +315,26 @@ def fake(tmp_path, monkeypatch):
         if not log.exists():
             return []
         return [json.loads(line) for line in log.read_text().splitlines()]
+
     return str(path), commands
 
 
 def _run(fake_python, data_dir, logs, *extra, recipe="pointer_generator_coverage"):
-    return run_recipe.main(["--recipe", recipe, "--data_dir", data_dir,
-                            "--log_root", logs, "--python", fake_python,
-                            "--eval_grace_secs", "0.5", *extra])
+    return run_recipe.main(
+        [
+            "--recipe",
+            recipe,
+            "--data_dir",
+            data_dir,
+            "--log_root",
+            logs,
+            "--python",
+            fake_python,
+            "--eval_grace_secs",
+            "0.5",
+            *extra,
+        ]
+    )
 
 
 def _mode(cmd):
@@ -270,8 +342,11 @@ def _mode(cmd):
     if module != recipe_lib.CLI_MODULE:
         return module
     flags = dict(a[2:].split("=", 1) for a in args if "=" in a)
-    extra = [k for k in ("single_pass", "restore_best_model", "convert_to_coverage_model")
-             if flags.get(k) == "True"]
+    extra = [
+        k
+        for k in ("single_pass", "restore_best_model", "convert_to_coverage_model")
+        if flags.get(k) == "True"
+    ]
     return "+".join([flags["mode"]] + extra)
 
 
@@ -282,17 +357,25 @@ def test_full_run_then_nothing_left(fake, data_dir, tmp_path, capsys, monkeypatc
     modes = [_mode(c) for c in commands()]
     # the eval job and the last pointer-generator stage start together: either logs first
     assert sorted(modes[3:5]) == ["eval", "train"]
-    assert modes[:3] + modes[5:] == ["train"] * 3 + ["train+restore_best_model",
-                                     "eval+single_pass", "decode",
-                                     "pointer_generator.rouge", "experiments.analysis",
-                                     "train+convert_to_coverage_model", "train",
-                                     "eval+single_pass", "decode",
-                                     "pointer_generator.rouge", "experiments.analysis"]
+    assert modes[:3] + modes[5:] == ["train"] * 3 + [
+        "train+restore_best_model",
+        "eval+single_pass",
+        "decode",
+        "pointer_generator.rouge",
+        "experiments.analysis",
+        "train+convert_to_coverage_model",
+        "train",
+        "eval+single_pass",
+        "decode",
+        "pointer_generator.rouge",
+        "experiments.analysis",
+    ]
     with open(os.path.join(logs, "pointer_generator", run_recipe.STATE_FILE)) as f:
         st = json.load(f)["stages"]
-    assert all(st[s.name].get("finished")
-               for s in recipe_lib.load("pointer_generator_coverage").stages)
-    best = st["restore_best_model"]["checkpoint"]          # model-<step of the best model>
+    assert all(
+        st[s.name].get("finished") for s in recipe_lib.load("pointer_generator_coverage").stages
+    )
+    best = st["restore_best_model"]["checkpoint"]  # model-<step of the best model>
     assert best.startswith("model-")
     start = run_recipe.step_of(best)
     assert st["train_coverage"]["start_step"] == start
@@ -301,19 +384,33 @@ def test_full_run_then_nothing_left(fake, data_dir, tmp_path, capsys, monkeypatc
     assert st["val_loss"]["validation"]["loss"] == 3.5
     exp = os.path.join(logs, "pointer_generator")
     assert st["decode_test"]["decode_dir"] == os.path.join(
-        exp, f"decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-{start}")
+        exp, f"decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-{start}"
+    )
     assert st["decode_test_coverage"]["decode_dir"].endswith(f"ckpt-{start + 3000}")
     assert st["score_test_coverage"]["rouge_f1"] == {"1": 0.39, "2": 0.17, "l": 0.36}
     n = len(commands())
     assert _run(fake_python, data_dir, logs) == 0
-    assert len(commands()) == n   # everything finished: nothing runs again
-    assert run_recipe.main(["--recipe", "pointer_generator_coverage", "--data_dir",
-                            data_dir, "--log_root", logs, "--list"]) == 0
+    assert len(commands()) == n  # everything finished: nothing runs again
+    assert (
+        run_recipe.main(
+            [
+                "--recipe",
+                "pointer_generator_coverage",
+                "--data_dir",
+                data_dir,
+                "--log_root",
+                logs,
+                "--list",
+            ]
+        )
+        == 0
+    )
     assert "ROUGE F1 39.00/17.00/36.00" in capsys.readouterr().out
 
 
-def test_failure_stops_and_a_rerun_resumes_at_the_failed_stage(fake, data_dir, tmp_path,
-                                                               capsys, monkeypatch):
+def test_failure_stops_and_a_rerun_resumes_at_the_failed_stage(
+    fake, data_dir, tmp_path, capsys, monkeypatch
+):
     fake_python, commands = fake
     logs = str(tmp_path / "logs")
     monkeypatch.setenv("FAKE_FAIL", "decode_single_pass")
@@ -323,8 +420,11 @@ def test_failure_stops_and_a_rerun_resumes_at_the_failed_stage(fake, data_dir, t
     assert _mode(commands()[-1]) == "decode"
     monkeypatch.delenv("FAKE_FAIL")
     assert _run(fake_python, data_dir, logs, recipe="pointer_generator") == 0
-    assert [_mode(c) for c in commands()[n:]] == ["decode", "pointer_generator.rouge",
-                                                  "experiments.analysis"]
+    assert [_mode(c) for c in commands()[n:]] == [
+        "decode",
+        "pointer_generator.rouge",
+        "experiments.analysis",
+    ]
 
 
 def test_eval_job_failure_is_reported(fake, data_dir, tmp_path, capsys, monkeypatch):
@@ -341,11 +441,24 @@ def test_eval_job_failure_is_reported(fake, data_dir, tmp_path, capsys, monkeypa
 
 
 def test_missing_data_and_bad_recipes_are_clear_errors(tmp_path, data_dir, capsys):
-    assert run_recipe.main(["--recipe", "pointer_generator", "--data_dir",
-                            str(tmp_path / "nowhere"), "--log_root", str(tmp_path)]) == 1
+    assert (
+        run_recipe.main(
+            [
+                "--recipe",
+                "pointer_generator",
+                "--data_dir",
+                str(tmp_path / "nowhere"),
+                "--log_root",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     assert "chunked/train_* matches no files" in capsys.readouterr().err
-    assert run_recipe.main(["--recipe", "nope", "--data_dir", data_dir, "--log_root",
-                            str(tmp_path)]) == 1
+    assert (
+        run_recipe.main(["--recipe", "nope", "--data_dir", data_dir, "--log_root", str(tmp_path)])
+        == 1
+    )
     assert "no recipe 'nope'" in capsys.readouterr().err
 
     def bad(content, match):
@@ -353,22 +466,49 @@ def test_missing_data_and_bad_recipes_are_clear_errors(tmp_path, data_dir, capsy
         path.write_text(json.dumps(content))
         with pytest.raises(recipe_lib.RecipeError, match=match):
             recipe_lib.load(str(path))
+
     ok_stage = {"name": "t", "kind": "train", "flags": {"max_steps": 10}}
     bad({"exp_name": "e", "stages": [ok_stage], "colour": 1}, r"bad.json: unknown keys")
     bad({"exp_name": "e", "stages": [{"name": "t", "kind": "train"}]}, "exactly one of")
-    bad({"exp_name": "e", "stages": [{**ok_stage, "flags": {"mode": "eval"}}]},
-        "set by the runner")
-    bad({"exp_name": "e", "stages": [ok_stage, {"name": "s", "kind": "score",
-                                                "decode_stage": "t"}]}, "earlier decode")
+    bad({"exp_name": "e", "stages": [{**ok_stage, "flags": {"mode": "eval"}}]}, "set by the runner")
+    bad(
+        {
+            "exp_name": "e",
+            "stages": [ok_stage, {"name": "s", "kind": "score", "decode_stage": "t"}],
+        },
+        "earlier decode",
+    )
     bad({"exp_name": "e", "stages": [ok_stage, ok_stage]}, "unique")
-    bad({"exp_name": "e", "flagfiles": ["missing.flags"], "stages": [ok_stage]},
-        "missing.flags does not exist")
+    bad(
+        {"exp_name": "e", "flagfiles": ["missing.flags"], "stages": [ok_stage]},
+        "missing.flags does not exist",
+    )
     # a flag the CLI does not know is caught from the recipe, before anything runs
     path = tmp_path / "typo.json"
-    path.write_text(json.dumps({"exp_name": "e", "stages": [
-        {"name": "t", "kind": "train", "flags": {"max_steps": 10, "hiden_dim": 3}}]}))
-    assert run_recipe.main(["--recipe", str(path), "--data_dir", data_dir, "--log_root",
-                            str(tmp_path), "--dry_run"]) == 1
+    path.write_text(
+        json.dumps(
+            {
+                "exp_name": "e",
+                "stages": [
+                    {"name": "t", "kind": "train", "flags": {"max_steps": 10, "hiden_dim": 3}}
+                ],
+            }
+        )
+    )
+    assert (
+        run_recipe.main(
+            [
+                "--recipe",
+                str(path),
+                "--data_dir",
+                data_dir,
+                "--log_root",
+                str(tmp_path),
+                "--dry_run",
+            ]
+        )
+        == 1
+    )
     assert "hiden_dim" in capsys.readouterr().err
 
 
@@ -383,25 +523,32 @@ def test_cpu_scale_split_is_fixed_by_the_hash_rule(tmp_path):
     src = tmp_path / "sample.jsonl.gz"
     with gzip.open(src, "wt", encoding="utf-8") as f:
         for i in range(10):
-            f.write(json.dumps({"id": "%06d" % i, "article": f"word{i} common .",
-                                "abstract": [f"sum{i} ."]}) + "\n")
+            f.write(
+                json.dumps(
+                    {"id": "%06d" % i, "article": f"word{i} common .", "abstract": [f"sum{i} ."]}
+                )
+                + "\n"
+            )
         f.write(json.dumps({"id": "000010", "article": "", "abstract": ["empty ."]}) + "\n")
     out = tmp_path / "split"
     m = split_sample.split_sample(str(src), str(out), seed=0, val_size=2, test_size=3)
-    ranked = sorted(("%06d" % i for i in range(10)),
-                    key=lambda i: hashlib.sha256(f"0:{i}".encode()).hexdigest())
-    assert m["sizes"] == {"train": 5, "val": 2, "test": 3}   # the empty article is dropped
+    ranked = sorted(
+        ("%06d" % i for i in range(10)), key=lambda i: hashlib.sha256(f"0:{i}".encode()).hexdigest()
+    )
+    assert m["sizes"] == {"train": 5, "val": 2, "test": 3}  # the empty article is dropped
     assert m["ids"]["test"] == sorted(ranked[:3]) and m["ids"]["val"] == sorted(ranked[3:5])
     records = list(read_records(str(out / "chunked" / "test_000.bin")))
-    assert records == [(f"word{int(i)} common .", f"<s> sum{int(i)} . </s>")
-                       for i in m["ids"]["test"]]
+    assert records == [
+        (f"word{int(i)} common .", f"<s> sum{int(i)} . </s>") for i in m["ids"]["test"]
+    ]
     vocab = dict(line.split() for line in (out / "vocab").read_text().splitlines())
-    assert vocab["common"] == "5" and vocab["."] == "10"    # 5 articles + 5 abstracts
+    assert vocab["common"] == "5" and vocab["."] == "10"  # 5 articles + 5 abstracts
     assert {f"word{int(i)}" for i in m["ids"]["train"]} <= set(vocab)
     assert not {f"word{int(i)}" for i in m["ids"]["test"] + m["ids"]["val"]} & set(vocab)
     assert json.loads((out / "split.json").read_text())["ids"] == m["ids"]
-    other = split_sample.split_sample(str(src), str(tmp_path / "s1"), seed=1, val_size=2,
-                                      test_size=3)
+    other = split_sample.split_sample(
+        str(src), str(tmp_path / "s1"), seed=1, val_size=2, test_size=3
+    )
     assert other["ids"] != m["ids"]
     with pytest.raises(split_sample.DataError, match="keep any for training"):
         split_sample.split_sample(str(src), str(tmp_path / "s2"), val_size=5, test_size=5)

@@ -24,10 +24,16 @@ def _batch(pointer_gen: bool) -> dict:
         ext[0, 1], ext[1, 2], target[0, 2], target[1, 0] = VOCAB, VOCAB + 1, VOCAB, VOCAB + 1
     mask = (np.arange(t)[None] < lens[:, None]).astype(np.float32)
     dec_mask = (np.arange(d)[None] < dec_lens[:, None]).astype(np.float32)
-    batch = {"enc_batch": enc, "enc_lens": lens.astype(np.int32), "enc_padding_mask": mask,
-             "enc_batch_extend_vocab": ext, "max_art_oovs": np.int32(2 if pointer_gen else 0),
-             "dec_batch": rng.integers(2, VOCAB, (b, d)).astype(np.int32),
-             "target_batch": target, "dec_padding_mask": dec_mask}
+    batch = {
+        "enc_batch": enc,
+        "enc_lens": lens.astype(np.int32),
+        "enc_padding_mask": mask,
+        "enc_batch_extend_vocab": ext,
+        "max_art_oovs": np.int32(2 if pointer_gen else 0),
+        "dec_batch": rng.integers(2, VOCAB, (b, d)).astype(np.int32),
+        "target_batch": target,
+        "dec_padding_mask": dec_mask,
+    }
     return {k: tf.constant(v) for k, v in batch.items()}
 
 
@@ -40,14 +46,27 @@ def _run(model, batch):
     return out, [tf.convert_to_tensor(g).numpy() for g in grads]
 
 
-@pytest.mark.parametrize("pointer_gen,coverage,safe,row_chunk", [
-    (True, True, True, recurrent.ROW_CHUNK), (False, False, False, recurrent.ROW_CHUNK),
-    (True, True, True, 2)])  # 3 rows as chunks of 2 + 1: each runs the loops on its own
-def test_fused_recurrence_equals_keras_and_autodiff(pointer_gen, coverage, safe, row_chunk,
-                                                    monkeypatch):
+@pytest.mark.parametrize(
+    "pointer_gen,coverage,safe,row_chunk",
+    [
+        (True, True, True, recurrent.ROW_CHUNK),
+        (False, False, False, recurrent.ROW_CHUNK),
+        (True, True, True, 2),
+    ],
+)  # 3 rows as chunks of 2 + 1: each runs the loops on its own
+def test_fused_recurrence_equals_keras_and_autodiff(
+    pointer_gen, coverage, safe, row_chunk, monkeypatch
+):
     monkeypatch.setattr(recurrent, "ROW_CHUNK", row_chunk)
-    hps = HParams(hidden_dim=8, emb_dim=6, pointer_gen=pointer_gen, coverage=coverage,
-                  safe_numerics=safe, rand_unif_init_mag=0.5, trunc_norm_init_std=0.5)
+    hps = HParams(
+        hidden_dim=8,
+        emb_dim=6,
+        pointer_gen=pointer_gen,
+        coverage=coverage,
+        safe_numerics=safe,
+        rand_unif_init_mag=0.5,
+        trunc_norm_init_std=0.5,
+    )
     tf.keras.utils.set_random_seed(1)
     reference = PointerGeneratorModel(hps.replace(fused_recurrence=False), VOCAB).build_weights()
     fused = PointerGeneratorModel(hps, VOCAB).build_weights()
@@ -56,10 +75,10 @@ def test_fused_recurrence_equals_keras_and_autodiff(pointer_gen, coverage, safe,
     out_ref, grads_ref = _run(reference, batch)
     out_fused, grads_fused = _run(fused, batch)
     for key in ("total_loss", "attn_dists", "p_gens", "vocab_logits", "step_nll"):
-        np.testing.assert_allclose(out_fused[key], out_ref[key], rtol=1e-5, atol=1e-6,
-                                   err_msg=key)
-    for var, g_ref, g_fused in zip(reference.trainable_variables, grads_ref, grads_fused,
-                                   strict=True):
+        np.testing.assert_allclose(out_fused[key], out_ref[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    for var, g_ref, g_fused in zip(
+        reference.trainable_variables, grads_ref, grads_fused, strict=True
+    ):
         assert np.abs(g_ref).max() > 0 or "w_c" in var.path, var.path
         scale = np.abs(g_ref).max() + 1e-12
         np.testing.assert_allclose(g_fused / scale, g_ref / scale, atol=5e-5, err_msg=var.path)

@@ -94,10 +94,14 @@ class Job:
         fd, self.stacks_path = tempfile.mkstemp(suffix=".stacks")
         os.close(fd)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, *args], stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
+            [sys.executable, "-c", CHILD, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             env=helpers.subprocess_env(PG_TEST_STACKS=self.stacks_path, **env),
-            cwd=helpers.REPO_ROOT, start_new_session=True)
+            cwd=helpers.REPO_ROOT,
+            start_new_session=True,
+        )
         self.started = time.time()
         self.lines: list[tuple[float, str]] = []
         self._changed = threading.Condition()
@@ -121,12 +125,15 @@ class Job:
                     if t >= after and pattern.search(line):
                         return t, pattern.search(line)
                 if self.proc.poll() is not None and not self._reader.is_alive():
-                    raise AssertionError(f"job ended (status {self.proc.returncode}) before "
-                                         f"{pattern.pattern!r}:\n{self.tail()}")
+                    raise AssertionError(
+                        f"job ended (status {self.proc.returncode}) before "
+                        f"{pattern.pattern!r}:\n{self.tail()}"
+                    )
                 left = deadline - time.time()
                 if left <= 0:
-                    raise AssertionError(f"no {pattern.pattern!r} within {timeout} s:\n"
-                                         f"{self.tail()}")
+                    raise AssertionError(
+                        f"no {pattern.pattern!r} within {timeout} s:\n{self.tail()}"
+                    )
                 self._changed.wait(min(left, 0.5))
 
     def matches(self, pattern: re.Pattern, before: float = float("inf")):
@@ -164,8 +171,10 @@ class Job:
             self.stop()
         self._reader.join(timeout=30)
         if code is None:
-            raise AssertionError(f"job still running after {timeout} s; its last output:\n"
-                                 f"{self.tail()}\nits stacks:\n{stacks}")
+            raise AssertionError(
+                f"job still running after {timeout} s; its last output:\n"
+                f"{self.tail()}\nits stacks:\n{stacks}"
+            )
         return code
 
     def stop(self):
@@ -191,13 +200,14 @@ def disk_problems(train_dir: str) -> list[str]:
     """
     problems = []
     for index in sorted(glob.glob(os.path.join(train_dir, "model.ckpt-*.index"))):
-        prefix = index[:-len(".index")]
+        prefix = index[: -len(".index")]
         try:
             reader = tf.train.load_checkpoint(prefix)
             for key, dtype in reader.get_variable_to_dtype_map().items():
                 if dtype == tf.variant:  # the data position: no NumPy form, read it raw
-                    tf.raw_ops.RestoreV2(prefix=prefix, tensor_names=[key],
-                                         shape_and_slices=[""], dtypes=[dtype])
+                    tf.raw_ops.RestoreV2(
+                        prefix=prefix, tensor_names=[key], shape_and_slices=[""], dtypes=[dtype]
+                    )
                 else:
                     reader.get_tensor(key)
             if _checkpoint_step(prefix) != int(prefix.rsplit("-", 1)[1]):
@@ -213,8 +223,10 @@ def disk_problems(train_dir: str) -> list[str]:
     newest_step = int(newest.rsplit("-", 1)[1])
     for path in state.all_model_checkpoint_paths:
         step = int(path.rsplit("-", 1)[1])
-        if not os.path.exists(os.path.join(train_dir, os.path.basename(path)) + ".index") \
-                and step >= newest_step:
+        if (
+            not os.path.exists(os.path.join(train_dir, os.path.basename(path)) + ".index")
+            and step >= newest_step
+        ):
             problems.append(f"the state file lists {path}, which is not on disk")
     return problems
 
@@ -232,10 +244,20 @@ def kill_scenario(tmp_path_factory):
     data = helpers.tiny_setup(root, n_train=40, n_val=12)
     exp = Experiment(os.path.join(data.log_root, "kill"))
     common = dict(vocab_path=data.vocab_path, log_root=data.log_root, exp_name="kill")
-    train_args = helpers.cli_args(mode="train", data_path=data.train_path,
-                                  save_checkpoint_secs=SAVE_SECS, max_steps=0, **common)
-    eval_args = helpers.cli_args(mode="eval", data_path=data.val_path,
-                                 eval_interval_secs=0.2, max_eval_iterations=0, **common)
+    train_args = helpers.cli_args(
+        mode="train",
+        data_path=data.train_path,
+        save_checkpoint_secs=SAVE_SECS,
+        max_steps=0,
+        **common,
+    )
+    eval_args = helpers.cli_args(
+        mode="eval",
+        data_path=data.val_path,
+        eval_interval_secs=0.2,
+        max_eval_iterations=0,
+        **common,
+    )
     rounds, jobs = [], []
     os.makedirs(exp.root)  # eval refuses an experiment that does not exist yet
     eval_job = Job(eval_args)  # it waits for the first checkpoint
@@ -261,12 +283,19 @@ def kill_scenario(tmp_path_factory):
             resumed = job.matches(RESUMED_LINE)
             # (time, step) where this job started: resumed, or the fresh start's save.
             start = (resumed[0][0], int(resumed[0][1].group(2))) if resumed else saved[0]
-            rounds.append(types.SimpleNamespace(
-                job=job, how=how, t_kill=t_kill, problems=disk_problems(exp.train_dir),
-                state_newest=int(state.model_checkpoint_path.rsplit("-", 1)[1]),
-                start=start, saved=saved,
-                steps={int(m.group(1)): t for t, m in job.matches(STEP_LINE)},
-                temp_dirs=glob.glob(os.path.join(exp.train_dir, "*_temp*"))))
+            rounds.append(
+                types.SimpleNamespace(
+                    job=job,
+                    how=how,
+                    t_kill=t_kill,
+                    problems=disk_problems(exp.train_dir),
+                    state_newest=int(state.model_checkpoint_path.rsplit("-", 1)[1]),
+                    start=start,
+                    saved=saved,
+                    steps={int(m.group(1)): t for t, m in job.matches(STEP_LINE)},
+                    temp_dirs=glob.glob(os.path.join(exp.train_dir, "*_temp*")),
+                )
+            )
         # Training goes on until the eval job has read a checkpoint that rotation then
         # deleted (on a slow machine the kills may leave too few saves for that); SIGTERM
         # then stops it with a checkpoint.
@@ -275,18 +304,26 @@ def kill_scenario(tmp_path_factory):
         rotating.wait_for(STEP_LINE, STARTUP_TIMEOUT)
         deadline = time.time() + ROTATION_TIMEOUT
         while not _read_then_deleted(eval_job, exp.train_dir):
-            assert time.time() < deadline, (f"no checkpoint read by eval was rotated away "
-                                             f"within {ROTATION_TIMEOUT} s:\n"
-                                             f"{eval_job.tail()}\n{rotating.tail()}")
+            assert time.time() < deadline, (
+                f"no checkpoint read by eval was rotated away "
+                f"within {ROTATION_TIMEOUT} s:\n"
+                f"{eval_job.tail()}\n{rotating.tail()}"
+            )
             assert rotating.proc.poll() is None, rotating.tail()
             time.sleep(0.2)
         rotating.proc.send_signal(signal.SIGTERM)
         rotating_status = rotating.wait(timeout=60)
         newest = checkpointing.latest_checkpoint(exp.train_dir)
         max_steps = _checkpoint_step(newest) + 10
-        final = Job(helpers.cli_args(mode="train", data_path=data.train_path,
-                                     save_checkpoint_secs=SAVE_SECS, max_steps=max_steps,
-                                     **common))
+        final = Job(
+            helpers.cli_args(
+                mode="train",
+                data_path=data.train_path,
+                save_checkpoint_secs=SAVE_SECS,
+                max_steps=max_steps,
+                **common,
+            )
+        )
         jobs.append(final)
         final_status = final.wait(timeout=STARTUP_TIMEOUT + 60)
         eval_alive = eval_job.proc.poll() is None
@@ -297,10 +334,18 @@ def kill_scenario(tmp_path_factory):
         for job in [*jobs, eval_job]:
             job.stop()
     return types.SimpleNamespace(
-        exp=exp, rounds=rounds, jobs=jobs, rotating=rotating,
-        rotating_status=rotating_status, final=final, final_status=final_status,
-        max_steps=max_steps, eval_job=eval_job, eval_alive=eval_alive,
-        eval_status=eval_status)
+        exp=exp,
+        rounds=rounds,
+        jobs=jobs,
+        rotating=rotating,
+        rotating_status=rotating_status,
+        final=final,
+        final_status=final_status,
+        max_steps=max_steps,
+        eval_job=eval_job,
+        eval_alive=eval_alive,
+        eval_status=eval_status,
+    )
 
 
 def _read_then_deleted(eval_job: Job, train_dir: str) -> list[int]:
@@ -310,13 +355,14 @@ def _read_then_deleted(eval_job: Job, train_dir: str) -> list[int]:
 
 
 def _where(scenario, r) -> str:
-    return (f"(RELIABILITY_SEED={SEED}; kill {r + 1} {scenario.rounds[r].how}; its output "
-            f"ends:\n{scenario.rounds[r].job.tail(15)}\nthe restart's output ends:\n"
-            f"{scenario.jobs[r + 1].tail(15)})")
+    return (
+        f"(RELIABILITY_SEED={SEED}; kill {r + 1} {scenario.rounds[r].how}; its output "
+        f"ends:\n{scenario.rounds[r].job.tail(15)}\nthe restart's output ends:\n"
+        f"{scenario.jobs[r + 1].tail(15)})"
+    )
 
 
-def test_killed_training_resumes_from_the_newest_checkpoint_and_continues_the_step(
-        kill_scenario):
+def test_killed_training_resumes_from_the_newest_checkpoint_and_continues_the_step(kill_scenario):
     s = kill_scenario
     for r, rnd in enumerate(s.rounds):
         restart = s.jobs[r + 1]
@@ -376,19 +422,20 @@ def test_at_most_one_save_interval_of_work_is_lost(kill_scenario):
         times[rnd.start[1]] = rnd.start[0]
         reached = times[step]  # when training reached the resumed step
         order = sorted(times)
-        longest = max((times[b] - times[a] for a, b in zip(order, order[1:], strict=False)
-                       if b > step), default=0.0)
+        longest = max(
+            (times[b] - times[a] for a, b in zip(order, order[1:], strict=False) if b > step),
+            default=0.0,
+        )
         # A save follows its step's progress line; it ends with "Saved checkpoint".
-        longest_save = max([t - rnd.steps[n] for t, n in rnd.saved if n in rnd.steps]
-                           + [3 * SLOW_SAVE])
+        longest_save = max(
+            [t - rnd.steps[n] for t, n in rnd.saved if n in rnd.steps] + [3 * SLOW_SAVE]
+        )
         bound = SAVE_SECS + longest_save + longest + 1.0
         lost = rnd.t_kill - reached
-        assert lost <= bound, (f"{lost:.2f} s of training lost (bound {bound:.2f} s) "
-                               + _where(s, r))
+        assert lost <= bound, f"{lost:.2f} s of training lost (bound {bound:.2f} s) " + _where(s, r)
 
 
-def test_eval_job_beside_killed_training_never_crashes_or_reads_a_partial_checkpoint(
-        kill_scenario):
+def test_eval_job_beside_killed_training_never_crashes_or_reads_a_partial_checkpoint(kill_scenario):
     s = kill_scenario
     job = s.eval_job
     assert s.eval_alive, job.tail()  # it was still running when training had finished
@@ -405,7 +452,7 @@ def test_eval_job_beside_killed_training_never_crashes_or_reads_a_partial_checkp
     kept = helpers.checkpoint_steps(s.exp.train_dir)
     assert [n for n in steps if n not in kept], (steps, kept)
     for best in glob.glob(os.path.join(s.exp.eval_dir, "bestmodel-*.index")):
-        prefix = best[:-len(".index")]
+        prefix = best[: -len(".index")]
         assert _checkpoint_step(prefix) == int(prefix.rsplit("-", 1)[1])
 
 
@@ -420,10 +467,13 @@ def _decode_setup(root, n_examples: int):
     from pointer_generator import binfile
 
     data = helpers.tiny_setup(root, n_train=4, n_val=4)
-    records = [binfile.encode_record(a, b)
-               for a, b in helpers.make_pairs(n_examples - 1, data.words, seed=9)]
-    bad = binfile.encode_example({"article": b"w7 \xff\xfe w8 w9 .",
-                                  "abstract": b"<s> w7 \xc3 . </s>"})
+    records = [
+        binfile.encode_record(a, b)
+        for a, b in helpers.make_pairs(n_examples - 1, data.words, seed=9)
+    ]
+    bad = binfile.encode_example(
+        {"article": b"w7 \xff\xfe w8 w9 .", "abstract": b"<s> w7 \xc3 . </s>"}
+    )
     records.insert(NON_UTF8_INDEX, struct.pack("q", len(bad)) + bad)
     os.makedirs(os.path.join(str(root), "data"), exist_ok=True)
     with open(os.path.join(str(root), "data", "test_000.bin"), "wb") as f:
@@ -464,10 +514,19 @@ def test_interrupted_single_pass_decode_resumes_to_the_same_files(tmp_path):
     def args(exp_name):
         # Static shapes: one trace of the beam search instead of one per article length,
         # which would make the decode slow enough to dominate the test.
-        return helpers.cli_args(mode="decode", single_pass=True, data_path=data.test_path,
-                                vocab_path=data.vocab_path, log_root=data.log_root,
-                                exp_name=exp_name, decode_batch_size=2, attention_pages=6,
-                                max_dec_steps=6, static_shapes=True, max_oovs=20)
+        return helpers.cli_args(
+            mode="decode",
+            single_pass=True,
+            data_path=data.test_path,
+            vocab_path=data.vocab_path,
+            log_root=data.log_root,
+            exp_name=exp_name,
+            decode_batch_size=2,
+            attention_pages=6,
+            max_dec_steps=6,
+            static_shapes=True,
+            max_oovs=20,
+        )
 
     name = "decode_test_20maxenc_2beam_2mindec_6maxdec_ckpt-5"
     plain_dir = os.path.join(data.log_root, "plain", name)
@@ -504,8 +563,10 @@ def test_interrupted_single_pass_decode_resumes_to_the_same_files(tmp_path):
     # Text that is not UTF-8 is decoded (shown with U+FFFD), with a warning naming it.
     reference = want["reference/%06d_reference.txt" % NON_UTF8_INDEX].decode("utf-8")
     assert reference == "w7 \ufffd ."
-    assert (f"{data.test_path[:-1]}000.bin: 1 example(s) whose text is not valid UTF-8 "
-            f"(first: record {NON_UTF8_INDEX})") in plain.text()
+    assert (
+        f"{data.test_path[:-1]}000.bin: 1 example(s) whose text is not valid UTF-8 "
+        f"(first: record {NON_UTF8_INDEX})"
+    ) in plain.text()
 
 
 class _FakeDecoder:
@@ -521,12 +582,19 @@ class _FakeDecoder:
         out = []
         for n in batch["enc_lens"].numpy():
             words = ["w5", "w6", "."]
-            out.append(Summary(words, np.full((4, int(n)), 1.0 / int(n), np.float32),
-                               np.full((4,), 0.25, np.float32), -1.0))
+            out.append(
+                Summary(
+                    words,
+                    np.full((4, int(n)), 1.0 / int(n), np.float32),
+                    np.full((4,), 0.25, np.float32),
+                    -1.0,
+                )
+            )
         return out
 
     def decode_stream(self, batches, skip=0):
         from pointer_generator.decode import decode_batches
+
         return decode_batches(self.decode_batch, batches, skip)
 
 
@@ -541,16 +609,19 @@ def fake_decode(tmp_path):
     decoder = _FakeDecoder(vocab)
 
     def run(decode_dir, **kwargs):
-        dataset = make_dataset(data.val_path, vocab, decoder.hps.replace(batch_size=3),
-                               "decode", True)
-        decode.decode_single_pass(decoder, dataset, decode_dir, run_rouge=False,
-                                  attention_pages=4, **kwargs)
+        dataset = make_dataset(
+            data.val_path, vocab, decoder.hps.replace(batch_size=3), "decode", True
+        )
+        decode.decode_single_pass(
+            decoder, dataset, decode_dir, run_rouge=False, attention_pages=4, **kwargs
+        )
+
     return run
 
 
-def test_decode_writes_everything_of_an_example_before_it_counts_as_done(tmp_path,
-                                                                          fake_decode,
-                                                                          monkeypatch):
+def test_decode_writes_everything_of_an_example_before_it_counts_as_done(
+    tmp_path, fake_decode, monkeypatch
+):
     """A kill can come between any two writes; the decoded file (which makes an example
     complete, so that a resumed run skips it) must be the last one."""
     from pointer_generator import decode
@@ -573,8 +644,7 @@ def test_decode_writes_everything_of_an_example_before_it_counts_as_done(tmp_pat
     assert checked == list(range(7))
 
 
-def test_resumed_decode_drops_a_torn_p_gen_line_and_stale_temporaries(tmp_path,
-                                                                      fake_decode):
+def test_resumed_decode_drops_a_torn_p_gen_line_and_stale_temporaries(tmp_path, fake_decode):
     decode_dir = str(tmp_path / "dec")
     fake_decode(decode_dir)
     whole = open(os.path.join(decode_dir, "p_gens.tsv"), encoding="utf-8").read()
@@ -598,9 +668,16 @@ def test_resumed_decode_drops_a_torn_p_gen_line_and_stale_temporaries(tmp_path,
 # ------------------------------------------------------------------------------ NaN
 def test_non_finite_loss_stops_with_one_message_and_a_finite_checkpoint(tmp_path, capsys):
     data = helpers.tiny_setup(tmp_path)
-    args = helpers.cli_args(mode="train", data_path=data.train_path,
-                            vocab_path=data.vocab_path, log_root=data.log_root,
-                            exp_name="nan", lr=1e30, max_steps=30, save_checkpoint_secs=3600)
+    args = helpers.cli_args(
+        mode="train",
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name="nan",
+        lr=1e30,
+        max_steps=30,
+        save_checkpoint_secs=3600,
+    )
     assert helpers.run_main_in_process(args) == 2
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
@@ -627,8 +704,7 @@ def test_inspect_checkpoint_names_the_non_finite_tensors(tmp_path, capsys):
     bias.assign(values)
     kernel = trainer.model.output_projection.kernel
     kernel.assign(np.full(kernel.shape, np.nan, np.float32))
-    path = checkpointing.TrainCheckpoints(str(tmp_path), trainer.checkpoint(),
-                                          trainer.step).save()
+    path = checkpointing.TrainCheckpoints(str(tmp_path), trainer.checkpoint(), trainer.step).save()
     assert inspect_checkpoint.main([path]) == 1
     out = capsys.readouterr().out
     entirely = out.split("entirely inf/NaN (1):")[1].split("Variables")[0]
@@ -649,8 +725,12 @@ def tmpfs():
         if os.environ.get("RELIABILITY_NO_MOUNT"):  # to try the fall-backs
             return False
         try:
-            proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
-                                   path], capture_output=True, text=True, timeout=30)
+            proc = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", path],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except OSError:
             return False
         if proc.returncode == 0:
@@ -672,12 +752,16 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error: ")]
 
 
-@pytest.mark.parametrize("free, where", [
-    (0, "cannot write the embedding projector files in"),  # full before it starts
-    (60_000, "cannot write checkpoint"),  # room for a few steps, not for a checkpoint
-])
-def test_full_disk_is_a_clear_error_and_keeps_earlier_checkpoints(tmp_path, tmpfs, capsys,
-                                                                   free, where):
+@pytest.mark.parametrize(
+    "free, where",
+    [
+        (0, "cannot write the embedding projector files in"),  # full before it starts
+        (60_000, "cannot write checkpoint"),  # room for a few steps, not for a checkpoint
+    ],
+)
+def test_full_disk_is_a_clear_error_and_keeps_earlier_checkpoints(
+    tmp_path, tmpfs, capsys, free, where
+):
     data = helpers.tiny_setup(tmp_path)
     disk = str(tmp_path / "small_disk")
     if tmpfs(disk, "1m"):
@@ -687,9 +771,15 @@ def test_full_disk_is_a_clear_error_and_keeps_earlier_checkpoints(tmp_path, tmpf
         earlier = _earlier_checkpoint(exp.train_dir)
         with open(os.path.join(disk, "filler"), "wb") as f:
             f.write(b"\0" * (shutil.disk_usage(disk).free - free))
-        args = helpers.cli_args(mode="train", data_path=data.train_path,
-                                vocab_path=data.vocab_path, log_root=disk, exp_name="exp",
-                                max_steps=6, save_checkpoint_secs=3600)
+        args = helpers.cli_args(
+            mode="train",
+            data_path=data.train_path,
+            vocab_path=data.vocab_path,
+            log_root=disk,
+            exp_name="exp",
+            max_steps=6,
+            save_checkpoint_secs=3600,
+        )
         status = helpers.run_main_in_process(args)
         stderr = capsys.readouterr().err
     else:
@@ -704,13 +794,24 @@ def test_full_disk_is_a_clear_error_and_keeps_earlier_checkpoints(tmp_path, tmpf
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-        args = helpers.cli_args(mode="train", data_path=data.train_path,
-                                vocab_path=data.vocab_path, log_root=str(tmp_path),
-                                exp_name="exp", max_steps=6, save_checkpoint_secs=3600)
+        args = helpers.cli_args(
+            mode="train",
+            data_path=data.train_path,
+            vocab_path=data.vocab_path,
+            log_root=str(tmp_path),
+            exp_name="exp",
+            max_steps=6,
+            save_checkpoint_secs=3600,
+        )
         proc = subprocess.run(
             [sys.executable, "-m", "pointer_generator.run_summarization", *args],
-            capture_output=True, text=True, timeout=STARTUP_TIMEOUT, cwd=helpers.REPO_ROOT,
-            env=helpers.subprocess_env(), preexec_fn=limit_file_size)
+            capture_output=True,
+            text=True,
+            timeout=STARTUP_TIMEOUT,
+            cwd=helpers.REPO_ROOT,
+            env=helpers.subprocess_env(),
+            preexec_fn=limit_file_size,
+        )
         status, stderr = proc.returncode, proc.stderr
     errors = _error_lines(stderr)
     assert status == 2 and len(errors) == 1 and "Traceback" not in stderr, stderr[-3000:]
@@ -730,20 +831,25 @@ def test_log_root_below_a_regular_file_is_a_clear_error(tmp_path, capsys):
     data = helpers.tiny_setup(tmp_path, n_train=4, n_val=4)
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
-    args = helpers.cli_args(mode="train", data_path=data.train_path,
-                            vocab_path=data.vocab_path, log_root=str(blocker / "logs"),
-                            exp_name="exp")
+    args = helpers.cli_args(
+        mode="train",
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=str(blocker / "logs"),
+        exp_name="exp",
+    )
     assert helpers.run_main_in_process(args) == 2
     err = capsys.readouterr().err
     assert _error_lines(err) == [
         f"error: cannot create {str(blocker / 'logs' / 'exp' / 'train')!r} (Not a "
-        "directory); check --log_root and --exp_name"], err
+        "directory); check --log_root and --exp_name"
+    ], err
 
 
-@pytest.mark.parametrize("mode, directory", [("train", "train"), ("eval", "eval"),
-                                             ("decode", "")])
-def test_read_only_log_dir_is_a_clear_error_and_keeps_checkpoints(tmp_path, tmpfs, capsys,
-                                                                  mode, directory):
+@pytest.mark.parametrize("mode, directory", [("train", "train"), ("eval", "eval"), ("decode", "")])
+def test_read_only_log_dir_is_a_clear_error_and_keeps_checkpoints(
+    tmp_path, tmpfs, capsys, mode, directory
+):
     # Permission bits do not stop root (these tests may run as root): a read-only file
     # system does.
     data = helpers.tiny_setup(tmp_path, n_train=4, n_val=4)
@@ -753,8 +859,14 @@ def test_read_only_log_dir_is_a_clear_error_and_keeps_checkpoints(tmp_path, tmpf
     exp = Experiment(os.path.join(disk, "exp"))
     earlier = _earlier_checkpoint(exp.train_dir)
     subprocess.run(["mount", "-o", "remount,ro", disk], check=True, timeout=30)
-    args = helpers.cli_args(mode=mode, data_path=data.val_path, vocab_path=data.vocab_path,
-                            log_root=disk, exp_name="exp", single_pass=mode == "decode")
+    args = helpers.cli_args(
+        mode=mode,
+        data_path=data.val_path,
+        vocab_path=data.vocab_path,
+        log_root=disk,
+        exp_name="exp",
+        single_pass=mode == "decode",
+    )
     assert helpers.run_main_in_process(args) == 2
     err = capsys.readouterr().err
     target = os.path.join(exp.root, directory) if directory else exp.root
@@ -763,8 +875,8 @@ def test_read_only_log_dir_is_a_clear_error_and_keeps_checkpoints(tmp_path, tmpf
     assert errors[0] in (
         f"error: cannot write in {target!r} (Read-only file system); check --log_root and "
         "--exp_name",
-        f"error: cannot create {target!r} (Read-only file system); check --log_root and "
-        "--exp_name")
+        f"error: cannot create {target!r} (Read-only file system); check --log_root and --exp_name",
+    )
     assert checkpointing.latest_checkpoint(exp.train_dir) == earlier
     assert inspect_checkpoint.inspect(earlier).passed
 
@@ -783,13 +895,20 @@ def test_a_save_that_fails_leaves_the_state_and_older_checkpoints_alone(tmp_path
     trainer.step.assign(2)
     from pointer_generator.errors import OutputError
 
-    with pytest.raises(OutputError, match=r"cannot write checkpoint .*model\.ckpt-2: No space "
-                                          r"left on device; the earlier checkpoints are "
-                                          r"intact \(newest: .*model\.ckpt-1\)"):
+    with pytest.raises(
+        OutputError,
+        match=r"cannot write checkpoint .*model\.ckpt-2: No space "
+        r"left on device; the earlier checkpoints are "
+        r"intact \(newest: .*model\.ckpt-1\)",
+    ):
         ckpts.save()
     assert checkpointing.latest_checkpoint(disk) == first
-    assert sorted(os.listdir(disk)) == ["checkpoint", "filler", "model.ckpt-1.data-00000-of"
-                                        "-00001", "model.ckpt-1.index"]
+    assert sorted(os.listdir(disk)) == [
+        "checkpoint",
+        "filler",
+        "model.ckpt-1.data-00000-of-00001",
+        "model.ckpt-1.index",
+    ]
     # Space again: the same step saves normally.
     os.remove(os.path.join(disk, "filler"))
     assert ckpts.save().endswith("model.ckpt-2")
@@ -806,8 +925,9 @@ def test_event_files_on_a_full_disk_are_an_output_error(tmp_path, tmpfs):
     writer = summaries.ScalarWriter(disk)
     with open(os.path.join(disk, "filler"), "wb") as f, contextlib.suppress(OSError):
         f.write(b"\0" * shutil.disk_usage(disk).free)
-    with pytest.raises(OutputError, match=f"cannot write TensorBoard summaries in {disk}: "
-                                          "No space left on device"):
+    with pytest.raises(
+        OutputError, match=f"cannot write TensorBoard summaries in {disk}: No space left on device"
+    ):
         for step in range(2000):
             writer.write({"loss": 1.0, "global_norm": 2.0}, step)
         writer.flush()
@@ -835,7 +955,11 @@ def test_a_restarted_job_removes_what_unfinished_saves_left(tmp_path, caplog):
 
     assert "model.ckpt-3.index, written by a save that did not finish" in caplog.text
     assert sorted(os.listdir(directory)) == [
-        "checkpoint", "model.ckpt-1.data-00000-of-00001", "model.ckpt-1.index",
-        "model.ckpt-2.data-00000-of-00001", "model.ckpt-2.index"]
+        "checkpoint",
+        "model.ckpt-1.data-00000-of-00001",
+        "model.ckpt-1.index",
+        "model.ckpt-2.data-00000-of-00001",
+        "model.ckpt-2.index",
+    ]
     assert restarted.save().endswith("model.ckpt-3")  # saved, not skipped
     assert checkpointing.latest_checkpoint(directory).endswith("model.ckpt-3")

@@ -33,10 +33,11 @@ def _field(number: int, payload: bytes) -> bytes:
 
 
 # An Example whose `article` feature holds int64 values (Feature field 3) instead of bytes.
-INT64_ARTICLE = _field(1, _field(1, _field(1, b"article")
-                                 + _field(2, _field(3, _field(1, b"\x05"))))
-                       + _field(1, _field(1, b"abstract")
-                                + _field(2, _field(1, _field(1, b"<s> a </s>")))))
+INT64_ARTICLE = _field(
+    1,
+    _field(1, _field(1, b"article") + _field(2, _field(3, _field(1, b"\x05"))))
+    + _field(1, _field(1, b"abstract") + _field(2, _field(1, _field(1, b"<s> a </s>")))),
+)
 
 
 def _errors(stderr: str) -> list[str]:
@@ -50,8 +51,13 @@ def setup(tmp_path_factory):
 
 
 def _run(capture, setup, mode="train", **flags):
-    values = dict(data_path=setup.train_path, vocab_path=setup.vocab_path,
-                  log_root=setup.log_root, exp_name=setup.exp_name, max_steps=1)
+    values = dict(
+        data_path=setup.train_path,
+        vocab_path=setup.vocab_path,
+        log_root=setup.log_root,
+        exp_name=setup.exp_name,
+        max_steps=1,
+    )
     values.update(flags)
     status = helpers.run_main_in_process(helpers.cli_args(mode=mode, **values))
     captured = capture.readouterr()
@@ -61,31 +67,56 @@ def _run(capture, setup, mode="train", **flags):
 
 # ------------------------------------------------------------------------------ .bin files
 BAD_BIN = [
-    ("truncated_record", GOOD * 3 + GOOD[:-5],
-     f"record 3 claims {len(GOOD) - 8} bytes but only {len(GOOD) - 13} remain in the file "
-     "(truncated, or not a .bin file)"),
-    ("prefix_larger_than_file", GOOD * 2 + struct.pack("q", 10**12) + b"xyz",
-     "record 2 claims 1000000000000 bytes but only 3 remain in the file"),
-    ("negative_prefix", GOOD + struct.pack("q", -5) + b"xyz",
-     "record 1 claims -5 bytes but only 3 remain in the file"),
-    ("truncated_prefix", GOOD + b"\x05\x00\x00",
-     "record 1 is truncated: 3 bytes left where an 8-byte length prefix was expected"),
-    ("not_an_example", GOOD + _record(b"\x0a\x05not an example at all") + GOOD,
-     "record 1 is not a serialized tf.train.Example"),
+    (
+        "truncated_record",
+        GOOD * 3 + GOOD[:-5],
+        f"record 3 claims {len(GOOD) - 8} bytes but only {len(GOOD) - 13} remain in the file "
+        "(truncated, or not a .bin file)",
+    ),
+    (
+        "prefix_larger_than_file",
+        GOOD * 2 + struct.pack("q", 10**12) + b"xyz",
+        "record 2 claims 1000000000000 bytes but only 3 remain in the file",
+    ),
+    (
+        "negative_prefix",
+        GOOD + struct.pack("q", -5) + b"xyz",
+        "record 1 claims -5 bytes but only 3 remain in the file",
+    ),
+    (
+        "truncated_prefix",
+        GOOD + b"\x05\x00\x00",
+        "record 1 is truncated: 3 bytes left where an 8-byte length prefix was expected",
+    ),
+    (
+        "not_an_example",
+        GOOD + _record(b"\x0a\x05not an example at all") + GOOD,
+        "record 1 is not a serialized tf.train.Example",
+    ),
     ("text_file", b"this is a plain text file, not a .bin file\n" * 3, "record 0 claims"),
-    ("no_article", GOOD + _record(binfile.encode_example({"abstract": b"<s> a </s>"})),
-     "record 1 has no 'article' bytes feature"),
-    ("no_abstract", GOOD + _record(binfile.encode_example({"article": b"w1 w2"})),
-     "record 1 has no 'abstract' bytes feature"),
+    (
+        "no_article",
+        GOOD + _record(binfile.encode_example({"abstract": b"<s> a </s>"})),
+        "record 1 has no 'article' bytes feature",
+    ),
+    (
+        "no_abstract",
+        GOOD + _record(binfile.encode_example({"article": b"w1 w2"})),
+        "record 1 has no 'abstract' bytes feature",
+    ),
     ("empty_record", GOOD + _record(b""), "record 1 has no 'article' bytes feature"),
-    ("int64_article", GOOD + _record(INT64_ARTICLE),
-     "a .bin record's 'article' feature is not a bytes feature (record 1 of its file"),
+    (
+        "int64_article",
+        GOOD + _record(INT64_ARTICLE),
+        "a .bin record's 'article' feature is not a bytes feature (record 1 of its file",
+    ),
 ]
 
 
 @pytest.mark.parametrize("name, content, problem", BAD_BIN, ids=[c[0] for c in BAD_BIN])
-def test_bad_bin_file_is_one_error_naming_file_and_record(setup, capfd, tmp_path, name,
-                                                          content, problem):
+def test_bad_bin_file_is_one_error_naming_file_and_record(
+    setup, capfd, tmp_path, name, content, problem
+):
     path = tmp_path / f"{name}_000.bin"
     path.write_bytes(content)
     status, errors, err, out = _run(capfd, setup, data_path=str(path), exp_name=f"bin_{name}")
@@ -101,8 +132,7 @@ def test_glob_matching_nothing_names_the_flag(setup, capfd, tmp_path):
     assert status == 2 and errors == [f"error: --data_path {pattern!r} matches no files"]
 
 
-def test_files_without_a_usable_article_are_an_error_not_an_endless_wait(setup, capfd,
-                                                                         tmp_path):
+def test_files_without_a_usable_article_are_an_error_not_an_endless_wait(setup, capfd, tmp_path):
     path = tmp_path / "empty_articles_000.bin"
     path.write_bytes(binfile.encode_record("", "<s> a </s>") * 3)
     status, errors, _, _ = _run(capfd, setup, data_path=str(path), exp_name="no_articles")
@@ -115,11 +145,15 @@ def mixed_data(setup, tmp_path_factory):
     """A test file with an empty article (record 1) and non-UTF-8 text (record 3) among
     good records, and an experiment with a checkpoint to evaluate."""
     d = tmp_path_factory.mktemp("mixed_test")
-    records = [("w1 w2 w3 .", "<s> w1 w2 . </s>"), ("", "<s> w3 . </s>"),
-               ("w4 w5 w6 .", "<s> w5 . </s>")]
+    records = [
+        ("w1 w2 w3 .", "<s> w1 w2 . </s>"),
+        ("", "<s> w3 . </s>"),
+        ("w4 w5 w6 .", "<s> w5 . </s>"),
+    ]
     data = b"".join(binfile.encode_record(a, b) for a, b in records)
-    data += _record(binfile.encode_example({"article": b"w7 \xff\xfe w8 .",
-                                            "abstract": b"<s> w7 \xc3 . </s>"}))
+    data += _record(
+        binfile.encode_example({"article": b"w7 \xff\xfe w8 .", "abstract": b"<s> w7 \xc3 . </s>"})
+    )
     data += binfile.encode_record("w9 w10 .", "<s> w9 . </s>")
     path = d / "test_000.bin"
     path.write_bytes(data)
@@ -130,16 +164,22 @@ def mixed_data(setup, tmp_path_factory):
     return str(path), exp
 
 
-def test_empty_article_and_non_utf8_text_are_reported_and_the_rest_is_used(setup, capfd,
-                                                                           mixed_data):
+def test_empty_article_and_non_utf8_text_are_reported_and_the_rest_is_used(
+    setup, capfd, mixed_data
+):
     path, exp = mixed_data
-    status, errors, err, out = _run(capfd, setup, mode="eval", data_path=path, exp_name="mixed",
-                               single_pass=True)
+    status, errors, err, out = _run(
+        capfd, setup, mode="eval", data_path=path, exp_name="mixed", single_pass=True
+    )
     assert status == 0 and errors == [], err[-3000:]
-    assert (f"WARNING: pointer_generator input pipeline: \"{path}\" : skipped 1 example(s) "
-            "with an empty article") in err
-    assert (f"WARNING: pointer_generator input pipeline: {path}: 1 example(s) whose text is "
-            "not valid UTF-8 (first: record 3)") in err
+    assert (
+        f'WARNING: pointer_generator input pipeline: "{path}" : skipped 1 example(s) '
+        "with an empty article"
+    ) in err
+    assert (
+        f"WARNING: pointer_generator input pipeline: {path}: 1 example(s) whose text is "
+        "not valid UTF-8 (first: record 3)"
+    ) in err
     # 5 records: the empty article is skipped (as in the original), all others are used.
     assert "(step 4) over 4 examples" in out
     assert "examples: 4\n" in open(exp.single_pass_loss, encoding="utf-8").read()
@@ -157,18 +197,22 @@ GOOD_LINES = [f"w{i} {1000 - i}".encode() for i in range(120)]
 
 BAD_VOCAB = [
     (GOOD_LINES[:5] + [b"w3 7"] + GOOD_LINES[5:], ":6: duplicate word 'w3'"),
-    (GOOD_LINES[:2] + [b"[UNK] 50"] + GOOD_LINES[2:],
-     ":3: the reserved token '[UNK]' must not appear in the vocab file"),
-    (GOOD_LINES[:2] + [b"<s> 50"] + GOOD_LINES[2:],
-     ":3: the reserved token '<s>' must not appear in the vocab file"),
+    (
+        GOOD_LINES[:2] + [b"[UNK] 50"] + GOOD_LINES[2:],
+        ":3: the reserved token '[UNK]' must not appear in the vocab file",
+    ),
+    (
+        GOOD_LINES[:2] + [b"<s> 50"] + GOOD_LINES[2:],
+        ":3: the reserved token '<s>' must not appear in the vocab file",
+    ),
     (GOOD_LINES[:2] + [b"caf\xe9 12"] + GOOD_LINES[2:], ": not valid UTF-8"),
 ]
 
 
-@pytest.mark.parametrize("lines, problem", BAD_VOCAB,
-                         ids=["duplicate", "special_token", "sentence_tag", "not_utf8"])
-def test_bad_vocab_file_is_one_error_naming_file_and_line(setup, capfd, tmp_path, lines,
-                                                          problem):
+@pytest.mark.parametrize(
+    "lines, problem", BAD_VOCAB, ids=["duplicate", "special_token", "sentence_tag", "not_utf8"]
+)
+def test_bad_vocab_file_is_one_error_naming_file_and_line(setup, capfd, tmp_path, lines, problem):
     path = _vocab_file(tmp_path, lines)
     status, errors, err, out = _run(capfd, setup, vocab_path=path, exp_name="vocab_errors")
     assert status == 2 and len(errors) == 1, err[-3000:]
@@ -182,15 +226,18 @@ def test_missing_vocab_file_names_the_flag(setup, capfd, tmp_path):
 
 
 def test_vocab_lines_without_count_and_a_short_file_are_warned_about(tmp_path, caplog):
-    path = _vocab_file(tmp_path, GOOD_LINES[:3] + [b"lonely"] + GOOD_LINES[3:10]
-                       + [b"too many fields 3"])
+    path = _vocab_file(
+        tmp_path, GOOD_LINES[:3] + [b"lonely"] + GOOD_LINES[3:10] + [b"too many fields 3"]
+    )
     caplog.set_level(logging.WARNING)
     vocab = Vocab(path, 50)
     assert vocab.size() == 14 and vocab.skipped_lines == 2
     assert f"{path}:4: expected 'word count', got 'lonely'; line skipped" in caplog.text
     assert f"{path}:12: expected 'word count', got 'too many fields 3'" in caplog.text
-    assert (f"{path} holds only 14 words (with the 4 specials), fewer than vocab_size=50; "
-            "using all of them") in caplog.text
+    assert (
+        f"{path} holds only 14 words (with the 4 specials), fewer than vocab_size=50; "
+        "using all of them"
+    ) in caplog.text
 
 
 def test_short_vocab_against_a_checkpoint_names_both_sizes(setup, capfd, caplog, tmp_path):
@@ -204,8 +251,9 @@ def test_short_vocab_against_a_checkpoint_names_both_sizes(setup, capfd, caplog,
     status, errors, err, out = _run(capfd, setup, vocab_path=path, exp_name="short_vocab")
     assert status == 2 and len(errors) == 1, err[-3000:]
     assert "fewer than vocab_size=100" in caplog.text
-    assert "it has a vocabulary of 100 words but the vocab file and --vocab_size give 64" \
-        in errors[0]
+    assert (
+        "it has a vocabulary of 100 words but the vocab file and --vocab_size give 64" in errors[0]
+    )
 
 
 def test_vocab_size_flag_larger_than_the_file_uses_the_whole_file(tmp_path, caplog):
@@ -226,45 +274,72 @@ def test_vocab_errors_are_the_projects_error_type(tmp_path):
 def checkpoints(setup):
     """Experiments holding one checkpoint each: without and with coverage, baseline."""
     made = {}
-    for name, hp in (("plain", {}), ("covered", {"coverage": True}),
-                     ("baseline", {"pointer_gen": False})):
+    for name, hp in (
+        ("plain", {}),
+        ("covered", {"coverage": True}),
+        ("baseline", {"pointer_gen": False}),
+    ):
         exp = Experiment(os.path.join(setup.log_root, f"ckpt_{name}"))
         trainer = train.Trainer(helpers.hparams(**hp), 100)
         trainer.step.assign(2)
-        checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(),
-                                       trainer.step).save()
+        checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step).save()
         made[name] = exp
     return made
 
 
 MISMATCHES = [
-    ("plain", {"coverage": True}, "it was trained without coverage; convert it first with "
-                                  "--convert_to_coverage_model=1 --coverage=1 (or drop "
-                                  "--coverage)"),
+    (
+        "plain",
+        {"coverage": True},
+        "it was trained without coverage; convert it first with "
+        "--convert_to_coverage_model=1 --coverage=1 (or drop "
+        "--coverage)",
+    ),
     ("covered", {"coverage": False}, "it was trained with coverage; add --coverage=1"),
     ("baseline", {}, "it is a baseline model but --pointer_gen=1"),
     ("plain", {"hidden_dim": 12}, "it has hidden_dim=8 but --hidden_dim=12"),
-    ("plain", {"emb_dim": 6, "vocab_size": 90},
-     "it has a vocabulary of 100 words but the vocab file and --vocab_size give 90; it has "
-     "emb_dim=8 but --emb_dim=6"),
+    (
+        "plain",
+        {"emb_dim": 6, "vocab_size": 90},
+        "it has a vocabulary of 100 words but the vocab file and --vocab_size give 90; it has "
+        "emb_dim=8 but --emb_dim=6",
+    ),
 ]
 
 
 @pytest.mark.parametrize("mode", ["train", "eval", "decode"])
-@pytest.mark.parametrize("exp_name, flags, problem", MISMATCHES,
-                         ids=["coverage_added", "coverage_dropped", "pointer_gen", "hidden_dim",
-                              "vocab_size_and_emb_dim"])
-def test_flags_that_do_not_match_the_checkpoint_name_the_flag(setup, checkpoints, capfd,
-                                                              mode, exp_name, flags, problem):
+@pytest.mark.parametrize(
+    "exp_name, flags, problem",
+    MISMATCHES,
+    ids=[
+        "coverage_added",
+        "coverage_dropped",
+        "pointer_gen",
+        "hidden_dim",
+        "vocab_size_and_emb_dim",
+    ],
+)
+def test_flags_that_do_not_match_the_checkpoint_name_the_flag(
+    setup, checkpoints, capfd, mode, exp_name, flags, problem
+):
     exp = checkpoints[exp_name]
     data = setup.val_path if mode != "train" else setup.train_path
     # The test data is labelled by its path for decode: it contains "val".
-    status, errors, err, out = _run(capfd, setup, mode=mode, exp_name=f"ckpt_{exp_name}",
-                               data_path=data, single_pass=mode != "train",
-                               max_eval_iterations=1, **flags)
+    status, errors, err, out = _run(
+        capfd,
+        setup,
+        mode=mode,
+        exp_name=f"ckpt_{exp_name}",
+        data_path=data,
+        single_pass=mode != "train",
+        max_eval_iterations=1,
+        **flags,
+    )
     assert status == 2 and len(errors) == 1, err[-3000:]
-    assert errors[0] == (f"error: checkpoint {checkpointing.latest_checkpoint(exp.train_dir)} "
-                         f"does not match the flags: {problem}")
+    assert errors[0] == (
+        f"error: checkpoint {checkpointing.latest_checkpoint(exp.train_dir)} "
+        f"does not match the flags: {problem}"
+    )
 
 
 # ------------------------------------------------------------------------------ the table
@@ -273,8 +348,7 @@ def test_reliability_doc_names_only_tests_that_exist():
     the file cited last in the same row) is defined in that file."""
     import re
 
-    with open(os.path.join(helpers.REPO_ROOT, "docs", "reliability.md"),
-              encoding="utf-8") as f:
+    with open(os.path.join(helpers.REPO_ROOT, "docs", "reliability.md"), encoding="utf-8") as f:
         rows = [line for line in f if line.startswith("|")]
     cited = []
     for row in rows:

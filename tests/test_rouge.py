@@ -20,7 +20,7 @@ from pointer_generator import rouge
 from pointer_generator.decode_output import write_for_rouge
 from tests.conftest import REPO_ROOT
 
-TOL = 2e-5   # ROUGE-1.5.5 prints 5 decimals and rounds R and P before computing F
+TOL = 2e-5  # ROUGE-1.5.5 prints 5 decimals and rounds R and P before computing F
 
 
 def _require_perl():
@@ -28,8 +28,9 @@ def _require_perl():
         rouge.check_perl(rouge.wheel_rouge_dir())
     except rouge.RougeError as e:
         if os.environ.get("CI"):
-            pytest.fail(f"CI must provide ROUGE's Perl dependencies "
-                        f"(run experiments/setup_system.sh): {e}")
+            pytest.fail(
+                f"CI must provide ROUGE's Perl dependencies (run experiments/setup_system.sh): {e}"
+            )
         pytest.skip(f"official ROUGE-1.5.5 cannot run here: {e}")
 
 
@@ -117,15 +118,13 @@ def test_sentence_split_decides_rouge_l(rouge_home, tmp_path):
     # dog-ran ran-big big-red vs ref big-red red-dog dog-ran: 2 of 3.
     split = tmp_path / "split"
     write_for_rouge(["big red dog ran ."], ["dog", "ran", ".", "big", "red", "."], 0, str(split))
-    res = rouge.rouge_eval(str(split / "reference"), str(split / "decoded"),
-                           rouge_dir=rouge_home)
+    res = rouge.rouge_eval(str(split / "reference"), str(split / "decoded"), rouge_dir=rouge_home)
     _assert_scores(res, "l", 1.0, 1.0, 1.0)
     _assert_scores(res, "2", 2 / 3, 2 / 3, 2 / 3)
     # The same words as one sentence: plain LCS "dog ran" = 2 of 4.
     joined = tmp_path / "joined"
     write_for_rouge(["big red dog ran ."], ["dog", "ran", "big", "red", "."], 0, str(joined))
-    res = rouge.rouge_eval(str(joined / "reference"), str(joined / "decoded"),
-                           rouge_dir=rouge_home)
+    res = rouge.rouge_eval(str(joined / "reference"), str(joined / "decoded"), rouge_dir=rouge_home)
     _assert_scores(res, "l", 0.5, 0.5, 0.5)
 
 
@@ -134,13 +133,15 @@ def test_angle_bracket_original_behaviour_and_html_safe_option(rouge_home, tmp_p
     # Original (no-op helper): ROUGE reads the line "cat < dog" only up to "<":
     # dec = {cat}, ref = {cat, dog} -> R 1/2, P 1/1, F 2/3.
     write_for_rouge(["cat dog"], words, 0, str(tmp_path / "orig"))
-    res = rouge.rouge_eval(str(tmp_path / "orig/reference"), str(tmp_path / "orig/decoded"),
-                           rouge_dir=rouge_home)
+    res = rouge.rouge_eval(
+        str(tmp_path / "orig/reference"), str(tmp_path / "orig/decoded"), rouge_dir=rouge_home
+    )
     _assert_scores(res, "1", 2 / 3, 1 / 2, 1.0)
     # Escaped: "cat &lt; dog" -> tokens cat lt dog -> R 2/2, P 2/3, F 0.8.
     write_for_rouge(["cat dog"], words, 0, str(tmp_path / "safe"), html_safe=True)
-    res = rouge.rouge_eval(str(tmp_path / "safe/reference"), str(tmp_path / "safe/decoded"),
-                           rouge_dir=rouge_home)
+    res = rouge.rouge_eval(
+        str(tmp_path / "safe/reference"), str(tmp_path / "safe/decoded"), rouge_dir=rouge_home
+    )
     _assert_scores(res, "1", 0.8, 1.0, 2 / 3)
 
 
@@ -152,8 +153,8 @@ def test_no_side_files_in_home_or_temp(rouge_home, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     text = ["a short text ."]
     rouge.rouge_eval(*_write_pairs(tmp_path, [(text, text)]), rouge_dir=rouge_home)
-    assert os.listdir(home) == []   # no ~/.pyrouge/settings.ini
-    assert os.listdir(tmp) == []    # pyrouge's converted files and config removed
+    assert os.listdir(home) == []  # no ~/.pyrouge/settings.ini
+    assert os.listdir(tmp) == []  # pyrouge's converted files and config removed
 
 
 def test_results_file_format(tmp_path):
@@ -176,7 +177,8 @@ def test_results_file_format(tmp_path):
         "\nROUGE-l:\n"
         "rouge_l_f_score: 0.4235 with confidence interval (0.4112, 0.4469)\n"
         "rouge_l_recall: 0.4335 with confidence interval (0.4212, 0.4569)\n"
-        "rouge_l_precision: 0.4435 with confidence interval (0.4312, 0.4669)\n")
+        "rouge_l_precision: 0.4435 with confidence interval (0.4312, 0.4669)\n"
+    )
     assert text == expected
     assert (tmp_path / "ROUGE_results.txt").read_text() == expected
 
@@ -185,18 +187,19 @@ def test_cli_scores_a_directory_pair(rouge_home, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("POINTER_GENERATOR_CACHE", os.path.dirname(rouge_home))
     ref, dec = _write_pairs(tmp_path, [(["the cat sat"], ["the cat sat"])])
     out = tmp_path / "out"
-    assert rouge.main(["--reference_dir", ref, "--decoded_dir", dec,
-                       "--out_dir", str(out)]) == 0
+    assert rouge.main(["--reference_dir", ref, "--decoded_dir", dec, "--out_dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("ROUGE-1:\nrouge_1_f_score: 1.0000 with confidence interval "
-                              "(1.0000, 1.0000)\n")
+    assert printed.startswith(
+        "ROUGE-1:\nrouge_1_f_score: 1.0000 with confidence interval (1.0000, 1.0000)\n"
+    )
     assert "rouge_l_precision: 1.0000" in printed
     assert (out / "ROUGE_results.txt").read_text().lstrip("\n") == printed
 
 
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
-    assert rouge.main(["--reference_dir", str(tmp_path / "nope"),
-                       "--decoded_dir", str(tmp_path)]) == 1
+    assert (
+        rouge.main(["--reference_dir", str(tmp_path / "nope"), "--decoded_dir", str(tmp_path)]) == 1
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: reference directory") and "does not exist" in err
 
@@ -216,15 +219,18 @@ def test_input_errors_name_the_problem(tmp_path):
 
 
 def test_missing_perl_says_what_to_install(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))   # no perl on an empty PATH
+    monkeypatch.setenv("PATH", str(tmp_path))  # no perl on an empty PATH
     with pytest.raises(rouge.RougeError, match="apt-get install perl libxml-dom-perl"):
         rouge.check_perl()
 
 
 def test_missing_perl_module_says_which_package(monkeypatch):
     _require_perl()
-    monkeypatch.setattr(rouge, "REQUIRED_PERL_MODULES",
-                        {"XML::DOM": "libxml-dom-perl", "No::Such::Mod": "libno-such-mod-perl"})
+    monkeypatch.setattr(
+        rouge,
+        "REQUIRED_PERL_MODULES",
+        {"XML::DOM": "libxml-dom-perl", "No::Such::Mod": "libno-such-mod-perl"},
+    )
     with pytest.raises(rouge.RougeError) as e:
         rouge.check_perl(rouge.wheel_rouge_dir())
     assert "No::Such::Mod" in str(e.value) and "XML::DOM" not in str(e.value)
@@ -235,9 +241,17 @@ def test_ensure_rouge_concurrent_idempotent_and_repairs(tmp_path):
     _require_perl()
     env = dict(os.environ, POINTER_GENERATOR_CACHE=str(tmp_path))
     code = "from pointer_generator.rouge import ensure_rouge; print(ensure_rouge())"
-    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     final = os.path.join(str(tmp_path), "ROUGE-1.5.5")
@@ -249,14 +263,26 @@ def test_ensure_rouge_concurrent_idempotent_and_repairs(tmp_path):
     # Idempotent: a further call reuses the copy.
     marker = os.path.join(final, ".complete.json")
     stamp = os.stat(marker).st_mtime_ns
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == final and os.stat(marker).st_mtime_ns == stamp
     # A copy left unfinished (no completion marker) is rebuilt rather than used.
     os.remove(marker)
     os.remove(os.path.join(final, "data", "WordNet-2.0.exc.db"))
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == final and os.path.isfile(marker)
     assert os.path.isfile(os.path.join(final, "data", "WordNet-2.0.exc.db"))
     assert sorted(n for n in os.listdir(tmp_path) if not n.endswith(".lock")) == ["ROUGE-1.5.5"]

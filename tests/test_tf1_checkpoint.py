@@ -51,28 +51,32 @@ def _write(tmp_path, arrays, name="model.ckpt-7"):
 
 
 def _params(pointer_gen=True, coverage=False, vocab=VOCAB, tf_version="1.2.1", seed=0):
-    return ref.random_tf1_params(np.random.default_rng(seed), vocab, HIDDEN, EMB, pointer_gen,
-                                 coverage, tf_version)
+    return ref.random_tf1_params(
+        np.random.default_rng(seed), vocab, HIDDEN, EMB, pointer_gen, coverage, tf_version
+    )
 
 
 @pytest.mark.parametrize("tf_version", ["1.2.1", "1.0"])
 @pytest.mark.parametrize("pointer_gen,coverage", [(False, False), (True, True)])
-def test_round_trip_keeps_every_weight_and_original_names(tmp_path, tf_version, pointer_gen,
-                                                          coverage):
+def test_round_trip_keeps_every_weight_and_original_names(
+    tmp_path, tf_version, pointer_gen, coverage
+):
     src = _model(pointer_gen, coverage, seed=1)
-    prefix = write_tf1_checkpoint(src, os.path.join(tmp_path, "model.ckpt-1234"), tf_version,
-                                  global_step=1234)
+    prefix = write_tf1_checkpoint(
+        src, os.path.join(tmp_path, "model.ckpt-1234"), tf_version, global_step=1234
+    )
     names = dict(tf.train.list_variables(prefix))
-    expected = {k: list(v) for k, v in ref.tf1_shapes(VOCAB, HIDDEN, EMB, pointer_gen,
-                                                      coverage, tf_version).items()}
+    expected = {
+        k: list(v)
+        for k, v in ref.tf1_shapes(VOCAB, HIDDEN, EMB, pointer_gen, coverage, tf_version).items()
+    }
     expected["global_step"] = []
     assert names == expected
     assert tf.train.latest_checkpoint(str(tmp_path)) == prefix
 
     dst = _model(pointer_gen, coverage)
     result = load_tf1_checkpoint(dst, str(tmp_path))
-    assert (result.tf_version, result.global_step, result.adagrad_slots) == (tf_version, 1234,
-                                                                            None)
+    assert (result.tf_version, result.global_step, result.adagrad_slots) == (tf_version, 1234, None)
     _assert_same(_snapshot(dst), _snapshot(src))
 
 
@@ -82,9 +86,12 @@ def test_initial_keras_lstm_bias_is_zero_in_tf1_storage(tmp_path):
     prefix = write_tf1_checkpoint(_model(), os.path.join(tmp_path, "m"))
     arrays = read_tf1_checkpoint(prefix)
     cell = _model().decoder_cell
-    np.testing.assert_array_equal(cell.bias.numpy()[HIDDEN:2 * HIDDEN], 1.0)
-    for scope in ("seq2seq/encoder/bidirectional_rnn/fw", "seq2seq/encoder/bidirectional_rnn/bw",
-                  DEC):
+    np.testing.assert_array_equal(cell.bias.numpy()[HIDDEN : 2 * HIDDEN], 1.0)
+    for scope in (
+        "seq2seq/encoder/bidirectional_rnn/fw",
+        "seq2seq/encoder/bidirectional_rnn/bw",
+        DEC,
+    ):
         np.testing.assert_array_equal(arrays[scope + "/lstm_cell/bias"], 0.0)
 
 
@@ -94,9 +101,9 @@ def test_lstm_layout_conversion_by_hand(tmp_path):
     k = np.zeros((EMB + HIDDEN, 4 * HIDDEN), np.float32)
     b = np.zeros(4 * HIDDEN, np.float32)
     for g in range(4):  # value = 10 * gate + (1 if recurrent row)
-        k[:EMB, g * HIDDEN:(g + 1) * HIDDEN] = 10 * g
-        k[EMB:, g * HIDDEN:(g + 1) * HIDDEN] = 10 * g + 1
-        b[g * HIDDEN:(g + 1) * HIDDEN] = g
+        k[:EMB, g * HIDDEN : (g + 1) * HIDDEN] = 10 * g
+        k[EMB:, g * HIDDEN : (g + 1) * HIDDEN] = 10 * g + 1
+        b[g * HIDDEN : (g + 1) * HIDDEN] = g
     params[DEC + "/lstm_cell/kernel"], params[DEC + "/lstm_cell/bias"] = k, b
     _write(tmp_path, params)
     model = _model()
@@ -131,11 +138,11 @@ def test_missing_tensor_is_named(tmp_path):
 
 def test_misshaped_tensor_is_named_with_both_shapes(tmp_path):
     params = _params()
-    params[DEC + "/AttnOutputProjection/Linear/Matrix"] = np.zeros((HIDDEN, 3 * HIDDEN),
-                                                                   np.float32)
+    params[DEC + "/AttnOutputProjection/Linear/Matrix"] = np.zeros((HIDDEN, 3 * HIDDEN), np.float32)
     msg = _error(_model(), tmp_path, params)
-    assert (f"wrong shape: {DEC}/AttnOutputProjection/Linear/Matrix has shape [8, 24], "
-            "expected [24, 8]") in msg
+    assert (
+        f"wrong shape: {DEC}/AttnOutputProjection/Linear/Matrix has shape [8, 24], expected [24, 8]"
+    ) in msg
 
 
 def test_coverage_checkpoint_into_non_coverage_model(tmp_path):
@@ -164,16 +171,20 @@ def test_pointer_checkpoint_into_baseline_model(tmp_path):
     assert "pointer_gen=False" in msg
     # On request the extras are skipped (and reported) while everything else loads.
     result = load_tf1_checkpoint(model, str(tmp_path), allow_unexpected=True)
-    assert result.ignored == [f"{DEC}/calculate_pgen/Linear/Bias",
-                              f"{DEC}/calculate_pgen/Linear/Matrix"]
+    assert result.ignored == [
+        f"{DEC}/calculate_pgen/Linear/Bias",
+        f"{DEC}/calculate_pgen/Linear/Matrix",
+    ]
     np.testing.assert_array_equal(model.attention.v.numpy(), _params()[DEC + "/v"])
 
 
 def test_vocab_size_mismatch_names_the_vocab_tensors(tmp_path):
     msg = _error(_model(vocab=VOCAB), tmp_path, _params(vocab=VOCAB + 7))
-    for name, got, want in (("seq2seq/embedding/embedding", "[57, 6]", "[50, 6]"),
-                            ("seq2seq/output_projection/w", "[8, 57]", "[8, 50]"),
-                            ("seq2seq/output_projection/v", "[57]", "[50]")):
+    for name, got, want in (
+        ("seq2seq/embedding/embedding", "[57, 6]", "[50, 6]"),
+        ("seq2seq/output_projection/w", "[8, 57]", "[8, 50]"),
+        ("seq2seq/output_projection/v", "[57]", "[50]"),
+    ):
         assert f"wrong shape: {name} has shape {got}, expected {want}" in msg
     assert "vocabulary has 57 words but the model 50" in msg
     assert msg.count("wrong shape") == 3
@@ -181,8 +192,9 @@ def test_vocab_size_mismatch_names_the_vocab_tensors(tmp_path):
 
 def _with_slots(params, seed=5):
     rng = np.random.default_rng(seed)
-    slots = {k + "/Adagrad": rng.uniform(0.1, 2.0, v.shape).astype(np.float32)
-             for k, v in params.items()}
+    slots = {
+        k + "/Adagrad": rng.uniform(0.1, 2.0, v.shape).astype(np.float32) for k, v in params.items()
+    }
     return {**params, **slots, "global_step": np.int32(42)}
 
 
@@ -194,8 +206,9 @@ def test_adagrad_slots_ignored_by_default(tmp_path):
     assert result.adagrad_slots is None and result.global_step == 42
     assert len(result.ignored) == len(params)
     assert all(n.endswith("/Adagrad") for n in result.ignored)
-    np.testing.assert_array_equal(model.embedding.embeddings.numpy(),
-                                  params["seq2seq/embedding/embedding"])
+    np.testing.assert_array_equal(
+        model.embedding.embeddings.numpy(), params["seq2seq/embedding/embedding"]
+    )
 
 
 def test_adagrad_slots_converted_and_round_tripped(tmp_path):
@@ -210,13 +223,12 @@ def test_adagrad_slots_converted_and_round_tripped(tmp_path):
     # Accumulators follow the gate reorder but get no forget-bias shift.
     tf1_acc = full[DEC + "/lstm_cell/bias/Adagrad"]
     i, j, f, o = np.split(tf1_acc, 4)
-    np.testing.assert_array_equal(slots[model.decoder_cell.bias.path],
-                                  np.concatenate([i, f, j, o]))
-    np.testing.assert_array_equal(slots[model.attention.W_h.path],
-                                  full[DEC + "/W_h/Adagrad"][0, 0])
+    np.testing.assert_array_equal(slots[model.decoder_cell.bias.path], np.concatenate([i, f, j, o]))
+    np.testing.assert_array_equal(slots[model.attention.W_h.path], full[DEC + "/W_h/Adagrad"][0, 0])
     # Writing them back gives the original arrays.
-    prefix = write_tf1_checkpoint(model, os.path.join(tmp_path, "b", "m"), global_step=42,
-                                  adagrad_slots=slots)
+    prefix = write_tf1_checkpoint(
+        model, os.path.join(tmp_path, "b", "m"), global_step=42, adagrad_slots=slots
+    )
     _assert_same(read_tf1_checkpoint(prefix), full)
 
 

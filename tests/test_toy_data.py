@@ -42,7 +42,12 @@ def test_val_and_test_do_not_depend_on_the_training_size(tmp_path):
 def test_layout_lengths_and_summary_form(tmp_path):
     out = make(tmp_path / "t", num_train=1200, chunk_size=500)
     assert sorted(os.listdir(out / "chunked")) == [
-        "test_000.bin", "train_000.bin", "train_001.bin", "train_002.bin", "val_000.bin"]
+        "test_000.bin",
+        "train_000.bin",
+        "train_001.bin",
+        "train_002.bin",
+        "val_000.bin",
+    ]
     pairs = list(read_records(str(out / "train.bin")))
     assert len(pairs) == 1200
     for article, abstract in pairs:
@@ -57,8 +62,7 @@ def test_layout_lengths_and_summary_form(tmp_path):
         in_article = sum(w in set(words) for w in summary_words)
         assert in_article / len(summary_words) >= 0.8
     # All seven kinds of event occur.
-    for keyword in ("arrested", " beat ", "jobs", "earthquake", "elected", "species",
-                    "rescued"):
+    for keyword in ("arrested", " beat ", "jobs", "earthquake", "elected", "species", "rescued"):
         assert any(keyword in a for _, a in pairs), keyword
 
 
@@ -77,7 +81,8 @@ def test_vocab_is_readable_and_rich_in_rare_names(tmp_path):
 
 def test_default_size_generates_in_seconds():
     start = time.perf_counter()
-    sets = [toy_data.make_set(name, n, 0) for name, n in (("train", 4000), ("val", 200),
-                                                         ("test", 200))]
+    sets = [
+        toy_data.make_set(name, n, 0) for name, n in (("train", 4000), ("val", 200), ("test", 200))
+    ]
     assert sum(len(s) for s in sets) == 4400
     assert time.perf_counter() - start < 10

@@ -54,8 +54,7 @@ def test_keras_adagrad_without_epsilon_is_the_same_rule():
     grads = _grads(w0.shape, seed=3)
     want_w, _ = _tf1_adagrad(w0, np.full_like(w0, 0.1), grads, lr=0.15)
     var = keras.Variable(w0)
-    opt = keras.optimizers.Adagrad(learning_rate=0.15, initial_accumulator_value=0.1,
-                                   epsilon=0.0)
+    opt = keras.optimizers.Adagrad(learning_rate=0.15, initial_accumulator_value=0.1, epsilon=0.0)
     for g in grads:
         opt.apply_gradients([(tf.constant(g), var)])
     np.testing.assert_allclose(var.numpy(), want_w, rtol=1e-6, atol=1e-7)
@@ -98,8 +97,9 @@ def test_one_step_is_clip_by_global_norm_then_tf1_adagrad(trainer):
     for v, w, a, g in zip(variables, w0, acc0, clipped, strict=True):
         want_w, want_acc = _tf1_adagrad(w, a, [g], lr=0.15)
         np.testing.assert_allclose(v.numpy(), want_w, rtol=1e-4, atol=1e-6)
-        np.testing.assert_allclose(trainer.optimizer.accumulator(v).numpy(), want_acc,
-                                   rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(
+            trainer.optimizer.accumulator(v).numpy(), want_acc, rtol=1e-4, atol=1e-7
+        )
 
 
 def test_loss_decreases_on_a_repeated_batch(trainer):
@@ -139,8 +139,12 @@ def data(tmp_path_factory):
 
 
 def _loop_flags(data, exp_name, **overrides):
-    values = dict(data_path=data.train_path, vocab_path=data.vocab_path,
-                  log_root=data.log_root, exp_name=exp_name)
+    values = dict(
+        data_path=data.train_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name=exp_name,
+    )
     values.update(overrides)
     return helpers.flag_namespace(**values)
 
@@ -167,7 +171,10 @@ def test_checkpoints_are_named_by_step_and_the_newest_3_kept(trained):
     assert checkpointing.latest_checkpoint(trained.train_dir).endswith("model.ckpt-7")
     state = tf.train.get_checkpoint_state(trained.train_dir)
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
-        "model.ckpt-5", "model.ckpt-6", "model.ckpt-7"]
+        "model.ckpt-5",
+        "model.ckpt-6",
+        "model.ckpt-7",
+    ]
     keys = checkpointing.variable_shapes(os.path.join(trained.train_dir, "model.ckpt-7"))
     assert keys["step/.ATTRIBUTES/VARIABLE_VALUE"] == []
     assert any(k.startswith("optimizer/accumulators/") for k in keys)
@@ -188,8 +195,9 @@ def test_projector_files_point_at_the_embedding(trained, data):
     assert words[:4] == ["[UNK]", "[PAD]", "[START]", "[STOP]"]
     assert len(words) == 100
     config = open(trained.projector_config, encoding="utf-8").read()
-    key = checkpointing.embedding_key(checkpointing.variable_shapes(
-        checkpointing.latest_checkpoint(trained.train_dir)))
+    key = checkpointing.embedding_key(
+        checkpointing.variable_shapes(checkpointing.latest_checkpoint(trained.train_dir))
+    )
     assert f'tensor_name: "{key}"' in config
     assert 'metadata_path: "vocab_metadata.tsv"' in config
 
@@ -221,8 +229,9 @@ def test_max_steps_already_reached_trains_nothing(trainer, trained, data):
 
 
 def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
-    flags = _loop_flags(data, "nan", lr=1e30, coverage=True, max_steps=50,
-                        save_checkpoint_secs=3600)
+    flags = _loop_flags(
+        data, "nan", lr=1e30, coverage=True, max_steps=50, save_checkpoint_secs=3600
+    )
     exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
     os.makedirs(exp.train_dir, exist_ok=True)
     vocab = Vocab(flags.vocab_path, flags.vocab_size)
@@ -245,11 +254,9 @@ def test_training_starts_from_an_original_tf1_checkpoint(trainer, data, caplog):
     from pointer_generator import tf1_checkpoint
 
     weights = [w.numpy() for w in trainer.model.weights]
-    slots = {v.path: np.full(v.shape, 0.7, np.float32)
-             for v in trainer.model.trainable_variables}
+    slots = {v.path: np.full(v.shape, 0.7, np.float32) for v in trainer.model.trainable_variables}
     prefix = str(data.log_root) + "_tf1/model.ckpt-30"
-    tf1_checkpoint.write_tf1_checkpoint(trainer.model, prefix, global_step=30,
-                                        adagrad_slots=slots)
+    tf1_checkpoint.write_tf1_checkpoint(trainer.model, prefix, global_step=30, adagrad_slots=slots)
     for w in trainer.model.weights:
         w.assign(tf.zeros_like(w))
 
@@ -279,13 +286,18 @@ def test_progress_line_shows_step_losses_speed_and_eta(monkeypatch):
     assert speed["steps_per_sec"] == pytest.approx(0.5)
     assert speed["examples_per_sec"] == pytest.approx(8.0)
     line = p.line(13, {"loss": 4.0, "coverage_loss": 0.25})
-    assert line == ("step 13/110 | loss 4.0000 | coverage loss 0.2500 | 0.50 steps/s | "
-                    "8.0 examples/s | ETA 03:14")
+    assert line == (
+        "step 13/110 | loss 4.0000 | coverage loss 0.2500 | 0.50 steps/s | "
+        "8.0 examples/s | ETA 03:14"
+    )
 
 
 def test_check_numerics_report_is_summarised():
-    message = ("Graph execution error:\n\n!!! Detected Infinity or NaN in output 0 of graph "
-               'op "MatMul" (# of outputs: 1) !!!\n  dtype: float32\n ... \n : Tensor had '
-               "-Inf and +Inf values\n\t [[{{node model/lstm/MatMul/CheckNumericsV2}}]]")
+    message = (
+        "Graph execution error:\n\n!!! Detected Infinity or NaN in output 0 of graph "
+        'op "MatMul" (# of outputs: 1) !!!\n  dtype: float32\n ... \n : Tensor had '
+        "-Inf and +Inf values\n\t [[{{node model/lstm/MatMul/CheckNumericsV2}}]]"
+    )
     assert train._check_numerics_summary(message) == (
-        'op "MatMul" (model/lstm/MatMul/CheckNumericsV2) produced -Inf and +Inf values')
+        'op "MatMul" (model/lstm/MatMul/CheckNumericsV2) produced -Inf and +Inf values'
+    )

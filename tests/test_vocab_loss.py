@@ -31,12 +31,14 @@ def _numpy(x, kernel, bias, targets, c_gold, c_logits):
     shifted = logits - logits.max(-1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     in_vocab = targets < V
-    gold = np.where(in_vocab, np.take_along_axis(log_probs, np.minimum(targets, V - 1)[..., None],
-                                                 -1)[..., 0], -1e30)
+    gold = np.where(
+        in_vocab,
+        np.take_along_axis(log_probs, np.minimum(targets, V - 1)[..., None], -1)[..., 0],
+        -1e30,
+    )
     onehot = np.eye(V)[np.minimum(targets, V - 1)]
     # d gold / d logits = onehot - softmax; rows of OOV targets contribute nothing.
-    d_logits = (np.where(in_vocab, c_gold, 0.0)[..., None] * (onehot - np.exp(log_probs))
-                + c_logits)
+    d_logits = np.where(in_vocab, c_gold, 0.0)[..., None] * (onehot - np.exp(log_probs)) + c_logits
     d_x = d_logits @ kernel.T
     d_kernel = np.einsum("bth,btv->hv", x, d_logits)
     d_bias = d_logits.sum((0, 1))
@@ -77,8 +79,7 @@ def test_oov_rows_get_no_gradient_even_when_the_loss_reads_them():
     tx, tk, tb = (tf.constant(a) for a in (x, kernel, bias))
     with tf.GradientTape() as tape:
         tape.watch([tx, tk, tb])
-        gold = losses.fused_gold_log_prob(_logits(tx, tk, tb), tx, tk, tb,
-                                          tf.constant(targets))
+        gold = losses.fused_gold_log_prob(_logits(tx, tk, tb), tx, tk, tb, tf.constant(targets))
         loss = tf.reduce_sum(gold * 1e-30)
     for g in tape.gradient(loss, [tx, tk, tb]):
         assert np.all(g.numpy() == 0.0)
@@ -90,15 +91,21 @@ def test_bfloat16_backward_keeps_float32_gradients():
     with tf.GradientTape() as tape:
         tape.watch([tx, tk, tb])
         logits = _logits(tx, tk, tb)
-        gold = losses.fused_gold_log_prob(logits, tx, tk, tb, tf.constant(targets),
-                                          compute_dtype=tf.bfloat16)
+        gold = losses.fused_gold_log_prob(
+            logits, tx, tk, tb, tf.constant(targets), compute_dtype=tf.bfloat16
+        )
         loss = tf.reduce_sum(tf.where(targets < V, gold, 0.0))
     grads = tape.gradient(loss, [tx, tk, tb])
     assert gold.dtype == tf.float32
     assert all(g.dtype == tf.float32 for g in grads)
-    want_logits, want_gold, want_grads = _numpy(x.astype(np.float64), kernel.astype(np.float64),
-                                                bias.astype(np.float64), targets,
-                                                np.ones((B, T)), np.zeros((B, T, V)))
+    want_logits, want_gold, want_grads = _numpy(
+        x.astype(np.float64),
+        kernel.astype(np.float64),
+        bias.astype(np.float64),
+        targets,
+        np.ones((B, T)),
+        np.zeros((B, T, V)),
+    )
     np.testing.assert_allclose(logits.numpy(), want_logits, rtol=1e-5)
     np.testing.assert_allclose(gold.numpy()[targets < V], want_gold[targets < V], rtol=1e-5)
     # bfloat16 keeps 8 bits of mantissa: agreement to a few percent, not to rounding.

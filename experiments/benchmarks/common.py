@@ -16,18 +16,24 @@ import resource
 import socket
 import sys
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results")
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 TABLE = os.path.join(RESULTS_DIR, "benchmarks.md")
-TABLE_HEADER = ("| date | benchmark | machine | configuration | figures | peak RSS (MiB) |\n"
-                "|---|---|---|---|---|---|\n")
+TABLE_HEADER = (
+    "| date | benchmark | machine | configuration | figures | peak RSS (MiB) |\n"
+    "|---|---|---|---|---|---|\n"
+)
 
 
 # The CPU features that decide the matmul rate: vector width and bf16/int8 units. Hosts
 # sold under one model name differ here (this project's VMs: AVX2 only at ~100 GFLOP/s,
 # AVX-512 + AVX512_BF16 at ~200), so the table must say which one a row comes from.
-_ISA_FLAGS = (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512_BF16"),
-              ("amx_bf16", "AMX-BF16"), ("avx2", "AVX2"), ("fma", "FMA"))
+_ISA_FLAGS = (
+    ("avx512f", "AVX-512"),
+    ("avx512_bf16", "AVX512_BF16"),
+    ("amx_bf16", "AMX-BF16"),
+    ("avx2", "AVX2"),
+    ("fma", "FMA"),
+)
 
 
 def cpu_description(cpuinfo: str) -> str:
@@ -56,6 +62,7 @@ def machine_description() -> str:
     desc = f"{cpu}, {os.cpu_count()} cores"
     try:
         import tensorflow as tf
+
         gpus = tf.config.list_physical_devices("GPU")
         if gpus:
             details = tf.config.experimental.get_device_details(gpus[0])
@@ -74,16 +81,20 @@ def peak_rss_mib() -> float:
 def shared_data_dir() -> str | None:
     """../shared/data beside the repository, or None when absent."""
     repo = os.path.dirname(RESULTS_DIR.rstrip("/").rsplit("/", 1)[0])
-    path = os.environ.get("POINTER_GENERATOR_SHARED_DATA",
-                          os.path.join(os.path.dirname(repo), "shared", "data"))
+    path = os.environ.get(
+        "POINTER_GENERATOR_SHARED_DATA", os.path.join(os.path.dirname(repo), "shared", "data")
+    )
     return path if os.path.isdir(path) else None
 
 
 def add_data_arguments(p: argparse.ArgumentParser) -> None:
     """--data_path, --vocab_path (defaults: the shared sample and vocab) and --vocab_size."""
     data = shared_data_dir()
-    p.add_argument("--data_path", default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
-                   help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files")
+    p.add_argument(
+        "--data_path",
+        default=data and os.path.join(data, "cnndm_sample.jsonl.gz"),
+        help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files",
+    )
     p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
     p.add_argument("--vocab_size", type=int, default=50000)
 
@@ -97,11 +108,17 @@ def data_missing(args, check_data_path: bool = False) -> bool:
     """True (after saying why on stderr) when the benchmark's data is not there."""
     present = bool(args.data_path and args.vocab_path) and os.path.exists(args.vocab_path)
     if present and check_data_path:
-        present = (args.data_path.endswith(".bin") or "*" in args.data_path
-                   or os.path.exists(args.data_path))
+        present = (
+            args.data_path.endswith(".bin")
+            or "*" in args.data_path
+            or os.path.exists(args.data_path)
+        )
     if not present:
-        print("SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
-              "is absent; pass --data_path and --vocab_path", file=sys.stderr)
+        print(
+            "SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
+            "is absent; pass --data_path and --vocab_path",
+            file=sys.stderr,
+        )
     return not present
 
 
@@ -109,6 +126,7 @@ def import_tensorflow(args=None):
     """TensorFlow, quiet, with the thread counts of `add_thread_arguments` applied."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
+
     if args is not None and args.intra_op_threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
     if args is not None and args.inter_op_threads:
@@ -118,8 +136,14 @@ def import_tensorflow(args=None):
 
 def thread_settings(args) -> list[str]:
     """["intra-op threads N", ...] for the thread counts that were set."""
-    return [f"{name} {n}" for name, n in (("intra-op threads", args.intra_op_threads),
-                                          ("inter-op threads", args.inter_op_threads)) if n]
+    return [
+        f"{name} {n}"
+        for name, n in (
+            ("intra-op threads", args.intra_op_threads),
+            ("inter-op threads", args.inter_op_threads),
+        )
+        if n
+    ]
 
 
 def record(name: str, config: str, figures: dict, out_json: str | None = None) -> dict:
@@ -142,8 +166,11 @@ def record(name: str, config: str, figures: dict, out_json: str | None = None) -
     with open(TABLE, "a") as f:
         if new:
             f.write(TABLE_HEADER)
-        figs = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                         for k, v in figures.items())
-        f.write(f"| {result['date']} | {name} | {result['machine']} | {config} | {figs} | "
-                f"{result['peak_rss_mib']} |\n")
+        figs = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items()
+        )
+        f.write(
+            f"| {result['date']} | {name} | {result['machine']} | {config} | {figs} | "
+            f"{result['peak_rss_mib']} |\n"
+        )
     return result

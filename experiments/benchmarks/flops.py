@@ -10,8 +10,15 @@ from __future__ import annotations
 import time
 
 
-def forward_flops(batch: int, enc_len: int, dec_len: int, vocab: int, hidden: int = 256,
-                  emb: int = 128, pointer_gen: bool = True) -> dict:
+def forward_flops(
+    batch: int,
+    enc_len: int,
+    dec_len: int,
+    vocab: int,
+    hidden: int = 256,
+    emb: int = 128,
+    pointer_gen: bool = True,
+) -> dict:
     """Forward-pass matmul FLOPs per batch, by part (spec section 4 shapes).
 
     Encoder: 2 directions x enc_len steps x 2*B*(E+H)*4H.
@@ -27,10 +34,14 @@ def forward_flops(batch: int, enc_len: int, dec_len: int, vocab: int, hidden: in
         "encoder": 2 * t * 2 * b * (emb + hidden) * 4 * hidden,
         "reduce_state": 2 * 2 * b * 2 * hidden * hidden,
         "attention_features": 2 * b * t * 2 * hidden * a,
-        "decoder_steps": d * (2 * b * (emb + 2 * hidden) * emb
-                              + 2 * b * (emb + hidden) * 4 * hidden
-                              + 2 * b * 2 * hidden * a
-                              + 2 * b * t * a + 2 * b * t * 2 * hidden),
+        "decoder_steps": d
+        * (
+            2 * b * (emb + 2 * hidden) * emb
+            + 2 * b * (emb + hidden) * 4 * hidden
+            + 2 * b * 2 * hidden * a
+            + 2 * b * t * a
+            + 2 * b * t * 2 * hidden
+        ),
         "output_projection": d * 2 * b * 3 * hidden * hidden,
         "vocab_projection": d * 2 * b * hidden * vocab,
     }

@@ -53,18 +53,32 @@ def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | 
 
     def step(enc, ext, max_art_oovs, tokens, carry):
         if features_per_step:
-            enc = EncoderOutput(enc.states, model.attention.encoder_features(enc.states),
-                                enc.padding_mask, enc.c, enc.h)
+            enc = EncoderOutput(
+                enc.states,
+                model.attention.encoder_features(enc.states),
+                enc.padding_mask,
+                enc.c,
+                enc.h,
+            )
         c, h, coverage = carry["c"], carry["h"], carry["coverage"]
-        prev_context, prev_attn = model.attention(enc.states, enc.features, enc.padding_mask,
-                                                  tf.concat([c, h], 1),
-                                                  coverage if use_cov else None)
+        prev_context, prev_attn = model.attention(
+            enc.states,
+            enc.features,
+            enc.padding_mask,
+            tf.concat([c, h], 1),
+            coverage if use_cov else None,
+        )
         if use_cov:
             coverage = coverage + prev_attn
         x = model.input_merge(tf.concat([model.embedding(tokens), prev_context], 1))
         h, c = lstm_step(model.decoder_cell, x, h, c)
-        context, attn = model.attention(enc.states, enc.features, enc.padding_mask,
-                                        tf.concat([c, h], 1), coverage if use_cov else None)
+        context, attn = model.attention(
+            enc.states,
+            enc.features,
+            enc.padding_mask,
+            tf.concat([c, h], 1),
+            coverage if use_cov else None,
+        )
         out = model.attn_output_projection(tf.concat([h, context], 1))
         vocab_dist = tf.nn.softmax(model.output_projection(out), axis=-1)
         p_gen = model.p_gen_layer(context, c, h, x)
@@ -79,6 +93,7 @@ def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | 
 def reference_carry(enc, enc_padding_mask):
     """The original's decoder carry: the reduced state and zero coverage."""
     import tensorflow as tf
+
     return {"c": enc.c, "h": enc.h, "coverage": tf.zeros(tf.shape(enc_padding_mask))}
 
 
@@ -99,8 +114,11 @@ def one_at_a_time(model, vocab, hps, original: bool):
     from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
 
     k = hps.beam_size
-    step = (reference_step(model, hps, features_per_step=True, top_k=2 * k) if original
-            else model.decode_step)
+    step = (
+        reference_step(model, hps, features_per_step=True, top_k=2 * k)
+        if original
+        else model.decode_step
+    )
     step_fn = tf.function(step, reduce_retracing=True)
     encode = tf.function(model.encode, reduce_retracing=True)
 
@@ -109,17 +127,25 @@ def one_at_a_time(model, vocab, hps, original: bool):
         if original:
             # The original's decode batch holds K copies of the article; row 0's reduced
             # state starts every hypothesis.
-            enc = encode(tile_beams(batch["enc_batch"], k),
-                         tile_beams(batch["enc_padding_mask"], k))
-            carry = tile_beams(reference_carry(EncoderOutput(*(x[:1] for x in enc)),
-                                               batch["enc_padding_mask"]), k)
+            enc = encode(
+                tile_beams(batch["enc_batch"], k), tile_beams(batch["enc_padding_mask"], k)
+            )
+            carry = tile_beams(
+                reference_carry(EncoderOutput(*(x[:1] for x in enc)), batch["enc_padding_mask"]), k
+            )
         else:
             enc = encode(batch["enc_batch"], batch["enc_padding_mask"])
             carry = tile_beams(model.initial_carry(enc), k)
         return beam_search_single(
             lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
-            carry, beam_size=k, vocab_size=vocab.size(), max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps, start_id=START_ID, stop_id=STOP_ID,
-            unk_id=UNK_ID)
+            carry,
+            beam_size=k,
+            vocab_size=vocab.size(),
+            max_dec_steps=hps.max_dec_steps,
+            min_dec_steps=hps.min_dec_steps,
+            start_id=START_ID,
+            stop_id=STOP_ID,
+            unk_id=UNK_ID,
+        )
 
     return decode

@@ -50,6 +50,7 @@ def _write_chunks(jsonl_path: str, out_dir: str) -> str:
 
 def _single_thread(ds):
     import tensorflow as tf
+
     options = tf.data.Options()
     options.threading.private_threadpool_size = 1
     options.threading.max_intra_op_parallelism = 1
@@ -72,8 +73,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch_size", type=int, default=16)
     p.add_argument("--warmup_batches", type=int, default=100)
     p.add_argument("--batches", type=int, default=500)
-    p.add_argument("--out_json", default=None,
-                   help="default: experiments/results/pipeline_<hostname>.json")
+    p.add_argument(
+        "--out_json", default=None, help="default: experiments/results/pipeline_<hostname>.json"
+    )
     args = p.parse_args(argv)
     if common.data_missing(args, check_data_path=True):
         return 0
@@ -97,8 +99,9 @@ def main(argv=None) -> int:
             pattern = _write_chunks(pattern, tmp)
 
         start = time.perf_counter()
-        train = _single_thread(input_pipeline.make_dataset(pattern, vocab, hps, "train",
-                                                           single_pass=False))
+        train = _single_thread(
+            input_pipeline.make_dataset(pattern, vocab, hps, "train", single_pass=False)
+        )
         it = iter(train)
         next(it)
         startup_s = time.perf_counter() - start
@@ -106,8 +109,9 @@ def main(argv=None) -> int:
         train_wall, train_cpu, n_train = _rate(it, args.batches)
         del it
 
-        decode = _single_thread(input_pipeline.make_dataset(pattern, vocab, hps, "decode",
-                                                            single_pass=True))
+        decode = _single_thread(
+            input_pipeline.make_dataset(pattern, vocab, hps, "decode", single_pass=True)
+        )
         it = iter(decode)
         _rate(it, min(args.warmup_batches, 20))
         dec_wall, dec_cpu, n_dec = _rate(it, min(args.batches, 200))
@@ -121,14 +125,18 @@ def main(argv=None) -> int:
         "rss_before_pipeline_mib": round(rss_tf, 1),
         "target_examples_per_s": TARGET,
     }
-    config = (f"train mode: batch {hps.batch_size}, enc {hps.max_enc_steps}, dec "
-              f"{hps.max_dec_steps}, vocab {vocab.size()}, 1 thread ({pinning}), "
-              f"{args.warmup_batches} warm-up + {args.batches} batches; decode single-pass "
-              f"{n_dec} examples")
+    config = (
+        f"train mode: batch {hps.batch_size}, enc {hps.max_enc_steps}, dec "
+        f"{hps.max_dec_steps}, vocab {vocab.size()}, 1 thread ({pinning}), "
+        f"{args.warmup_batches} warm-up + {args.batches} batches; decode single-pass "
+        f"{n_dec} examples"
+    )
     common.record("pipeline", config, figures, args.out_json)
     verdict = "meets" if train_wall >= TARGET else "MISSES"
-    print(f"train-mode pipeline: {train_wall:.0f} examples/s on one core "
-          f"({verdict} the {TARGET:.0f}/s target)")
+    print(
+        f"train-mode pipeline: {train_wall:.0f} examples/s on one core "
+        f"({verdict} the {TARGET:.0f}/s target)"
+    )
     return 0
 
 

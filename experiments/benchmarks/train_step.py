@@ -52,14 +52,61 @@ def _batches(data_path: str, vocab, hps, n: int, tmp: str) -> list:
 
 def _batch_flops(batch, hps, vocab_size: int) -> float:
     b, t = batch["enc_batch"].shape
-    return flops.train_step_flops(batch=b, enc_len=t, dec_len=batch["dec_batch"].shape[1],
-                                  vocab=vocab_size, hidden=hps.hidden_dim, emb=hps.emb_dim,
-                                  pointer_gen=hps.pointer_gen)
+    return flops.train_step_flops(
+        batch=b,
+        enc_len=t,
+        dec_len=batch["dec_batch"].shape[1],
+        vocab=vocab_size,
+        hidden=hps.hidden_dim,
+        emb=hps.emb_dim,
+        pointer_gen=hps.pointer_gen,
+    )
 
 
 def _threads(args) -> str:
     parts = common.thread_settings(args)
     return " (" + ", ".join(parts) + ")" if parts else ""
+
+
+def _warm_up(impls, step, batches, iters) -> dict[str, list[float]]:
+    """Every cached batch once per implementation (one trace / XLA compilation per shape);
+    returns the seconds of each implementation's first step at each new shape."""
+    first_shape_s = {impl: [] for impl in impls}
+    for impl in impls:
+        seen = set()
+        for _ in range(len(batches)):
+            t_len = int(batches[iters[impl].i % len(batches)]["enc_batch"].shape[1])
+            dt, _ = step(impl)
+            if t_len not in seen:
+                first_shape_s[impl].append(dt)
+                seen.add(t_len)
+            print(f"warm-up {impl}: {dt:.2f} s (enc_len {t_len})", flush=True)
+    return first_shape_s
+
+
+def _timed_rounds(impls, step, args) -> tuple[dict, list[float], list[float]]:
+    """({impl: [seconds, flops, steps]}, matmul rates, load averages) of `args.rounds`
+    rounds, the implementations alternating step by step, a matmul measurement after
+    each round."""
+    timed = {impl: [0.0, 0.0, 0] for impl in impls}
+    rates, loads = [], []
+    per_round = max(1, args.steps // args.rounds)
+    for r in range(args.rounds):
+        for _ in range(per_round):
+            for impl in impls:
+                dt, fl = step(impl)
+                timed[impl][0] += dt
+                timed[impl][1] += fl
+                timed[impl][2] += 1
+        loads.append(os.getloadavg()[0])
+        rates.append(flops.measured_matmul_rate(args.matmul_seconds))
+        msg = ", ".join(f"{impl} {timed[impl][2] / timed[impl][0]:.3f} steps/s" for impl in impls)
+        print(
+            f"round {r + 1}/{args.rounds}: {msg}; matmul {rates[-1] / 1e9:.1f} GFLOP/s, "
+            f"load {loads[-1]:.2f}",
+            flush=True,
+        )
+    return timed, rates, loads
 
 
 def main(argv=None) -> int:
@@ -69,20 +116,31 @@ def main(argv=None) -> int:
     p.add_argument("--max_enc_steps", type=int, default=400)
     p.add_argument("--max_dec_steps", type=int, default=100)
     p.add_argument("--no_coverage", action="store_true", help="pointer-generator only")
-    p.add_argument("--mixed_precision", action="store_true",
-                   help="bfloat16 vocabulary projection (hps.mixed_precision; for GPUs/TPUs)")
+    p.add_argument(
+        "--mixed_precision",
+        action="store_true",
+        help="bfloat16 vocabulary projection (hps.mixed_precision; for GPUs/TPUs)",
+    )
     p.add_argument("--impl", choices=("fused", "reference", "both"), default="fused")
-    p.add_argument("--xla", action="store_true",
-                   help="compile the whole forward/backward pass with XLA (train --xla)")
+    p.add_argument(
+        "--xla",
+        action="store_true",
+        help="compile the whole forward/backward pass with XLA (train --xla)",
+    )
     p.add_argument("--batches", type=int, default=8, help="real batches cached and cycled")
     p.add_argument("--steps", type=int, default=16, help="timed steps (per implementation)")
-    p.add_argument("--rounds", type=int, default=4,
-                   help="timed steps are split in this many rounds, each followed by a "
-                        "matmul-rate measurement")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="timed steps are split in this many rounds, each followed by a "
+        "matmul-rate measurement",
+    )
     p.add_argument("--matmul_seconds", type=float, default=1.5)
     common.add_thread_arguments(p)
-    p.add_argument("--out_json", default=None,
-                   help="default: experiments/results/train_step_<hostname>.json")
+    p.add_argument(
+        "--out_json", default=None, help="default: experiments/results/train_step_<hostname>.json"
+    )
     args = p.parse_args(argv)
     if common.data_missing(args):
         return 0
@@ -93,9 +151,14 @@ def main(argv=None) -> int:
     from pointer_generator.train import Trainer
     from pointer_generator.vocab import Vocab
 
-    hps = HParams(batch_size=args.batch_size, max_enc_steps=args.max_enc_steps,
-                  max_dec_steps=args.max_dec_steps, pointer_gen=True,
-                  coverage=not args.no_coverage, mixed_precision=args.mixed_precision)
+    hps = HParams(
+        batch_size=args.batch_size,
+        max_enc_steps=args.max_enc_steps,
+        max_dec_steps=args.max_dec_steps,
+        pointer_gen=True,
+        coverage=not args.no_coverage,
+        mixed_precision=args.mixed_precision,
+    )
     vocab = Vocab(args.vocab_path, args.vocab_size)
     with tempfile.TemporaryDirectory() as tmp:
         batches = _batches(args.data_path, vocab, hps, args.batches, tmp)
@@ -103,8 +166,12 @@ def main(argv=None) -> int:
     print(f"{len(batches)} real batches, encoder lengths {shapes}", flush=True)
 
     impls = ("fused", "reference") if args.impl == "both" else (args.impl,)
-    trainers = {impl: Trainer(hps.replace(fused_recurrence=impl == "fused"), vocab.size(),
-                              jit_compile=args.xla) for impl in impls}
+    trainers = {
+        impl: Trainer(
+            hps.replace(fused_recurrence=impl == "fused"), vocab.size(), jit_compile=args.xla
+        )
+        for impl in impls
+    }
     print(next(iter(trainers.values())).model.parameter_summary(), flush=True)
     start_rss = common.peak_rss_mib()
 
@@ -129,43 +196,22 @@ def main(argv=None) -> int:
         assert metrics["finite"], metrics
         return time.perf_counter() - start, _batch_flops(batch, hps, vocab.size())
 
-    # Warm-up: every cached batch once (one trace / XLA compilation per shape), per impl.
-    first_shape_s = {impl: [] for impl in impls}
-    for impl in impls:
-        seen = set()
-        for _ in range(len(batches)):
-            t_len = int(batches[iters[impl].i % len(batches)]["enc_batch"].shape[1])
-            dt, _ = step(impl)
-            if t_len not in seen:
-                first_shape_s[impl].append(dt)
-                seen.add(t_len)
-            print(f"warm-up {impl}: {dt:.2f} s (enc_len {t_len})", flush=True)
-
-    timed = {impl: [0.0, 0.0, 0] for impl in impls}  # seconds, flops, steps
-    rates, loads = [], []
-    per_round = max(1, args.steps // args.rounds)
-    for r in range(args.rounds):
-        for _ in range(per_round):
-            for impl in impls:  # alternate implementations step by step
-                dt, fl = step(impl)
-                timed[impl][0] += dt
-                timed[impl][1] += fl
-                timed[impl][2] += 1
-        loads.append(os.getloadavg()[0])
-        rates.append(flops.measured_matmul_rate(args.matmul_seconds))
-        msg = ", ".join(f"{impl} {timed[impl][2] / timed[impl][0]:.3f} steps/s"
-                        for impl in impls)
-        print(f"round {r + 1}/{args.rounds}: {msg}; matmul {rates[-1] / 1e9:.1f} GFLOP/s, "
-              f"load {loads[-1]:.2f}", flush=True)
+    first_shape_s = _warm_up(impls, step, batches, iters)
+    timed, rates, loads = _timed_rounds(impls, step, args)
 
     rate = sum(rates) / len(rates)
     main_impl = impls[0]
     seconds, total_flops, n = timed[main_impl]
     achieved = total_flops / seconds
-    nominal = flops.train_step_flops(batch=hps.batch_size, enc_len=hps.max_enc_steps,
-                                     dec_len=hps.max_dec_steps, vocab=vocab.size(),
-                                     hidden=hps.hidden_dim, emb=hps.emb_dim,
-                                     pointer_gen=hps.pointer_gen)
+    nominal = flops.train_step_flops(
+        batch=hps.batch_size,
+        enc_len=hps.max_enc_steps,
+        dec_len=hps.max_dec_steps,
+        vocab=vocab.size(),
+        hidden=hps.hidden_dim,
+        emb=hps.emb_dim,
+        pointer_gen=hps.pointer_gen,
+    )
     figures = {
         "steps_per_s": round(n / seconds, 4),
         "examples_per_s": round(n * hps.batch_size / seconds, 2),
@@ -183,20 +229,24 @@ def main(argv=None) -> int:
         ref_s, _, ref_n = timed["reference"]
         figures["reference_s_per_step"] = round(ref_s / ref_n, 3)
         figures["speedup_vs_reference"] = round((ref_s / ref_n) / (seconds / n), 2)
-    config = (f"impl {args.impl}{' + whole-step XLA' if args.xla else ''}"
-              f"{' + bf16 vocabulary projection' if args.mixed_precision else ''}"
-              f"{_threads(args)}: batch {hps.batch_size}, enc "
-              f"{hps.max_enc_steps}, dec {hps.max_dec_steps}, vocab {vocab.size()}, hidden "
-              f"{hps.hidden_dim}, emb {hps.emb_dim}, pointer"
-              f"{' + coverage' if hps.coverage else ''}; {len(batches)} real batches (enc "
-              f"lengths {shapes}), {n} timed steps after {len(batches)} warm-up")
+    config = (
+        f"impl {args.impl}{' + whole-step XLA' if args.xla else ''}"
+        f"{' + bf16 vocabulary projection' if args.mixed_precision else ''}"
+        f"{_threads(args)}: batch {hps.batch_size}, enc "
+        f"{hps.max_enc_steps}, dec {hps.max_dec_steps}, vocab {vocab.size()}, hidden "
+        f"{hps.hidden_dim}, emb {hps.emb_dim}, pointer"
+        f"{' + coverage' if hps.coverage else ''}; {len(batches)} real batches (enc "
+        f"lengths {shapes}), {n} timed steps after {len(batches)} warm-up"
+    )
     common.record("train_step", config, figures, args.out_json)
     ratio = figures["ratio_achieved_over_matmul"]
     peak = common.peak_rss_mib()
-    print(f"training: {figures['examples_per_s']} examples/s, {ratio:.0%} of the measured "
-          f"matmul rate ({'meets' if ratio >= TARGET_RATIO else 'MISSES'} the "
-          f"{TARGET_RATIO:.0%} target); peak RSS {peak:.0f} MiB "
-          f"({'meets' if peak < TARGET_PEAK_MIB else 'MISSES'} the 4 GiB target)")
+    print(
+        f"training: {figures['examples_per_s']} examples/s, {ratio:.0%} of the measured "
+        f"matmul rate ({'meets' if ratio >= TARGET_RATIO else 'MISSES'} the "
+        f"{TARGET_RATIO:.0%} target); peak RSS {peak:.0f} MiB "
+        f"({'meets' if peak < TARGET_PEAK_MIB else 'MISSES'} the 4 GiB target)"
+    )
     return 0
 
 

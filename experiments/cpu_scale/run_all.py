@@ -38,9 +38,13 @@ DEFAULT_REPORT_DIR = os.path.join(REPO, "experiments", "results", "cpu_scale")
 # recipe file -> (experiment dir, [(report row name, decode stage)])
 RUNS = {
     "baseline": ("baseline", [("baseline_50k", "decode_test")]),
-    "pointer_generator_coverage": ("pointer_generator", [
-        ("pointer_generator", "decode_test"),
-        ("pointer_generator_coverage", "decode_test_coverage")]),
+    "pointer_generator_coverage": (
+        "pointer_generator",
+        [
+            ("pointer_generator", "decode_test"),
+            ("pointer_generator_coverage", "decode_test_coverage"),
+        ],
+    ),
 }
 VOCAB_SIZE, MAX_ENC_STEPS = findings.VOCAB_WORDS, 200  # as recipes/cpu.flags
 
@@ -67,8 +71,10 @@ def wait_all(procs: list[tuple[str, subprocess.Popen]]) -> None:
         if proc.wait() != 0:
             failed.append(f"{name} (exit {proc.returncode})")
     if failed:
-        raise RunError("failed: " + ", ".join(failed) + "; see the logs, fix, and rerun the "
-                       "same command to continue")
+        raise RunError(
+            "failed: " + ", ".join(failed) + "; see the logs, fix, and rerun the "
+            "same command to continue"
+        )
 
 
 def split(args, data_dir: str) -> None:
@@ -77,22 +83,49 @@ def split(args, data_dir: str) -> None:
         return
     source = args.input or default_input()
     if not source:
-        raise RunError("the shared sample is not here: give --input PATH to "
-                       "cnndm_sample.jsonl.gz (or set POINTER_GENERATOR_SHARED_DATA)")
-    wait_all([("split_sample", run([args.python, "-m", "experiments.cpu_scale.split_sample",
-                                    "--input", source, "--out_dir", data_dir]))])
+        raise RunError(
+            "the shared sample is not here: give --input PATH to "
+            "cnndm_sample.jsonl.gz (or set POINTER_GENERATOR_SHARED_DATA)"
+        )
+    wait_all(
+        [
+            (
+                "split_sample",
+                run(
+                    [
+                        args.python,
+                        "-m",
+                        "experiments.cpu_scale.split_sample",
+                        "--input",
+                        source,
+                        "--out_dir",
+                        data_dir,
+                    ]
+                ),
+            )
+        ]
+    )
 
 
 def recipes(args, data_dir: str, runs_dir: str, logs_dir: str) -> None:
     pending = list(RUNS)
     while pending:
-        batch, pending = pending[:args.jobs], pending[args.jobs:]
+        batch, pending = pending[: args.jobs], pending[args.jobs :]
         procs = []
         for name in batch:
-            cmd = [args.python, "-m", "experiments.paper.run_recipe",
-                   "--recipe", os.path.join(RECIPES, name + ".json"),
-                   "--data_dir", data_dir, "--log_root", runs_dir,
-                   "--steps_scale", str(args.steps_scale)]
+            cmd = [
+                args.python,
+                "-m",
+                "experiments.paper.run_recipe",
+                "--recipe",
+                os.path.join(RECIPES, name + ".json"),
+                "--data_dir",
+                data_dir,
+                "--log_root",
+                runs_dir,
+                "--steps_scale",
+                str(args.steps_scale),
+            ]
             cmd += [f"--set={s}" for s in args.set]
             procs.append((name, run(cmd, os.path.join(logs_dir, name + ".log"))))
         wait_all(procs)
@@ -113,18 +146,32 @@ def decode_dirs(runs_dir: str) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.cpu_scale.run_all",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.cpu_scale.run_all", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--work_dir", required=True, help="data, runs and logs go here")
     parser.add_argument("--report_dir", default=DEFAULT_REPORT_DIR)
     parser.add_argument("--input", default=None, help="default: ../shared/data sample")
-    parser.add_argument("--jobs", type=int, default=2,
-                        help="recipes run at the same time (2 uses 2 cores best: one "
-                             "training process keeps only ~1.2 cores busy)")
-    parser.add_argument("--steps_scale", type=float, default=1.0,
-                        help="multiply every training step count (smoke tests)")
-    parser.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
-                        help="extra CLI flag for every command (smoke tests)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="recipes run at the same time (2 uses 2 cores best: one "
+        "training process keeps only ~1.2 cores busy)",
+    )
+    parser.add_argument(
+        "--steps_scale",
+        type=float,
+        default=1.0,
+        help="multiply every training step count (smoke tests)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FLAG=VALUE",
+        help="extra CLI flag for every command (smoke tests)",
+    )
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args(argv)
     work = os.path.abspath(args.work_dir)
@@ -138,19 +185,41 @@ def main(argv: list[str] | None = None) -> int:
         test_glob = os.path.join(data_dir, "chunked", "test_*")
         lead3_dir = os.path.join(work, "lead3")
         if not os.path.isfile(os.path.join(lead3_dir, "ROUGE_results.txt")):
-            wait_all([("lead3", run([args.python, "-m", "experiments.lead3", "--data_path",
-                                     test_glob, "--out_dir", lead3_dir, "--overwrite"]))])
+            wait_all(
+                [
+                    (
+                        "lead3",
+                        run(
+                            [
+                                args.python,
+                                "-m",
+                                "experiments.lead3",
+                                "--data_path",
+                                test_glob,
+                                "--out_dir",
+                                lead3_dir,
+                                "--overwrite",
+                            ]
+                        ),
+                    )
+                ]
+            )
         dirs = decode_dirs(runs_dir)
         dirs["lead3"] = lead3_dir
         vocab = report.Vocab(os.path.join(data_dir, "vocab"), VOCAB_SIZE)
         systems = report.gather(dirs, test_glob, vocab, MAX_ENC_STEPS)
-        train_runs = {exp: report.read_scalars(os.path.join(runs_dir, exp))
-                      for exp, _ in RUNS.values()}
+        train_runs = {
+            exp: report.read_scalars(os.path.join(runs_dir, exp)) for exp, _ in RUNS.values()
+        }
         os.makedirs(args.report_dir, exist_ok=True)
         out = os.path.join(args.report_dir, "report.md")
-        written = report.write_report(systems, out, train_runs=train_runs,
-                                      data_path="<work_dir>/data/chunked/test_*",
-                                      vocab_path=f"<work_dir>/data/vocab (first {VOCAB_SIZE:,})")
+        written = report.write_report(
+            systems,
+            out,
+            train_runs=train_runs,
+            data_path="<work_dir>/data/chunked/test_*",
+            vocab_path=f"<work_dir>/data/vocab (first {VOCAB_SIZE:,})",
+        )
         findings.add_to_report(out, systems, runs_dir, args, time.time() - start)
         say(f"report: {written['markdown']}")
     except (PointerGeneratorError, OSError) as e:

@@ -56,12 +56,19 @@ def read_sample(path: str) -> list[tuple[str, str, str]]:
                     obj = json.loads(line)
                     ex_id, article, abstract = obj["id"], obj["article"], obj["abstract"]
                 except (ValueError, KeyError, TypeError) as e:
-                    raise DataError(f"{path}:{lineno}: expected a JSON object with id, "
-                                    f"article, abstract ({type(e).__name__}: {e})") from None
-                if not (isinstance(article, str) and isinstance(abstract, list)
-                        and all(isinstance(s, str) for s in abstract)):
-                    raise DataError(f"{path}:{lineno}: article must be a string and abstract "
-                                    "a list of sentence strings")
+                    raise DataError(
+                        f"{path}:{lineno}: expected a JSON object with id, "
+                        f"article, abstract ({type(e).__name__}: {e})"
+                    ) from None
+                if not (
+                    isinstance(article, str)
+                    and isinstance(abstract, list)
+                    and all(isinstance(s, str) for s in abstract)
+                ):
+                    raise DataError(
+                        f"{path}:{lineno}: article must be a string and abstract "
+                        "a list of sentence strings"
+                    )
                 out.append((str(ex_id), article, abstract_from_sentences(abstract)))
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
@@ -77,26 +84,32 @@ def assign_sets(ids: list[str], seed: int, val_size: int, test_size: int) -> dic
     if len(set(ids)) != len(ids):
         raise DataError("the input has duplicate ids; the split is defined on unique ids")
     if val_size < 0 or test_size < 0 or val_size + test_size >= len(ids):
-        raise DataError(f"cannot take {test_size} test + {val_size} val examples from "
-                        f"{len(ids)} and keep any for training")
+        raise DataError(
+            f"cannot take {test_size} test + {val_size} val examples from "
+            f"{len(ids)} and keep any for training"
+        )
     ranked = sorted(ids, key=lambda i: rank_key(seed, i))
     sets = {i: "test" for i in ranked[:test_size]}
-    sets.update({i: "val" for i in ranked[test_size:test_size + val_size]})
-    sets.update({i: "train" for i in ranked[test_size + val_size:]})
+    sets.update({i: "val" for i in ranked[test_size : test_size + val_size]})
+    sets.update({i: "train" for i in ranked[test_size + val_size :]})
     return sets
 
 
-def split_sample(input_path: str, out_dir: str, seed: int = 0, val_size: int = 500,
-                 test_size: int = 500) -> dict:
+def split_sample(
+    input_path: str, out_dir: str, seed: int = 0, val_size: int = 500, test_size: int = 500
+) -> dict:
     """Write the three sets, the vocab and split.json; returns the split.json content."""
     examples = [e for e in read_sample(input_path) if e[1].strip()]
     sets = assign_sets([e[0] for e in examples], seed, val_size, test_size)
     counter = VocabCounter()
     manifest = {
-        "source": os.path.abspath(input_path), "seed": seed,
+        "source": os.path.abspath(input_path),
+        "seed": seed,
         "rule": "rank by sha256('<seed>:<id>'): first test_size -> test, next val_size -> "
-                "val, rest -> train; input order kept within each set",
-        "sizes": {}, "ids": {}}
+        "val, rest -> train; input order kept within each set",
+        "sizes": {},
+        "ids": {},
+    }
     with FinishedFilesWriter(out_dir) as writer:
         for name in SETS:
             members = [e for e in examples if sets[e[0]] == name]
@@ -113,13 +126,16 @@ def split_sample(input_path: str, out_dir: str, seed: int = 0, val_size: int = 5
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.cpu_scale.split_sample",
-                                     description="Fixed train/val/test split of the shared "
-                                                 "CNN/DM sample as .bin files + vocab.")
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.cpu_scale.split_sample",
+        description="Fixed train/val/test split of the shared CNN/DM sample as .bin files + vocab.",
+    )
     parser.add_argument("--out_dir", required=True)
-    parser.add_argument("--input", default=None,
-                        help=f"JSONL(.gz) with id/article/abstract (default: "
-                             f"../shared/data/{SAMPLE_NAME})")
+    parser.add_argument(
+        "--input",
+        default=None,
+        help=f"JSONL(.gz) with id/article/abstract (default: ../shared/data/{SAMPLE_NAME})",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--val_size", type=int, default=500)
     parser.add_argument("--test_size", type=int, default=500)
@@ -127,14 +143,17 @@ def main(argv: list[str] | None = None) -> int:
     input_path = args.input or default_input()
     try:
         if not input_path or not os.path.isfile(input_path):
-            raise DataError(f"input {input_path or '../shared/data/' + SAMPLE_NAME} not "
-                            "found; pass --input")
+            raise DataError(
+                f"input {input_path or '../shared/data/' + SAMPLE_NAME} not found; pass --input"
+            )
         m = split_sample(input_path, args.out_dir, args.seed, args.val_size, args.test_size)
     except PointerGeneratorError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"train {m['sizes']['train']}, val {m['sizes']['val']}, test {m['sizes']['test']} "
-          f"examples and a vocab of {m['vocab_words']} words written to {args.out_dir}")
+    print(
+        f"train {m['sizes']['train']}, val {m['sizes']['val']}, test {m['sizes']['test']} "
+        f"examples and a vocab of {m['vocab_words']} words written to {args.out_dir}"
+    )
     return 0
 
 

@@ -49,14 +49,27 @@ PAPER_DIR = os.path.dirname(os.path.abspath(__file__))
 RECIPES_DIR = os.path.join(PAPER_DIR, "recipes")
 CLI_MODULE = "pointer_generator.run_summarization"
 
-KINDS = ("train", "restore_best_model", "convert_to_coverage", "eval_single_pass", "decode",
-         "score")
-RECIPE_KEYS = {"description", "table1_row", "exp_name", "extends", "flagfiles", "flags",
-               "stages"}
+KINDS = (
+    "train",
+    "restore_best_model",
+    "convert_to_coverage",
+    "eval_single_pass",
+    "decode",
+    "score",
+)
+RECIPE_KEYS = {"description", "table1_row", "exp_name", "extends", "flagfiles", "flags", "stages"}
 STAGE_KEYS = {"name", "kind", "flagfiles", "flags", "steps", "eval_job", "decode_stage"}
 # Flags the runner sets itself; a recipe or --set must not.
-RUNNER_FLAGS = {"mode", "data_path", "vocab_path", "log_root", "exp_name",
-                "restore_best_model", "convert_to_coverage_model", "flagfile"}
+RUNNER_FLAGS = {
+    "mode",
+    "data_path",
+    "vocab_path",
+    "log_root",
+    "exp_name",
+    "restore_best_model",
+    "convert_to_coverage_model",
+    "flagfile",
+}
 
 
 class RecipeError(PointerGeneratorError):
@@ -66,6 +79,7 @@ class RecipeError(PointerGeneratorError):
 @dataclass(frozen=True)
 class Stage:
     """One step of a recipe, with the recipe-level flag files and flags already merged."""
+
     name: str
     kind: str
     flagfiles: tuple[str, ...] = ()
@@ -88,8 +102,10 @@ class Recipe:
         for s in self.stages:
             if s.name == name:
                 return s
-        raise RecipeError(f"recipe {self.name} has no stage {name!r} (stages: "
-                          f"{', '.join(s.name for s in self.stages)})")
+        raise RecipeError(
+            f"recipe {self.name} has no stage {name!r} (stages: "
+            f"{', '.join(s.name for s in self.stages)})"
+        )
 
 
 def available() -> list[str]:
@@ -102,16 +118,17 @@ def recipe_path(name_or_path: str) -> str:
         return os.path.abspath(name_or_path)
     path = os.path.join(RECIPES_DIR, name_or_path + ".json")
     if not os.path.isfile(path):
-        raise RecipeError(f"no recipe {name_or_path!r}: neither a file nor one of "
-                          f"{', '.join(available())} (in {RECIPES_DIR})")
+        raise RecipeError(
+            f"no recipe {name_or_path!r}: neither a file nor one of "
+            f"{', '.join(available())} (in {RECIPES_DIR})"
+        )
     return path
 
 
 def _check_keys(obj: dict, allowed: set, where: str) -> None:
     unknown = set(obj) - allowed
     if unknown:
-        raise RecipeError(f"{where}: unknown keys {sorted(unknown)} (allowed: "
-                          f"{sorted(allowed)})")
+        raise RecipeError(f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})")
 
 
 def _sibling(name: str, recipe_dir: str) -> str:
@@ -155,8 +172,11 @@ def load(name_or_path: str, _seen: tuple[str, ...] = ()) -> Recipe:
     _check_keys(data, RECIPE_KEYS, path)
     # Shipped recipes name the flag files of experiments/paper; others, files beside them.
     base_dir = PAPER_DIR if os.path.dirname(path) == RECIPES_DIR else os.path.dirname(path)
-    parent = load(_sibling(data["extends"], os.path.dirname(path)), _seen + (path,)) \
-        if data.get("extends") else None
+    parent = (
+        load(_sibling(data["extends"], os.path.dirname(path)), _seen + (path,))
+        if data.get("extends")
+        else None
+    )
     exp_name = data.get("exp_name") or (parent.exp_name if parent else None)
     if not exp_name:
         raise RecipeError(f"{path}: 'exp_name' is required")
@@ -177,10 +197,18 @@ def load(name_or_path: str, _seen: tuple[str, ...] = ()) -> Recipe:
         if s.kind == "decode":
             decodes.add(s.name)
         if s.kind == "score" and s.decode_stage not in decodes:
-            raise RecipeError(f"{path}: score stage {s.name!r} needs 'decode_stage' naming an "
-                              f"earlier decode stage (got {s.decode_stage!r})")
-    return Recipe(name=name, path=path, description=data.get("description", ""),
-                  table1_row=data.get("table1_row"), exp_name=exp_name, stages=tuple(stages))
+            raise RecipeError(
+                f"{path}: score stage {s.name!r} needs 'decode_stage' naming an "
+                f"earlier decode stage (got {s.decode_stage!r})"
+            )
+    return Recipe(
+        name=name,
+        path=path,
+        description=data.get("description", ""),
+        table1_row=data.get("table1_row"),
+        exp_name=exp_name,
+        stages=tuple(stages),
+    )
 
 
 def _stage(raw, where: str, base_dir: str, recipe_files: tuple, recipe_flags: dict) -> Stage:
@@ -197,21 +225,29 @@ def _stage(raw, where: str, base_dir: str, recipe_files: tuple, recipe_flags: di
     steps = raw.get("steps")
     if kind == "train":
         if (steps is None) == ("max_steps" not in stage_flags):
-            raise RecipeError(f"{where}: a train stage needs exactly one of flags.max_steps "
-                              "(a global step) and steps (relative to its start)")
+            raise RecipeError(
+                f"{where}: a train stage needs exactly one of flags.max_steps "
+                "(a global step) and steps (relative to its start)"
+            )
         if steps is not None and (not isinstance(steps, int) or steps <= 0):
             raise RecipeError(f"{where}: 'steps' must be a positive integer")
     elif steps is not None or raw.get("eval_job"):
         raise RecipeError(f"{where}: 'steps' and 'eval_job' belong to train stages")
-    files = recipe_files + tuple(_flagfile(p, base_dir, where)
-                                 for p in raw.get("flagfiles", []))
-    return Stage(name=name, kind=kind, flagfiles=files, flags={**recipe_flags, **stage_flags},
-                 steps=steps, eval_job=bool(raw.get("eval_job")),
-                 decode_stage=raw.get("decode_stage"))
+    files = recipe_files + tuple(_flagfile(p, base_dir, where) for p in raw.get("flagfiles", []))
+    return Stage(
+        name=name,
+        kind=kind,
+        flagfiles=files,
+        flags={**recipe_flags, **stage_flags},
+        steps=steps,
+        eval_job=bool(raw.get("eval_job")),
+        decode_stage=raw.get("decode_stage"),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Flags of a stage
+
 
 def flag_value(v) -> str:
     if isinstance(v, bool):

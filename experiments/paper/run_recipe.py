@@ -51,6 +51,7 @@ _STEP_PLACEHOLDER = "<global step at the start of this stage + {}>"
 # ---------------------------------------------------------------------------------------
 # State file
 
+
 class State:
     """`recipe_state.json`: {"stages": {name: {...}}}, rewritten atomically on each change."""
 
@@ -64,8 +65,10 @@ class State:
                 if not isinstance(self.data.get("stages"), dict):
                     raise ValueError("no 'stages' object")
             except (OSError, ValueError) as e:
-                raise RecipeError(f"{path}: unreadable recipe state ({e}); fix or remove "
-                                  "it (finished stages are then rerun)") from None
+                raise RecipeError(
+                    f"{path}: unreadable recipe state ({e}); fix or remove "
+                    "it (finished stages are then rerun)"
+                ) from None
 
     def stage(self, name: str) -> dict:
         return self.data["stages"].get(name, {})
@@ -97,6 +100,7 @@ class State:
 
 # ---------------------------------------------------------------------------------------
 # Reading what the CLI wrote
+
 
 def newest_checkpoint(train_dir: str) -> str | None:
     """Basename of the checkpoint the `checkpoint` state file of `train_dir` names."""
@@ -140,13 +144,25 @@ def read_key_values(path: str) -> dict:
 # ---------------------------------------------------------------------------------------
 # Runner
 
+
 class Runner:
     """Builds each stage's commands and runs them (or prints them with dry_run)."""
 
-    def __init__(self, recipe: Recipe, data_dir: str, log_root: str, *, exp_name=None,
-                 python: str = sys.executable, overrides: dict | None = None,
-                 steps_scale: float = 1.0, eval_grace_secs: float = 120.0,
-                 dry_run: bool = False, out=None, poll_secs: float = 2.0):
+    def __init__(
+        self,
+        recipe: Recipe,
+        data_dir: str,
+        log_root: str,
+        *,
+        exp_name=None,
+        python: str = sys.executable,
+        overrides: dict | None = None,
+        steps_scale: float = 1.0,
+        eval_grace_secs: float = 120.0,
+        dry_run: bool = False,
+        out=None,
+        poll_secs: float = 2.0,
+    ):
         self.recipe = recipe
         self.data_dir = os.path.abspath(data_dir)
         self.exp_dir = os.path.join(os.path.abspath(log_root), exp_name or recipe.exp_name)
@@ -186,10 +202,18 @@ class Runner:
         return recipe_lib.static_args(stage, self.overrides, self.steps_scale)
 
     def cli(self, stage: Stage, mode: str, split: str, *extra: str) -> list[str]:
-        return ([self.python, "-m", CLI_MODULE] + self.static_args(stage)
-                + list(extra) + [f"--mode={mode}", f"--data_path={self.data_path(split)}",
-                                 f"--vocab_path={self.vocab_path}",
-                                 f"--log_root={self.log_root}", f"--exp_name={self.exp_name}"])
+        return (
+            [self.python, "-m", CLI_MODULE]
+            + self.static_args(stage)
+            + list(extra)
+            + [
+                f"--mode={mode}",
+                f"--data_path={self.data_path(split)}",
+                f"--vocab_path={self.vocab_path}",
+                f"--log_root={self.log_root}",
+                f"--exp_name={self.exp_name}",
+            ]
+        )
 
     def fingerprint(self, stage: Stage) -> dict:
         """What a finished stage must agree on with the recipe to count as done."""
@@ -215,10 +239,15 @@ class Runner:
     def decode_dir_for(self, stage: Stage, checkpoint: str | None) -> str:
         """Where single-pass decode of `checkpoint` writes (decode_output's naming)."""
         fv = recipe_lib.resolve(self.static_args(stage))
-        hps = SimpleNamespace(max_enc_steps=fv.max_enc_steps, beam_size=fv.beam_size,
-                              min_dec_steps=fv.min_dec_steps, max_dec_steps=fv.max_dec_steps)
-        name = decode_output.decode_dir_name(self.data_path("test"), hps,
-                                             checkpoint or "model.ckpt-<N>")
+        hps = SimpleNamespace(
+            max_enc_steps=fv.max_enc_steps,
+            beam_size=fv.beam_size,
+            min_dec_steps=fv.min_dec_steps,
+            max_dec_steps=fv.max_dec_steps,
+        )
+        name = decode_output.decode_dir_name(
+            self.data_path("test"), hps, checkpoint or "model.ckpt-<N>"
+        )
         return os.path.join(self.exp_dir, name)
 
     def commands(self, stage: Stage) -> tuple[list[list[str]], list[str] | None]:
@@ -242,17 +271,30 @@ class Runner:
         decode_dir = self.decode_dir_of(stage)
         cmds = []
         if not os.path.isfile(os.path.join(decode_dir, "ROUGE_results.txt")):
-            cmds.append([self.python, "-m", "pointer_generator.rouge",
-                         f"--reference_dir={os.path.join(decode_dir, 'reference')}",
-                         f"--decoded_dir={os.path.join(decode_dir, 'decoded')}",
-                         f"--out_dir={decode_dir}"])
+            cmds.append(
+                [
+                    self.python,
+                    "-m",
+                    "pointer_generator.rouge",
+                    f"--reference_dir={os.path.join(decode_dir, 'reference')}",
+                    f"--decoded_dir={os.path.join(decode_dir, 'decoded')}",
+                    f"--out_dir={decode_dir}",
+                ]
+            )
         decode_fv = recipe_lib.resolve(self.static_args(self.recipe.stage(stage.decode_stage)))
-        cmds.append([self.python, "-m", "experiments.analysis", f"--decode_dir={decode_dir}",
-                     f"--data_path={self.data_path('test')}",
-                     f"--vocab_path={self.vocab_path}",
-                     f"--vocab_size={decode_fv.vocab_size}",
-                     f"--max_enc_steps={decode_fv.max_enc_steps}",
-                     f"--out={os.path.join(decode_dir, 'analysis.json')}"])
+        cmds.append(
+            [
+                self.python,
+                "-m",
+                "experiments.analysis",
+                f"--decode_dir={decode_dir}",
+                f"--data_path={self.data_path('test')}",
+                f"--vocab_path={self.vocab_path}",
+                f"--vocab_size={decode_fv.vocab_size}",
+                f"--max_enc_steps={decode_fv.max_enc_steps}",
+                f"--out={os.path.join(decode_dir, 'analysis.json')}",
+            ]
+        )
         return cmds, None
 
     # ---- selection --------------------------------------------------------------------
@@ -274,7 +316,8 @@ class Runner:
                     raise RecipeError(
                         f"stage {stage.name} of {self.exp_dir} finished with other settings "
                         f"({_diff(recorded, now)}); use another --exp_name, or rerun it on "
-                        f"purpose with --stage {stage.name}")
+                        f"purpose with --stage {stage.name}"
+                    )
                 plan.append((stage, False))
             else:
                 plan.append((stage, True))
@@ -308,8 +351,10 @@ class Runner:
             if self.dry_run:
                 cmds, eval_cmd = self.commands(stage)
                 if eval_cmd:
-                    self.say(shlex.join(eval_cmd) + " &  # concurrent eval job, stopped "
-                             "when the training command ends")
+                    self.say(
+                        shlex.join(eval_cmd) + " &  # concurrent eval job, stopped "
+                        "when the training command ends"
+                    )
                 for cmd in cmds:
                     self.say(shlex.join(cmd))
                 continue
@@ -319,18 +364,24 @@ class Runner:
 
     def run_stage(self, stage: Stage) -> None:
         values = {}
-        if stage.kind == "train" and stage.steps is not None and \
-                self.state.stage(stage.name).get("start_step") is None:
+        if (
+            stage.kind == "train"
+            and stage.steps is not None
+            and self.state.stage(stage.name).get("start_step") is None
+        ):
             ckpt = newest_checkpoint(self.train_dir)
             if ckpt is None:
-                raise RecipeError(f"stage {stage.name} trains {stage.steps} steps on from the "
-                                  f"newest checkpoint, but {self.train_dir} has none")
+                raise RecipeError(
+                    f"stage {stage.name} trains {stage.steps} steps on from the "
+                    f"newest checkpoint, but {self.train_dir} has none"
+                )
             self.state.update(stage.name, start_step=step_of(ckpt))
         if stage.kind == "decode":
             ckpt = newest_checkpoint(self.train_dir)
             if ckpt is None:
-                raise RecipeError(f"stage {stage.name}: no checkpoint in {self.train_dir} to "
-                                  "decode")
+                raise RecipeError(
+                    f"stage {stage.name}: no checkpoint in {self.train_dir} to decode"
+                )
             values["checkpoint"] = ckpt
             values["decode_dir"] = self.decode_dir_for(stage, ckpt)
         cmds, eval_cmd = self.commands(stage)
@@ -344,8 +395,13 @@ class Runner:
             for cmd in cmds:
                 self.run_command(stage, cmd)
         values.update(self.collect(stage, values))
-        self.state.update(stage.name, finished=_now(), fingerprint=self.fingerprint(stage),
-                          commands=[shlex.join(c) for c in cmds], **values)
+        self.state.update(
+            stage.name,
+            finished=_now(),
+            fingerprint=self.fingerprint(stage),
+            commands=[shlex.join(c) for c in cmds],
+            **values,
+        )
         self.say(f"# {stage.name} finished")
 
     def already_done(self, stage: Stage) -> str | None:
@@ -373,6 +429,7 @@ class Runner:
             out["decode_dir"] = self.find_decode_dir(values["decode_dir"], values["checkpoint"])
         if stage.kind == "score":
             from experiments.report import parse_rouge_results
+
             decode_dir = self.decode_dir_of(stage)
             out["decode_dir"] = decode_dir
             rouge = parse_rouge_results(os.path.join(decode_dir, "ROUGE_results.txt"))
@@ -386,8 +443,10 @@ class Runner:
         if recorded:
             return recorded
         if not self.dry_run:
-            raise RecipeError(f"stage {stage.name} scores the output of stage "
-                              f"{stage.decode_stage}, which has not run yet")
+            raise RecipeError(
+                f"stage {stage.name} scores the output of stage "
+                f"{stage.decode_stage}, which has not run yet"
+            )
         return self.decode_dir_for(self.recipe.stage(stage.decode_stage), None)
 
     def find_decode_dir(self, expected: str, checkpoint: str) -> str:
@@ -404,8 +463,9 @@ class Runner:
         self.say("$ " + shlex.join(cmd))
         code = subprocess.call(cmd)
         if code != 0:
-            raise RecipeError(f"stage {stage.name}: command exited with status {code}: "
-                              f"{shlex.join(cmd)}")
+            raise RecipeError(
+                f"stage {stage.name}: command exited with status {code}: {shlex.join(cmd)}"
+            )
 
     def run_with_eval_job(self, stage: Stage, cmd: list[str], eval_cmd: list[str]) -> None:
         """Training with the concurrent eval job alongside, as the original was run."""
@@ -423,20 +483,26 @@ class Runner:
                 if eval_proc.poll() not in (None, 0):
                     train.send_signal(signal.SIGTERM)  # the trainer saves and exits
                     train.wait()
-                    raise RecipeError(f"stage {stage.name}: the eval job exited with status "
-                                      f"{eval_proc.returncode}; see {log_path}")
+                    raise RecipeError(
+                        f"stage {stage.name}: the eval job exited with status "
+                        f"{eval_proc.returncode}; see {log_path}"
+                    )
                 time.sleep(pause)
                 pause = min(pause * 1.5, self.poll_secs)  # quick for short commands
             if train.returncode != 0:
-                raise RecipeError(f"stage {stage.name}: command exited with status "
-                                  f"{train.returncode}: {shlex.join(cmd)}")
+                raise RecipeError(
+                    f"stage {stage.name}: command exited with status "
+                    f"{train.returncode}: {shlex.join(cmd)}"
+                )
             # Let the eval job see the last checkpoints before it is stopped.
             deadline = time.time() + self.eval_grace_secs
             while time.time() < deadline and eval_proc.poll() is None:
                 time.sleep(min(0.1, max(0.0, deadline - time.time())))
             if eval_proc.poll() not in (None, 0):
-                raise RecipeError(f"stage {stage.name}: the eval job exited with status "
-                                  f"{eval_proc.returncode}; see {log_path}")
+                raise RecipeError(
+                    f"stage {stage.name}: the eval job exited with status "
+                    f"{eval_proc.returncode}; see {log_path}"
+                )
         finally:
             _stop(eval_proc)
 
@@ -455,8 +521,11 @@ def _stop(proc: subprocess.Popen, timeout: float = 60.0) -> None:
 
 def _diff(recorded: dict, now: dict) -> str:
     a, b = recorded.get("flags", {}), now.get("flags", {})
-    changes = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
-               if a.get(k) != b.get(k)]
+    changes = [
+        f"{k}: {a.get(k)!r} -> {b.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
     for k in sorted((set(recorded) | set(now)) - {"flags"}):
         if recorded.get(k) != now.get(k):
             changes.append(f"{k}: {recorded.get(k)!r} -> {now.get(k)!r}")
@@ -468,8 +537,10 @@ def _now() -> str:
 
 
 def list_stages(runner: Runner) -> str:
-    lines = [f"recipe {runner.recipe.name}: {runner.recipe.description}",
-             f"experiment dir: {runner.exp_dir}"]
+    lines = [
+        f"recipe {runner.recipe.name}: {runner.recipe.description}",
+        f"experiment dir: {runner.exp_dir}",
+    ]
     for s in runner.recipe.stages:
         rec = runner.state.stage(s.name)
         status = f"finished {rec['finished']}" if rec.get("finished") else "to do"
@@ -481,37 +552,68 @@ def list_stages(runner: Runner) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.paper.run_recipe",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--recipe", required=True,
-                        help=f"one of {', '.join(recipe_lib.available())}, or a JSON file")
-    parser.add_argument("--data_dir", required=True,
-                        help="finished_files dir: chunked/{train,val,test}_*.bin and vocab")
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.paper.run_recipe", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--recipe",
+        required=True,
+        help=f"one of {', '.join(recipe_lib.available())}, or a JSON file",
+    )
+    parser.add_argument(
+        "--data_dir",
+        required=True,
+        help="finished_files dir: chunked/{train,val,test}_*.bin and vocab",
+    )
     parser.add_argument("--log_root", required=True)
     parser.add_argument("--exp_name", default=None, help="default: the recipe's exp_name")
-    parser.add_argument("--stage", action="append", default=None,
-                        help="run only this stage (repeatable), even if finished")
+    parser.add_argument(
+        "--stage",
+        action="append",
+        default=None,
+        help="run only this stage (repeatable), even if finished",
+    )
     parser.add_argument("--dry_run", action="store_true", help="print the commands only")
     parser.add_argument("--list", action="store_true", help="print the stages and exit")
-    parser.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
-                        help="extra flag for every CLI command (repeatable)")
-    parser.add_argument("--steps_scale", type=float, default=1.0,
-                        help="multiply every training step count (e.g. 0.001 for a smoke "
-                             "test)")
-    parser.add_argument("--eval_grace_secs", type=float, default=120.0,
-                        help="after training, how long the eval job may go on evaluating "
-                             "the last checkpoints before it is stopped")
-    parser.add_argument("--python", default=sys.executable,
-                        help="Python interpreter of the commands")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FLAG=VALUE",
+        help="extra flag for every CLI command (repeatable)",
+    )
+    parser.add_argument(
+        "--steps_scale",
+        type=float,
+        default=1.0,
+        help="multiply every training step count (e.g. 0.001 for a smoke test)",
+    )
+    parser.add_argument(
+        "--eval_grace_secs",
+        type=float,
+        default=120.0,
+        help="after training, how long the eval job may go on evaluating "
+        "the last checkpoints before it is stopped",
+    )
+    parser.add_argument(
+        "--python", default=sys.executable, help="Python interpreter of the commands"
+    )
     args = parser.parse_args(argv)
     try:
         if args.steps_scale <= 0:
             raise RecipeError("--steps_scale must be positive")
         recipe = recipe_lib.load(args.recipe)
-        runner = Runner(recipe, args.data_dir, args.log_root, exp_name=args.exp_name,
-                        python=args.python, overrides=recipe_lib.parse_overrides(args.set),
-                        steps_scale=args.steps_scale, eval_grace_secs=args.eval_grace_secs,
-                        dry_run=args.dry_run)
+        runner = Runner(
+            recipe,
+            args.data_dir,
+            args.log_root,
+            exp_name=args.exp_name,
+            python=args.python,
+            overrides=recipe_lib.parse_overrides(args.set),
+            steps_scale=args.steps_scale,
+            eval_grace_secs=args.eval_grace_secs,
+            dry_run=args.dry_run,
+        )
         if args.list:
             print(list_stages(runner))
             return 0

@@ -5,5 +5,10 @@ from pointer_generator.layers.final_distribution import FinalDistribution
 from pointer_generator.layers.generation_probability import GenerationProbability
 from pointer_generator.layers.reduce_state import ReduceState
 
-__all__ = ["CoverageAttention", "FinalDistribution", "GenerationProbability", "ReduceState",
-           "masked_softmax"]
+__all__ = [
+    "CoverageAttention",
+    "FinalDistribution",
+    "GenerationProbability",
+    "ReduceState",
+    "masked_softmax",
+]

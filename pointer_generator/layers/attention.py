@@ -55,8 +55,15 @@ class CoverageAttention(keras.layers.Layer):
       safe: numerically safe masked softmax (see `masked_softmax`).
     """
 
-    def __init__(self, enc_dim: int, state_dim: int, attention_dim: int,
-                 use_coverage: bool = False, safe: bool = True, **kwargs):
+    def __init__(
+        self,
+        enc_dim: int,
+        state_dim: int,
+        attention_dim: int,
+        use_coverage: bool = False,
+        safe: bool = True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.enc_dim = enc_dim
         self.state_dim = state_dim
@@ -105,8 +112,7 @@ class CoverageAttention(keras.layers.Layer):
         context = tf.einsum("bt,btd->bd", attn, enc_states)
         return context, attn
 
-    def beam_attention(self, enc_states, enc_features, enc_padding_mask, dec_state,
-                       coverage=None):
+    def beam_attention(self, enc_states, enc_features, enc_padding_mask, dec_state, coverage=None):
         """`call` for N = B*K decoder rows over B articles (beam search), compiled with XLA.
 
         Row b*K + k of `dec_state` / `coverage` is beam k of article b, and the encoder
@@ -123,25 +129,43 @@ class CoverageAttention(keras.layers.Layer):
         self.build()
         dec_features = tf.matmul(dec_state, self.W_s) + self.b_attn  # [N, attn_dim]
         use_cov = coverage is not None and self.use_coverage
-        w_c = (tf.reshape(self.w_c, [-1]) if use_cov
-               else tf.zeros([self.attention_dim], dec_features.dtype))
+        w_c = (
+            tf.reshape(self.w_c, [-1])
+            if use_cov
+            else tf.zeros([self.attention_dim], dec_features.dtype)
+        )
         if coverage is None:
-            coverage = tf.zeros([tf.shape(dec_state)[0], tf.shape(enc_features)[1]],
-                                dec_features.dtype)
-        return _beam_attention(enc_states, enc_features, enc_padding_mask, dec_features,
-                               coverage, tf.convert_to_tensor(self.v), w_c, use_cov, self.safe)
+            coverage = tf.zeros(
+                [tf.shape(dec_state)[0], tf.shape(enc_features)[1]], dec_features.dtype
+            )
+        return _beam_attention(
+            enc_states,
+            enc_features,
+            enc_padding_mask,
+            dec_features,
+            coverage,
+            tf.convert_to_tensor(self.v),
+            w_c,
+            use_cov,
+            self.safe,
+        )
 
     def get_config(self):
         config = super().get_config()
-        config.update(enc_dim=self.enc_dim, state_dim=self.state_dim,
-                      attention_dim=self.attention_dim, use_coverage=self.use_coverage,
-                      safe=self.safe)
+        config.update(
+            enc_dim=self.enc_dim,
+            state_dim=self.state_dim,
+            attention_dim=self.attention_dim,
+            use_coverage=self.use_coverage,
+            safe=self.safe,
+        )
         return config
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
-def _beam_attention(enc_states, enc_features, mask, dec_features, coverage, v, w_c,
-                    use_coverage, safe):
+def _beam_attention(
+    enc_states, enc_features, mask, dec_features, coverage, v, w_c, use_coverage, safe
+):
     """The attention of `CoverageAttention.beam_attention` (see there); XLA fuses the
     energies of all beams into one pass over `enc_features`."""
     batch, enc_len = tf.shape(enc_features)[0], tf.shape(enc_features)[1]
@@ -153,7 +177,8 @@ def _beam_attention(enc_states, enc_features, mask, dec_features, coverage, v, w
     # A dot, not reduce_sum(v * tanh): XLA's CPU row reductions are ~5x slower here.
     scores = tf.linalg.matvec(tf.tanh(pre), v)  # [B, K, T]
     mask_k = tf.broadcast_to(mask[:, None], [batch, beams, enc_len])
-    attn = masked_softmax(tf.reshape(scores, [-1, enc_len]),
-                          tf.reshape(mask_k, [-1, enc_len]), safe)
+    attn = masked_softmax(
+        tf.reshape(scores, [-1, enc_len]), tf.reshape(mask_k, [-1, enc_len]), safe
+    )
     context = tf.einsum("bkt,btd->bkd", tf.reshape(attn, [batch, beams, enc_len]), enc_states)
     return tf.reshape(context, [batch * beams, -1]), attn

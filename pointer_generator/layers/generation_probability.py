@@ -19,8 +19,9 @@ class GenerationProbability(keras.layers.Layer):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.dense = keras.layers.Dense(1, kernel_initializer=glorot(),
-                                        bias_initializer="zeros", name="linear")
+        self.dense = keras.layers.Dense(
+            1, kernel_initializer=glorot(), bias_initializer="zeros", name="linear"
+        )
 
     def build(self, input_shapes=None):
         if self.built:
