@@ -535,7 +535,7 @@ def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, flags) -> str:
         # tried (it may fit where an event file did not); it never replaces a good one.
         writer.close_quietly()
         if "cannot write checkpoint" not in str(e):
-            _save_after_error(trainer, ckpts, OutputError)
+            _save_after_error(trainer, ckpts, OutputError, report=False)
         raise _output_stopped(e, trainer, ckpts) from None
     except Exception:
         # The state is consistent between steps: keep what was trained.
@@ -544,16 +544,19 @@ def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, flags) -> str:
         raise
 
 
-def _save_after_error(trainer: Trainer, ckpts, ignored: type[Exception]) -> None:
+def _save_after_error(
+    trainer: Trainer, ckpts, ignored: type[Exception], report: bool = True
+) -> None:
     """Try to save after a failed step (one worker only: the others of a multi-worker job
-    may be gone); a save error of type `ignored` is logged, the original error matters
-    more."""
+    may be gone). A save error of type `ignored` does not replace the original error; it
+    is logged if `report` (a full disk's second failure says nothing new)."""
     if trainer.num_workers != 1:
         return
     try:
         ckpts.save()
     except ignored as save_error:
-        log.error("Could not save a checkpoint after the error: %s", save_error)
+        if report:
+            log.error("Could not save a checkpoint after the error: %s", save_error)
 
 
 def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
