@@ -28,7 +28,7 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "pointer-generator=pointer_generator.cli:run",
+            "pointer-generator=pointer_generator.cli.entry:run",
         ],
     },
 )

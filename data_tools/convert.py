@@ -12,8 +12,9 @@ Inputs (`--format`):
 Any input file may be gzip-compressed (`.gz`).
 
 Raw text goes through the same pipeline as the stories (PTB tokenization, lower-casing, the
-missing-period fix; data_tools.stories); `--tokenized` text is used verbatim. The output is
-`{set}.bin` and `chunked/{set}_NNN.bin` in `--out_dir`, and for training data a `vocab`.
+missing-period fix; pointer_generator.data.stories); `--tokenized` text is used verbatim.
+The output is `{set}.bin` and `chunked/{set}_NNN.bin` in `--out_dir`, and for training
+data a `vocab`.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from typing import TextIO
 
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.progress import Issue, ordered_map, plural
-from data_tools.stories import process_raw_story, story_text
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
+from pointer_generator.data.stories import process_raw_story, story_text
+from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, abstract2sents, ascii_strip
 from pointer_generator.errors import DataError, PointerGeneratorError
-from pointer_generator.vocab import SENTENCE_END, SENTENCE_START, abstract2sents, ascii_strip
 
 FORMATS = ("csv", "json", "jsonl", "text")
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".story")
@@ -190,20 +191,6 @@ def _process_raw(job: tuple[str, bool]) -> tuple[str, str, int, int]:
     raw, unicode_text = job
     p = process_raw_story(raw, unicode_text)
     return p.story.article, p.story.abstract, p.story.num_highlights, p.untokenizable
-
-
-def texts_to_examples(texts: list[str], unicode_text: bool = False) -> list[tuple[str, str]]:
-    """Raw article texts -> (article, abstract) pairs ready for the model.
-
-    Each text is tokenized, lower-cased and period-fixed exactly like a story; the abstract is
-    empty unless the text has `@highlight` lines. Nothing is dropped: an empty text gives an
-    empty article, which the caller should report.
-    """
-    out = []
-    for t in texts:
-        story = process_raw_story(t, unicode_text).story
-        out.append((story.article, story.abstract))
-    return out
 
 
 def abstract_from_sentences(sentences: list[str]) -> str:

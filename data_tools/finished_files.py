@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
-from pointer_generator.binfile import AtomicWriter, encode_record, write_chunked
+from pointer_generator.data.binfile import AtomicWriter, encode_record, write_chunked
 from pointer_generator.errors import DataError, FlagError
 
 CHUNK_SIZE = 1000  # records per chunk file, as in the original

@@ -25,10 +25,10 @@ from typing import TextIO
 
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.progress import Issue, ordered_map, plural
-from data_tools.stories import process_raw_story
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
+from pointer_generator.data.stories import process_raw_story
+from pointer_generator.data.vocab import ascii_strip
 from pointer_generator.errors import DataError, PointerGeneratorError
-from pointer_generator.vocab import ascii_strip
 
 SETS = ("test", "val", "train")  # the order the original produced them in
 EXPECTED_STORIES = {"cnn": 92_579, "dm": 219_506}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from pointer_generator.progress import format_duration
+from pointer_generator.runtime.progress import format_duration
 
 MAX_LISTED = 5  # problem files named individually per kind; the rest are only counted
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pointer_generator.binfile import AtomicWriter
-from pointer_generator.vocab import RESERVED_WORDS, SENTENCE_END, SENTENCE_START, ascii_strip
+from pointer_generator.data.binfile import AtomicWriter
+from pointer_generator.data.vocab import RESERVED_WORDS, SENTENCE_END, SENTENCE_START, ascii_strip
 
 DEFAULT_VOCAB_SIZE = 200_000
 

@@ -59,13 +59,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from experiments.sentences import split_tokens
-from pointer_generator import decode_output
-from pointer_generator.binfile import read_records
+from pointer_generator.data.binfile import read_records
+from pointer_generator.data.vocab import UNK_ID, UNK_TOKEN, Vocab, abstract2sents, ascii_split
+from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.vocab import UNK_ID, UNK_TOKEN, Vocab, abstract2sents, ascii_split
 
 NGRAM_ORDERS = (1, 2, 3, 4)
-P_GENS_FILE = "p_gens.tsv"  # written by pointer_generator.decode in single-pass mode
+P_GENS_FILE = "p_gens.tsv"  # written by pointer_generator.decoding.decode in single-pass mode
 DEFAULT_MAX_ENC_STEPS = 400
 
 _DECODED_RE = re.compile(r"(\d+)_decoded\.txt")

@@ -30,9 +30,9 @@ import sys
 
 from experiments import sentences
 from experiments.analysis import iter_examples
-from pointer_generator import decode_output
+from pointer_generator.data.vocab import abstract2sents
+from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.vocab import abstract2sents
 
 LEAD_SENTENCES = 3
 
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if n == 0:
             raise PointerGeneratorError(f"{args.data_path!r} holds no examples")
         if not args.no_rouge:
-            from pointer_generator import rouge
+            from pointer_generator.evaluation import rouge
 
             results = rouge.rouge_eval(
                 os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),

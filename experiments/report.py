@@ -34,9 +34,9 @@ import sys
 from dataclasses import dataclass
 
 from experiments import analysis
-from pointer_generator.binfile import _fields as proto_fields  # tiny protobuf reader
+from pointer_generator.data.binfile import _fields as proto_fields  # tiny protobuf reader
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.vocab import Vocab
 
 ROUGE_FILE = "ROUGE_results.txt"
 FULL_TEST_SET = 11490

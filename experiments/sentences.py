@@ -12,7 +12,7 @@ are split on ASCII whitespace only, like the rest of the data path.
 
 from __future__ import annotations
 
-from pointer_generator.vocab import ascii_split
+from pointer_generator.data.vocab import ascii_split
 
 SENTENCE_END_TOKENS = frozenset({".", "!", "?"})
 # In PTB-tokenized text opening quotes are `` and `, so '' and ' after an end mark close it.

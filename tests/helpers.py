@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from pointer_generator import binfile
+from pointer_generator.data import binfile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -100,7 +100,7 @@ def tiny_setup(tmp_path, n_train: int = 40, n_val: int = 12) -> types.SimpleName
 # ------------------------------------------------------------------------------ flags
 def flag_defaults() -> dict:
     """{flag name: default} of every flag this project defines."""
-    from pointer_generator import flags as flags_lib
+    from pointer_generator.cli import flags as flags_lib
 
     fv = flags_lib.define_flags(_fresh_flag_values())
     return {name: fv[name].default for name in fv}
@@ -251,7 +251,7 @@ def run_cli(args: list[str], timeout: float = 120, **env) -> subprocess.Complete
 def run_main_in_process(args: list[str]) -> int:
     """run_summarization's flag parsing and main in this process (no TensorFlow import
     cost); returns the exit status. The global flags are reset afterwards."""
-    from pointer_generator import run_summarization
+    from pointer_generator.cli import run_summarization
 
     try:
         try:
@@ -281,7 +281,7 @@ def ctrl_c_in_a_finalizer() -> None:
 def ctrl_c_remembered():
     """`interrupts.install()` for the duration (from Python's default SIGINT handler, even
     where the test run ignores SIGINT), then the run's own handler back."""
-    from pointer_generator import interrupts
+    from pointer_generator.runtime import interrupts
 
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)

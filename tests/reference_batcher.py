@@ -13,7 +13,7 @@ UNK, PAD, START, STOP = 0, 1, 2, 3
 
 
 class RefVocab:
-    """Word (bytes) -> id, from a `pointer_generator.vocab.Vocab`."""
+    """Word (bytes) -> id, from a `pointer_generator.data.vocab.Vocab`."""
 
     def __init__(self, vocab):
         self.ids = {w.encode("utf-8"): i for i, w in enumerate(vocab.words)}

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from pointer_generator import attention_html as ah
+from pointer_generator.decoding import attention_html as ah
 from pointer_generator.errors import DataError
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

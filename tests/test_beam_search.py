@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.beam_search import (
+from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
+from pointer_generator.decoding.beam_search import (
     Hypothesis,
     _segment_sizes,
     batched_beam_search,
     beam_search_single,
     tile_beams,
 )
-from pointer_generator.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
 
 IDS = dict(start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID)
 A, B_, C_, D_ = 4, 5, 6, 7  # word ids used by the hand-built tables
@@ -680,7 +680,7 @@ def _numpy_top_k(values: np.ndarray, k: int):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_chunked_top_k_equals_top_k_with_ties(seed):
-    from pointer_generator.beam_search import chunked_top_k
+    from pointer_generator.layers.top_k import chunked_top_k
 
     rng = np.random.default_rng(seed)
     dynamic = tf.function(lambda x, k, c: chunked_top_k(x, k, c), reduce_retracing=True)
@@ -703,7 +703,7 @@ def test_chunked_top_k_equals_top_k_with_ties(seed):
 
 
 def test_chunked_top_k_on_a_vocabulary_sized_row():
-    from pointer_generator.beam_search import TOP_K_CHUNK, chunked_top_k
+    from pointer_generator.layers.top_k import TOP_K_CHUNK, chunked_top_k
 
     values = tf.nn.softmax(tf.random.stateless_normal([4, 50037], (3, 4)) * 4).numpy()
     values[1, 1000:1010] = values[1].max()  # a tie at the top, inside one chunk

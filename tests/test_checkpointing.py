@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import checkpointing, train
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import CheckpointError
-from pointer_generator.experiment import Experiment
 from pointer_generator.hparams import HParams
-from pointer_generator.vocab import Vocab
+from pointer_generator.runtime import checkpointing
+from pointer_generator.runtime.experiment import Experiment
+from pointer_generator.training import train
 from tests import helpers
 
 ACC = "optimizer/accumulators/"

@@ -8,7 +8,8 @@ import types
 
 import pytest
 
-from pointer_generator import cli, run_summarization
+from pointer_generator.cli import entry as cli
+from pointer_generator.cli import run_summarization
 from pointer_generator.errors import DataError, FlagError
 from tests import helpers
 
@@ -29,7 +30,7 @@ def test_console_script_runs_run_summarization(tmp_path):
 
 
 def test_help_lists_the_flags():
-    proc = helpers.run_python(["-m", "pointer_generator.cli", "--helpfull"], timeout=60)
+    proc = helpers.run_python(["-m", "pointer_generator.cli.entry", "--helpfull"], timeout=60)
     for name in ("--max_steps", "--distribution_strategy", "--coverage", "--flagfile"):
         assert name in proc.stdout + proc.stderr
 
@@ -52,7 +53,7 @@ def fake_subcommand(monkeypatch):
 
 
 def test_subcommands_get_the_arguments_after_their_name(fake_subcommand, monkeypatch):
-    from pointer_generator import process_exit
+    from pointer_generator.runtime import process_exit
 
     # The real one ends the process (os._exit); tests/test_process_exit.py checks it.
     monkeypatch.setattr(process_exit, "exit_now", lambda status: sys.exit(status))
@@ -77,7 +78,7 @@ def test_missing_mode_module_is_a_flag_error(monkeypatch):
     real_import = run_summarization.importlib.import_module
 
     def fake_import(name, package=None):  # importlib's own signature: others call it too
-        if name == "pointer_generator.decode":
+        if name == "pointer_generator.decoding.decode":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return real_import(name, package)
 
@@ -89,8 +90,9 @@ def test_missing_mode_module_is_a_flag_error(monkeypatch):
 
 def test_eval_single_pass_from_the_command_line(tmp_path, capsys):
     """Flags to result through run_summarization: eval --single_pass on a checkpoint."""
-    from pointer_generator import checkpointing, train
-    from pointer_generator.experiment import Experiment
+    from pointer_generator.runtime import checkpointing
+    from pointer_generator.runtime.experiment import Experiment
+    from pointer_generator.training import train
 
     data = helpers.tiny_setup(tmp_path, n_train=4, n_val=6)
     exp = Experiment(os.path.join(data.log_root, data.exp_name))

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from data_tools import convert as cv
-from pointer_generator.binfile import read_records
+from pointer_generator.data import stories
+from pointer_generator.data.binfile import read_records
 from pointer_generator.errors import DataError, FlagError
 
 
@@ -108,7 +109,7 @@ def test_text_folder_and_file_give_articles_without_abstracts(tmp_path):
 
 def test_texts_to_examples():
     texts = ["The U.S. Army didn't say (yet)", "Anna.\n\n@highlight\n\nBob"]
-    assert cv.texts_to_examples(texts) == [
+    assert stories.texts_to_examples(texts) == [
         ("the u.s. army did n't say -lrb- yet -rrb- .", ""),
         ("anna .", "<s> bob . </s>"),
     ]

@@ -14,7 +14,7 @@ from experiments import report
 from experiments.cpu_scale import findings, run_all
 from experiments.paper import recipe as recipe_lib
 from experiments.paper import run_recipe
-from pointer_generator import binfile
+from pointer_generator.data import binfile
 from tests.test_recipes import _commands, _dry_run, _flags, data_dir  # noqa: F401
 
 RECIPES = {

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import decode, decode_output
-from pointer_generator.beam_search import beam_search_single
-from pointer_generator.input_pipeline import make_dataset
-from pointer_generator.model import PointerGeneratorModel
-from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID, Vocab
+from pointer_generator.data.input_pipeline import make_dataset
+from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab
+from pointer_generator.decoding import decode, decode_output
+from pointer_generator.decoding.beam_search import beam_search_single
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 
 
@@ -262,7 +262,7 @@ def test_summarize_prints_one_summary_per_file(setup, tmp_path):
         [
             sys.executable,
             "-m",
-            "pointer_generator.cli",
+            "pointer_generator.cli.entry",
             "summarize",
             f"--vocab_path={setup.vocab_path}",
             f"--log_root={setup.log_root}",

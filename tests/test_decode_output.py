@@ -4,10 +4,10 @@ import os
 
 import pytest
 
-from pointer_generator import decode_output as do
+from pointer_generator.data.vocab import Vocab
+from pointer_generator.decoding import decode_output as do
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.vocab import Vocab
 
 
 @pytest.mark.parametrize(

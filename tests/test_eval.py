@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import checkpointing, evaluate, summaries, train
-from pointer_generator.experiment import Experiment
-from pointer_generator.input_pipeline import make_dataset, model_inputs
-from pointer_generator.vocab import Vocab
+from pointer_generator.data.input_pipeline import make_dataset, model_inputs
+from pointer_generator.data.vocab import Vocab
+from pointer_generator.evaluation import evaluate
+from pointer_generator.runtime import checkpointing, summaries
+from pointer_generator.runtime.experiment import Experiment
+from pointer_generator.training import train
 from tests import helpers
 
 

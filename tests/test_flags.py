@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from pointer_generator import flags as flags_lib
+from pointer_generator.cli import flags as flags_lib
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from tests import helpers

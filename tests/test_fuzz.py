@@ -19,11 +19,10 @@ import tensorflow as tf
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from data_tools import ptb_tokenizer, stories
-from pointer_generator import bin_dataset, binfile
-from pointer_generator import input_pipeline as ip
+from pointer_generator.data import bin_dataset, binfile, ptb_tokenizer, stories
+from pointer_generator.data import input_pipeline as ip
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, VocabError
-from pointer_generator.vocab import Vocab
 from tests import helpers
 
 
@@ -190,7 +189,7 @@ def test_tensorflow_reader_parses_or_raises_data_error(data):
         # A file as the writers make it: the TensorFlow reader gives the same texts.
         assert got == [(a.encode("utf-8"), b.encode("utf-8")) for a, b in want]
     if got is None:
-        # Its errors point users to `python -m pointer_generator.binfile` when TensorFlow
+        # Its errors point users to `python -m pointer_generator.data.binfile` when TensorFlow
         # cannot name the file: that checker must find every problem too.
         assert want is None
 

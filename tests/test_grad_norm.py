@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import grad_norm, train
+from pointer_generator.training import grad_norm, train
 from tests import helpers
 
 VOCAB = 12  # ids 4..11 only: every batch repeats words many times

@@ -12,11 +12,11 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pointer_generator import bin_dataset, binfile, example_ops
-from pointer_generator import input_pipeline as ip
+from pointer_generator.data import bin_dataset, binfile, example_ops
+from pointer_generator.data import input_pipeline as ip
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.vocab import Vocab
 from tests import reference_batcher as ref
 
 N_EXAMPLES = 300

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import checkpointing, inspect_checkpoint, train
+from pointer_generator.cli import inspect_checkpoint
+from pointer_generator.runtime import checkpointing
+from pointer_generator.training import train
 from tests import helpers
 
 
@@ -70,6 +72,6 @@ def test_missing_checkpoint_is_an_error_line(tmp_path, capsys):
 
 
 def test_module_entry_point_without_a_path_prints_usage():
-    proc = helpers.run_python(["-m", "pointer_generator.inspect_checkpoint"], timeout=60)
+    proc = helpers.run_python(["-m", "pointer_generator.cli.inspect_checkpoint"], timeout=60)
     assert proc.returncode == 2
     assert "inspect_checkpoint <checkpoint prefix or directory>" in proc.stderr

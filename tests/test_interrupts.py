@@ -1,4 +1,4 @@
-"""A Ctrl-C is never lost (pointer_generator/interrupts.py), even when Python swallows
+"""A Ctrl-C is never lost (pointer_generator/runtime/interrupts.py), even when Python swallows
 its KeyboardInterrupt inside a finalizer."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import textwrap
 
 import pytest
 
-from pointer_generator import interrupts
+from pointer_generator.runtime import interrupts
 from tests import helpers
 
 SCRIPT = textwrap.dedent("""
     import signal, sys
-    from pointer_generator import interrupts
+    from pointer_generator.runtime import interrupts
     from tests import helpers
 
     signal.signal(signal.SIGINT, {start})
@@ -64,7 +64,7 @@ def test_ignored_sigint_stays_ignored():
 
 def test_other_exceptions_in_finalizers_are_still_reported():
     script = textwrap.dedent("""
-        from pointer_generator import interrupts
+        from pointer_generator.runtime import interrupts
 
         class Broken:
             def __del__(self):

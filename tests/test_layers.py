@@ -18,7 +18,7 @@ from pointer_generator.layers import (
     ReduceState,
     masked_softmax,
 )
-from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
 RNG = np.random.default_rng(1234)
 

@@ -6,8 +6,8 @@ import pytest
 
 from experiments import lead3
 from experiments.benchmarks.common import shared_data_dir
-from pointer_generator import rouge
-from pointer_generator.binfile import write_bin
+from pointer_generator.data.binfile import write_bin
+from pointer_generator.evaluation import rouge
 
 
 def test_split_keeps_closing_quotes_and_brackets_with_their_sentence():

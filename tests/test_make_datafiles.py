@@ -7,9 +7,9 @@ import os
 import pytest
 
 from data_tools import make_datafiles as md
-from pointer_generator.binfile import read_records
+from pointer_generator.data.binfile import read_records
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError
-from pointer_generator.vocab import Vocab
 
 
 def sha1(url: str) -> str:

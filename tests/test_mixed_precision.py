@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import final_candidates as fc
-from pointer_generator.beam_search import top_of
-from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.layers.top_k import top_of
+from pointer_generator.models import final_candidates as fc
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 
 VOCAB = 300

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
-from pointer_generator.tf1_checkpoint import load_tf1_checkpoint, save_tf1_arrays
-from pointer_generator.vocab import Vocab
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.models.tf1_checkpoint import load_tf1_checkpoint, save_tf1_arrays
 from tests import numpy_reference as ref
 
 VOCAB_SIZE = 500

@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
-from pointer_generator.tf1_checkpoint import tf1_arrays_to_model
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.models.tf1_checkpoint import tf1_arrays_to_model
 from tests import numpy_reference as ref
 
 VOCAB, HIDDEN, EMB = 20, 4, 3

@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from experiments.benchmarks import original_decode
-from pointer_generator import decode
-from pointer_generator.input_pipeline import make_dataset
-from pointer_generator.model import PointerGeneratorModel
-from pointer_generator.vocab import Vocab
+from pointer_generator.data.input_pipeline import make_dataset
+from pointer_generator.data.vocab import Vocab
+from pointer_generator.decoding import decode
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 
 

@@ -11,7 +11,7 @@ from tests import helpers
 
 CHILD = r"""
 import logging, sys
-from pointer_generator.process_exit import run_and_exit
+from pointer_generator.runtime.process_exit import run_and_exit
 logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
 
 def entry(how):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from data_tools.ptb_tokenizer import PTBTokenizer, latex_quotes, tokenize, tokenize_text
+from pointer_generator.data.ptb_tokenizer import PTBTokenizer, latex_quotes, tokenize, tokenize_text
 
 # (raw text, expected tokens). Written by hand from the PTB conventions CoreNLP follows, not
 # produced by the code under test.

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import recurrent
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.layers import recurrent
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
 VOCAB = 40
 

@@ -36,8 +36,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import checkpointing, decode_output, inspect_checkpoint, train
-from pointer_generator.experiment import Experiment
+from pointer_generator.cli import inspect_checkpoint
+from pointer_generator.decoding import decode_output
+from pointer_generator.runtime import checkpointing
+from pointer_generator.runtime.experiment import Experiment
+from pointer_generator.training import train
 from tests import helpers
 
 SEED = int(os.environ.get("RELIABILITY_SEED", random.SystemRandom().randrange(10**6)))
@@ -464,7 +467,7 @@ def _decode_setup(root, n_examples: int):
     """Vocab, a test set (example NON_UTF8_INDEX has text that is not UTF-8) and an
     experiment with a checkpoint of random (large) weights, so that every article gets
     its own summary."""
-    from pointer_generator import binfile
+    from pointer_generator.data import binfile
 
     data = helpers.tiny_setup(root, n_train=4, n_val=4)
     records = [
@@ -577,7 +580,7 @@ class _FakeDecoder:
         self.vocab = vocab
 
     def decode_batch(self, batch):
-        from pointer_generator.decode import Summary
+        from pointer_generator.decoding.decode import Summary
 
         out = []
         for n in batch["enc_lens"].numpy():
@@ -593,16 +596,16 @@ class _FakeDecoder:
         return out
 
     def decode_stream(self, batches, skip=0):
-        from pointer_generator.decode import decode_batches
+        from pointer_generator.decoding.decode import decode_batches
 
         return decode_batches(self.decode_batch, batches, skip)
 
 
 @pytest.fixture
 def fake_decode(tmp_path):
-    from pointer_generator import decode
-    from pointer_generator.input_pipeline import make_dataset
-    from pointer_generator.vocab import Vocab
+    from pointer_generator.data.input_pipeline import make_dataset
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.decoding import decode
 
     data = helpers.tiny_setup(tmp_path, n_train=4, n_val=7)
     vocab = Vocab(data.vocab_path, 100)
@@ -624,7 +627,7 @@ def test_decode_writes_everything_of_an_example_before_it_counts_as_done(
 ):
     """A kill can come between any two writes; the decoded file (which makes an example
     complete, so that a resumed run skips it) must be the last one."""
-    from pointer_generator import decode
+    from pointer_generator.decoding import decode
 
     decode_dir = str(tmp_path / "dec")
     real_write = decode_output.write_for_rouge
@@ -916,8 +919,8 @@ def test_a_save_that_fails_leaves_the_state_and_older_checkpoints_alone(tmp_path
 
 
 def test_event_files_on_a_full_disk_are_an_output_error(tmp_path, tmpfs):
-    from pointer_generator import summaries
     from pointer_generator.errors import OutputError
+    from pointer_generator.runtime import summaries
 
     disk = str(tmp_path / "small")
     if not tmpfs(disk, "64k"):

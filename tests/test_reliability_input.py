@@ -15,10 +15,12 @@ import struct
 
 import pytest
 
-from pointer_generator import binfile, checkpointing, train
+from pointer_generator.data import binfile
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import VocabError
-from pointer_generator.experiment import Experiment
-from pointer_generator.vocab import Vocab
+from pointer_generator.runtime import checkpointing
+from pointer_generator.runtime.experiment import Experiment
+from pointer_generator.training import train
 from tests import helpers
 
 GOOD = binfile.encode_record("w1 w2 w3 w4 .", "<s> w1 w2 . </s>")

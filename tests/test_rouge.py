@@ -16,8 +16,8 @@ import tempfile
 
 import pytest
 
-from pointer_generator import rouge
-from pointer_generator.decode_output import write_for_rouge
+from pointer_generator.decoding.decode_output import write_for_rouge
+from pointer_generator.evaluation import rouge
 from tests.conftest import REPO_ROOT
 
 TOL = 2e-5  # ROUGE-1.5.5 prints 5 decimals and rounds R and P before computing F
@@ -240,7 +240,7 @@ def test_missing_perl_module_says_which_package(monkeypatch):
 def test_ensure_rouge_concurrent_idempotent_and_repairs(tmp_path):
     _require_perl()
     env = dict(os.environ, POINTER_GENERATOR_CACHE=str(tmp_path))
-    code = "from pointer_generator.rouge import ensure_rouge; print(ensure_rouge())"
+    code = "from pointer_generator.evaluation.rouge import ensure_rouge; print(ensure_rouge())"
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", code],

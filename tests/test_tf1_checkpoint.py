@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
-from pointer_generator.tf1_checkpoint import (
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.models.tf1_checkpoint import (
     load_tf1_checkpoint,
     read_tf1_checkpoint,
     save_tf1_arrays,

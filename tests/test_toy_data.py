@@ -5,8 +5,8 @@ import os
 import time
 
 from data_tools import toy_data
-from pointer_generator.binfile import read_records
-from pointer_generator.vocab import Vocab, abstract2sents
+from pointer_generator.data.binfile import read_records
+from pointer_generator.data.vocab import Vocab, abstract2sents
 
 
 def make(out_dir, **kw):

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import checkpointing, summaries, train
+from pointer_generator.cli.inspect_checkpoint import inspect
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import NonFiniteLossError
-from pointer_generator.experiment import Experiment
 from pointer_generator.hparams import HParams
-from pointer_generator.inspect_checkpoint import inspect
-from pointer_generator.vocab import Vocab
+from pointer_generator.runtime import checkpointing, summaries
+from pointer_generator.runtime.experiment import Experiment
+from pointer_generator.training import train
 from tests import helpers
 
 
@@ -251,7 +252,7 @@ def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
 
 
 def test_training_starts_from_an_original_tf1_checkpoint(trainer, data, caplog):
-    from pointer_generator import tf1_checkpoint
+    from pointer_generator.models import tf1_checkpoint
 
     weights = [w.numpy() for w in trainer.model.weights]
     slots = {v.path: np.full(v.shape, 0.7, np.float32) for v in trainer.model.trainable_variables}
@@ -275,7 +276,7 @@ def test_training_starts_from_an_original_tf1_checkpoint(trainer, data, caplog):
 
 
 def test_progress_line_shows_step_losses_speed_and_eta(monkeypatch):
-    from pointer_generator import progress
+    from pointer_generator.runtime import progress
 
     clock = iter([100.0, 110.0, 112.0, 114.0])
     monkeypatch.setattr(progress.time, "time", lambda: next(clock))

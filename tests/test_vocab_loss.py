@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator import losses
+from pointer_generator.layers import losses
 
 B, T, H, V = 2, 3, 5, 7
 

@@ -55,7 +55,7 @@ TARGET_SPEEDUP = 10.0
 def _articles(data_path: str, vocab, hps, n: int, batch_size: int, tmp: str) -> list:
     """Decode-mode batches (distinct articles, file order) holding n articles in all."""
     from experiments.benchmarks.pipeline import _write_chunks
-    from pointer_generator import input_pipeline
+    from pointer_generator.data import input_pipeline
 
     pattern = data_path
     if pattern.endswith(".jsonl.gz"):
@@ -82,8 +82,8 @@ def reference_search(model, vocab, hps):
     performance work), for comparison."""
     import tensorflow as tf
 
-    from pointer_generator.beam_search import batched_beam_search, tile_beams
-    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
+    from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
+    from pointer_generator.decoding.beam_search import batched_beam_search, tile_beams
 
     k = hps.beam_size
     step = original_decode.reference_step(model, hps)
@@ -156,7 +156,7 @@ def _parse(argv):
         type=int,
         default=0,
         help="also time the batched search over the whole distribution with "
-        "tf.math.top_k instead of beam_search.chunked_top_k (alternating "
+        "tf.math.top_k instead of top_k.chunked_top_k (alternating "
         "batch by batch)",
     )
     p.add_argument(
@@ -196,10 +196,10 @@ def _parse(argv):
 
 def _model_and_batches(args, tf):
     """(hps, vocab, model, its weights' description, batches) at the paper's settings."""
-    from pointer_generator import decode
+    from pointer_generator.data.vocab import STOP_ID, Vocab
+    from pointer_generator.decoding import decode
     from pointer_generator.hparams import HParams
-    from pointer_generator.model import PointerGeneratorModel
-    from pointer_generator.vocab import STOP_ID, Vocab
+    from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
     hps = HParams(
         mode="decode",
@@ -234,7 +234,7 @@ def _model_and_batches(args, tf):
 def _alternatives(args, model, vocab, hps, tf) -> dict:
     """{figure name: decode(batch)} of the searches timed against the default one, batch
     by batch; a decode returns Summaries (compared with the default's) or None."""
-    from pointer_generator import decode
+    from pointer_generator.decoding import decode
 
     def decoder(**kwargs):
         return decode.BeamSearchDecoder(
@@ -351,7 +351,7 @@ def main(argv=None) -> int:
     if common.data_missing(args):
         return 0
     tf = common.import_tensorflow(args)
-    from pointer_generator import decode
+    from pointer_generator.decoding import decode
 
     hps, vocab, model, weights, batches = _model_and_batches(args, tf)
     n_articles = sum(int(b["enc_lens"].shape[0]) for b in batches)

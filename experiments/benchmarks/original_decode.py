@@ -27,7 +27,7 @@ benchmark's "pre-optimisation" row).
 
 from __future__ import annotations
 
-from pointer_generator.model import EncoderOutput
+from pointer_generator.models.pointer_generator import EncoderOutput
 
 
 def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | None = None):
@@ -36,7 +36,7 @@ def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | 
 
     features_per_step: recompute W_h h_i from the encoder states in every step (the
       original's graph, whose encoder states are fed); False reads `enc.features`.
-    top_k: return `beam_search.Candidates` holding the top `top_k` of the final
+    top_k: return `top_k.Candidates` holding the top `top_k` of the final
       distribution, computed in the step (the original's fetch); None = the whole
       distribution [N, V_ext].
 
@@ -46,8 +46,8 @@ def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | 
     """
     import tensorflow as tf
 
-    from pointer_generator.beam_search import Candidates
-    from pointer_generator.model import lstm_step
+    from pointer_generator.layers.top_k import Candidates
+    from pointer_generator.models.pointer_generator import lstm_step
 
     use_cov = hps.coverage
 
@@ -110,8 +110,8 @@ def one_at_a_time(model, vocab, hps, original: bool):
     """
     import tensorflow as tf
 
-    from pointer_generator.beam_search import beam_search_single, tile_beams
-    from pointer_generator.vocab import START_ID, STOP_ID, UNK_ID
+    from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
+    from pointer_generator.decoding.beam_search import beam_search_single, tile_beams
 
     k = hps.beam_size
     step = (

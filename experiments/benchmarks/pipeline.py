@@ -35,7 +35,7 @@ def _pin_to_one_core() -> str:
 
 
 def _write_chunks(jsonl_path: str, out_dir: str) -> str:
-    from pointer_generator import binfile
+    from pointer_generator.data import binfile
 
     def pairs():
         with gzip.open(jsonl_path, "rt", encoding="utf-8") as f:
@@ -87,9 +87,9 @@ def main(argv=None) -> int:
     tf.constant(0) + 1  # start the runtime, to separate its memory from the pipeline's
     rss_tf = common.peak_rss_mib()
 
-    from pointer_generator import input_pipeline
+    from pointer_generator.data import input_pipeline
+    from pointer_generator.data.vocab import Vocab
     from pointer_generator.hparams import HParams
-    from pointer_generator.vocab import Vocab
 
     hps = HParams(batch_size=args.batch_size, max_enc_steps=400, max_dec_steps=100)
     vocab = Vocab(args.vocab_path, args.vocab_size)

@@ -8,7 +8,7 @@ batches: the CNN/DM sample in ../shared/data is written as `.bin` chunks to a te
 directory and read by the train-mode input pipeline (length-bucketed, so a few batches
 are shorter than 400 tokens); `--batches` of them are cached and cycled through.
 
-Each step is the trainer's full step (`pointer_generator.train.Trainer.train_step`:
+Each step is the trainer's full step (`pointer_generator.training.train.Trainer.train_step`:
 forward, backward, gradient clipping, Adagrad update). One pass over the cached batches
 warms up (tracing, and XLA compiling the recurrent loops once per batch shape); then
 `--steps` steps are timed in rounds, each followed by a measurement of this machine's
@@ -41,7 +41,7 @@ TARGET_PEAK_MIB = 4096.0
 def _batches(data_path: str, vocab, hps, n: int, tmp: str) -> list:
     """n real train-mode batches (model inputs only), as eager tensors."""
     from experiments.benchmarks.pipeline import _write_chunks
-    from pointer_generator import input_pipeline
+    from pointer_generator.data import input_pipeline
 
     pattern = data_path
     if pattern.endswith(".jsonl.gz"):
@@ -147,9 +147,9 @@ def main(argv=None) -> int:
 
     common.import_tensorflow(args)
 
+    from pointer_generator.data.vocab import Vocab
     from pointer_generator.hparams import HParams
-    from pointer_generator.train import Trainer
-    from pointer_generator.vocab import Vocab
+    from pointer_generator.training.train import Trainer
 
     hps = HParams(
         batch_size=args.batch_size,

@@ -294,7 +294,7 @@ def resolve(args: list[str]) -> absl_flags.FlagValues:
     Raises RecipeError for an unknown flag or a bad value, so a typo in a recipe is caught
     before anything runs.
     """
-    from pointer_generator import flags as flags_lib
+    from pointer_generator.cli import flags as flags_lib
 
     fv = absl_flags.FlagValues()
     flags_lib.define_flags(fv)

@@ -37,7 +37,7 @@ from types import SimpleNamespace
 
 from experiments.paper import recipe as recipe_lib
 from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
-from pointer_generator import decode_output
+from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
 
 STATE_FILE = "recipe_state.json"
@@ -275,7 +275,7 @@ class Runner:
                 [
                     self.python,
                     "-m",
-                    "pointer_generator.rouge",
+                    "pointer_generator.evaluation.rouge",
                     f"--reference_dir={os.path.join(decode_dir, 'reference')}",
                     f"--decoded_dir={os.path.join(decode_dir, 'decoded')}",
                     f"--out_dir={decode_dir}",

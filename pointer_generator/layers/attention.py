@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from pointer_generator.initializers import glorot, glorot_fans
+from pointer_generator.layers.initializers import glorot, glorot_fans
 
 # Smallest normalising sum the safe masked softmax divides by; only all-padding rows get
 # anywhere near it (their attention then is all zeros instead of 0/0 = NaN).

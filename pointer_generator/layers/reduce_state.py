@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from pointer_generator.initializers import trunc_normal
+from pointer_generator.layers.initializers import trunc_normal
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")

@@ -1,4 +1,4 @@
-"""`python -m pointer_generator.inspect_checkpoint <checkpoint prefix or directory>`.
+"""`python -m pointer_generator.cli.inspect_checkpoint <checkpoint prefix or directory>`.
 
 Reads every tensor of a checkpoint (this implementation's or an original TF1 one), prints
 the floating-point variables that are all finite, all non-finite, and partly non-finite,
@@ -34,8 +34,8 @@ def resolve(path: str) -> str:
     """A checkpoint prefix from a prefix, a `.index`/`.data-*` file name, or a directory."""
     import tensorflow as tf
 
-    from pointer_generator.checkpointing import BEST_STATE_FILE, latest_checkpoint
     from pointer_generator.errors import CheckpointError
+    from pointer_generator.runtime.checkpointing import BEST_STATE_FILE, latest_checkpoint
 
     if os.path.isdir(path):
         found = latest_checkpoint(path) or latest_checkpoint(path, BEST_STATE_FILE)

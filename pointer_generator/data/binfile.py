@@ -251,14 +251,14 @@ def write_chunked(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pointer_generator.binfile FILE_OR_GLOB...`: check `.bin` files record by
+    """`python -m pointer_generator.data.binfile FILE_OR_GLOB...`: check `.bin` files record by
     record; prints one line per file and exits with status 1 if any file is malformed."""
     import glob
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
-        print("usage: python -m pointer_generator.binfile FILE_OR_GLOB...", file=sys.stderr)
+        print("usage: python -m pointer_generator.data.binfile FILE_OR_GLOB...", file=sys.stderr)
         return 2
     bad = 0
     for pattern in argv:

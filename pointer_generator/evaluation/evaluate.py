@@ -19,11 +19,11 @@ import time
 
 import tensorflow as tf
 
-from pointer_generator import checkpointing, interrupts, summaries
 from pointer_generator.errors import CheckpointError, DataError
-from pointer_generator.experiment import Experiment
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.runtime import checkpointing, interrupts, summaries
+from pointer_generator.runtime.experiment import Experiment
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Evaluator:
             tokens=tf.reduce_sum(mask),
         )
         if self.hps.coverage:
-            from pointer_generator import losses
+            from pointer_generator.layers import losses
 
             cov_steps = losses.coverage_step_losses(out["attn_dists"])
             result["example_coverage_sum"] = tf.reduce_sum(
@@ -129,7 +129,7 @@ def main(hps: HParams, vocab, flags) -> dict | None:
 
 
 def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool):
-    from pointer_generator import input_pipeline
+    from pointer_generator.data import input_pipeline
 
     if single_pass:
         # Batches as long as their longest article: static shapes would only pad them.
@@ -147,7 +147,7 @@ def concurrent(
     max_iterations: int = 0,
 ) -> float | None:
     """The original's eval loop; returns the final running average (None if none)."""
-    from pointer_generator.input_pipeline import data_errors
+    from pointer_generator.data.input_pipeline import data_errors
 
     hps = evaluator.hps
     best_models = checkpointing.BestModels(exp.eval_dir, evaluator.checkpoint)
@@ -226,7 +226,7 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     coverage loss average per-example averages over the examples; the baseline NLL
     averages over all real target tokens (the original's sequence_loss definition).
     """
-    from pointer_generator.input_pipeline import data_errors
+    from pointer_generator.data.input_pipeline import data_errors
 
     hps = evaluator.hps
     path = checkpointing.latest_checkpoint(exp.train_dir)

@@ -20,9 +20,9 @@ from urllib.parse import quote
 
 import numpy as np
 
-from pointer_generator.decode_output import atomic_write_text
+from pointer_generator.data.vocab import ascii_split
+from pointer_generator.decoding.decode_output import atomic_write_text
 from pointer_generator.errors import DataError
-from pointer_generator.vocab import ascii_split
 
 # Probabilities may overshoot [0, 1] by float rounding; beyond this something is wrong.
 RANGE_TOLERANCE = 1e-3

@@ -28,11 +28,11 @@ import functools
 
 import tensorflow as tf
 
-from pointer_generator import bin_dataset, example_ops
-from pointer_generator.bin_dataset import data_errors  # noqa: F401  (re-exported)
+from pointer_generator.data import bin_dataset, example_ops
+from pointer_generator.data.bin_dataset import data_errors  # noqa: F401  (re-exported)
+from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, FlagError
 from pointer_generator.hparams import MODES, HParams
-from pointer_generator.vocab import Vocab
 
 STRING_KEYS = ("art_oovs", "original_article", "original_abstract", "abstract_sents")
 BUCKET_CACHE_BATCHES = 100  # batches sorted together (spec 3.3)

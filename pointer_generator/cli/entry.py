@@ -1,8 +1,8 @@
 """The `pointer-generator` console script.
 
-    pointer-generator [flags]              = python -m pointer_generator.run_summarization
-    pointer-generator summarize ARGS...    -> pointer_generator.summarize.main(ARGS)
-    pointer-generator quickstart ARGS...   -> pointer_generator.quickstart.main(ARGS)
+    pointer-generator [flags]              = python -m pointer_generator.cli.run_summarization
+    pointer-generator summarize ARGS...    -> pointer_generator.decoding.summarize.main(ARGS)
+    pointer-generator quickstart ARGS...   -> pointer_generator.cli.quickstart.main(ARGS)
 
 Subcommand modules are imported only when used; they receive the arguments after the
 subcommand's name. A `PointerGeneratorError` from any of them is printed as one
@@ -17,8 +17,8 @@ import sys
 from pointer_generator.errors import PointerGeneratorError
 
 SUBCOMMANDS = {
-    "summarize": "pointer_generator.summarize",
-    "quickstart": "pointer_generator.quickstart",
+    "summarize": "pointer_generator.decoding.summarize",
+    "quickstart": "pointer_generator.cli.quickstart",
 }
 ERROR_EXIT_CODE = 2
 
@@ -51,10 +51,10 @@ def run(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     argv = list(sys.argv if argv is None else argv)
     if len(argv) > 1 and argv[1] in SUBCOMMANDS:
-        from pointer_generator.process_exit import run_and_exit
+        from pointer_generator.runtime.process_exit import run_and_exit
 
         run_and_exit(run_subcommand, argv[1], argv[2:])
-    from pointer_generator import run_summarization
+    from pointer_generator.cli import run_summarization
 
     run_summarization.run(argv)
 

@@ -21,8 +21,8 @@ import os
 import re
 import secrets
 
+from pointer_generator.data.vocab import UNK_ID, Vocab
 from pointer_generator.errors import FlagError
-from pointer_generator.vocab import UNK_ID, Vocab
 
 REFERENCE_SUBDIR = "reference"
 DECODED_SUBDIR = "decoded"

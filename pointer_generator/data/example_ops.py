@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from pointer_generator.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID, Vocab
+from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID, Vocab
 
 # The text up to and including the first `<s>`, non-greedy. `\C` is any byte: RE2's `.`
 # does not match bytes that are not UTF-8, which would silently drop such sentences.

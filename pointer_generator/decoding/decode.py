@@ -18,11 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator import attention_html, decode_output, final_candidates, interrupts
-from pointer_generator.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
-from pointer_generator.hparams import HParams
-from pointer_generator.model import EncoderOutput, PointerGeneratorModel
-from pointer_generator.vocab import (
+from pointer_generator.data.vocab import (
     START_ID,
     STOP_DECODING,
     STOP_ID,
@@ -30,6 +26,12 @@ from pointer_generator.vocab import (
     Vocab,
     outputids2words,
 )
+from pointer_generator.decoding import attention_html, decode_output
+from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
+from pointer_generator.hparams import HParams
+from pointer_generator.models import final_candidates
+from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
+from pointer_generator.runtime import interrupts
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ class BeamSearchDecoder:
       trigram_blocking, length_penalty: optional extras (off = the original's search).
       jit_compile: compile the whole search with XLA.
       top_k: the search's top-k function over a whole distribution (default
-        `beam_search.chunked_top_k`).
+        `top_k.chunked_top_k`).
       full_final_dist: build the whole extended-vocabulary distribution at every step
         and search it, as the original; by default (and unless trigram blocking needs
         it) only the entries that can be in its top 2K are computed
@@ -328,7 +330,7 @@ def decode_single_pass(
         attention_html.write_index(pages_dir)
     if not run_rouge:
         return None
-    from pointer_generator import rouge
+    from pointer_generator.evaluation import rouge
 
     results = rouge.rouge_eval(
         os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
@@ -379,11 +381,11 @@ def load_weights(
     Waits (every 10 s, like the original) while train/ has no checkpoint yet, up to
     `max_wait_secs`. Returns the loaded checkpoint's path.
     """
-    from pointer_generator import checkpointing
     from pointer_generator.errors import CheckpointError
+    from pointer_generator.runtime import checkpointing
 
     if tf1_path:
-        from pointer_generator import tf1_checkpoint
+        from pointer_generator.models import tf1_checkpoint
 
         return tf1_checkpoint.load_tf1_checkpoint(model, tf1_path).path
     start = time.time()
@@ -456,8 +458,8 @@ def decode_forever(
 
 def main(hps: HParams, vocab: Vocab, flags) -> None:
     """Decode mode (`--mode=decode`): single-pass files + ROUGE, or concurrent decoding."""
-    from pointer_generator.experiment import open_experiment
-    from pointer_generator.input_pipeline import data_errors, make_dataset
+    from pointer_generator.data.input_pipeline import data_errors, make_dataset
+    from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(flags.log_root, flags.exp_name, "decode")
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()

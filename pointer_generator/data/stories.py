@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from data_tools.ptb_tokenizer import PTBTokenizer
-from pointer_generator.vocab import SENTENCE_END, SENTENCE_START, ascii_strip
+from pointer_generator.data.ptb_tokenizer import PTBTokenizer
+from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, ascii_strip
 
 HIGHLIGHT_MARKER = "@highlight"
 # The end tokens as the original lists them: period, !, ?, '...', apostrophe, backtick,
@@ -109,3 +109,17 @@ def process_raw_story(raw: str, unicode_text: bool = False) -> ProcessedStory:
     return ProcessedStory(
         article_and_abstract(tokenized, unicode_text), _TOKENIZER.last_untokenizable
     )
+
+
+def texts_to_examples(texts: list[str], unicode_text: bool = False) -> list[tuple[str, str]]:
+    """Raw article texts -> (article, abstract) pairs ready for the model.
+
+    Each text is tokenized, lower-cased and period-fixed exactly like a story; the abstract is
+    empty unless the text has `@highlight` lines. Nothing is dropped: an empty text gives an
+    empty article, which the caller should report.
+    """
+    out = []
+    for t in texts:
+        story = process_raw_story(t, unicode_text).story
+        out.append((story.article, story.abstract))
+    return out

@@ -43,7 +43,7 @@ def run_and_exit(entry, *args) -> None:
 
     Every Ctrl-C of the process is remembered (`interrupts`), so a press that a finalizer
     swallowed still ends the mode's loop at its next check."""
-    from pointer_generator import interrupts
+    from pointer_generator.runtime import interrupts
 
     interrupts.install()
     try:

@@ -4,8 +4,8 @@
         [FILE ...]          # one article per file; no FILE or "-" reads stdin
 
 The text is tokenized, lower-cased and period-fixed exactly like the training data
-(`data_tools.convert.texts_to_examples`), written to a temporary `.bin` file, and decoded
-with the same batched beam search as `--mode=decode`, from the newest checkpoint of the
+(`pointer_generator.data.stories.texts_to_examples`), written to a temporary `.bin` file,
+and decoded with the same batched beam search as `--mode=decode`, from the newest checkpoint of the
 experiment (or `--tf1_checkpoint`). The model flags (sizes, `--pointer_gen`,
 `--coverage`, `--vocab_size`, the decode flags) must be the ones it was trained with.
 """
@@ -41,7 +41,7 @@ def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
 def main(argv: list[str]) -> int:
     from absl import flags as absl_flags
 
-    from pointer_generator import flags as flags_lib
+    from pointer_generator.cli import flags as flags_lib
 
     fv = flags_lib.FLAGS
     try:
@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
             "summarize needs --log_root, --exp_name and --vocab_path of a trained experiment"
         )
 
-    from data_tools.convert import texts_to_examples
+    from pointer_generator.data.stories import texts_to_examples
 
     examples = texts_to_examples([text for _, text in inputs])
     for (name, _), (article, _) in zip(inputs, examples, strict=True):
@@ -63,13 +63,13 @@ def main(argv: list[str]) -> int:
 
     import tensorflow as tf  # noqa: F401 - only after the cheap checks above
 
-    from pointer_generator import decode
-    from pointer_generator.binfile import write_bin
-    from pointer_generator.experiment import open_experiment
+    from pointer_generator.data.binfile import write_bin
+    from pointer_generator.data.input_pipeline import data_errors, make_dataset
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.decoding import decode
     from pointer_generator.hparams import HParams
-    from pointer_generator.input_pipeline import data_errors, make_dataset
-    from pointer_generator.model import PointerGeneratorModel
-    from pointer_generator.vocab import Vocab
+    from pointer_generator.models.pointer_generator import PointerGeneratorModel
+    from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(fv.log_root, fv.exp_name, "decode")
     hps = HParams.from_flags(fv).replace(mode="decode")

@@ -727,7 +727,8 @@ def tokenize_text(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m data_tools.ptb_tokenizer < in.txt > out.txt`: tokenize stdin to stdout."""
+    """`python -m pointer_generator.data.ptb_tokenizer < in.txt > out.txt`: tokenize stdin
+    to stdout."""
     del argv
     sys.stdout.write(tokenize_text(sys.stdin.read()))
     sys.stdout.write("\n")

@@ -10,8 +10,8 @@ original's format.
 
 Command line (scores any two directories in the decode layout):
 
-    python -m pointer_generator.rouge --reference_dir D/reference --decoded_dir D/decoded \
-        [--out_dir D]
+    python -m pointer_generator.evaluation.rouge --reference_dir D/reference \
+        --decoded_dir D/decoded [--out_dir D]
 """
 
 from __future__ import annotations
@@ -403,7 +403,7 @@ def rouge_log(results: dict, dir_to_write: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pointer_generator.rouge",
+        prog="python -m pointer_generator.evaluation.rouge",
         description="Score NNNNNN_decoded.txt files against NNNNNN_reference.txt files with "
         "official ROUGE-1.5.5 (pyrouge defaults, as the original release).",
     )

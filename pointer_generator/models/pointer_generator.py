@@ -16,15 +16,17 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from pointer_generator import final_candidates, losses, recurrent
 from pointer_generator.hparams import HParams
-from pointer_generator.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.layers import (
     CoverageAttention,
     FinalDistribution,
     GenerationProbability,
     ReduceState,
+    losses,
+    recurrent,
 )
+from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
+from pointer_generator.models import final_candidates
 
 # Batch fields the model reads (the input pipeline yields these and some strings).
 MODEL_INPUT_KEYS = (
@@ -490,7 +492,7 @@ class PointerGeneratorModel(keras.Model):
           max_art_oovs: int32 scalar.
           tokens: [batch] int32 previous tokens (all < vocab size).
           carry: dict from `initial_carry` or a previous step.
-          candidates: from `candidate_setup`: return `beam_search.Candidates` (the entries
+          candidates: from `candidate_setup`: return `top_k.Candidates` (the entries
             that can be in the distribution's top 2K, see final_candidates.py) instead of
             the whole distribution; None = the whole distribution, as the original.
         Returns:

@@ -18,8 +18,8 @@ import os
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from pointer_generator.checkpointing import write_failure_reason
 from pointer_generator.errors import OutputError
+from pointer_generator.runtime.checkpointing import write_failure_reason
 
 LOSS = "seq2seq/loss/loss"
 COVERAGE_LOSS = "seq2seq/loss/coverage_loss/coverage_loss"

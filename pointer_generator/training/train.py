@@ -33,13 +33,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator import checkpointing, distribution, grad_norm, summaries
+from pointer_generator.cli.flags import strategy_name
 from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError, OutputError
-from pointer_generator.experiment import VOCAB_METADATA, Experiment
-from pointer_generator.flags import strategy_name
 from pointer_generator.hparams import HParams
-from pointer_generator.model import PointerGeneratorModel
-from pointer_generator.progress import Progress
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.runtime import checkpointing, summaries
+from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
+from pointer_generator.runtime.progress import Progress
+from pointer_generator.training import distribution, grad_norm
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +287,7 @@ class Trainer:
         self, path: str, *, allow_missing_coverage: bool = False, with_optimizer: bool = True
     ) -> None:
         """Start from an original TF1 checkpoint: weights, step, Adagrad slots if present."""
-        from pointer_generator import tf1_checkpoint
+        from pointer_generator.models import tf1_checkpoint
 
         arrays = tf1_checkpoint.read_tf1_checkpoint(path)
         has_slots = any(n.endswith(tf1_checkpoint.ADAGRAD_SUFFIX) for n in arrays)
@@ -348,7 +349,7 @@ class StopRequest:
 
 def make_iterator(data_path: str, vocab, hps: HParams, trainer: Trainer, seed: int):
     """This worker's training batches (model inputs only), as a checkpointable iterator."""
-    from pointer_generator import input_pipeline
+    from pointer_generator.data import input_pipeline
 
     worker_batch = hps.batch_size // trainer.num_workers
     dataset = input_pipeline.make_dataset(
@@ -511,7 +512,7 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
 
 def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, flags) -> str:
     """`_run_steps`, keeping what each kind of failure allows; returns why it ended."""
-    from pointer_generator.input_pipeline import data_errors
+    from pointer_generator.data.input_pipeline import data_errors
 
     try:
         with StopRequest() as stop, data_errors():

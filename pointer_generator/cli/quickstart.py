@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.exists(os.path.join(data, "vocab")):
         _run(py + ["data_tools.toy_data", f"--out_dir={data}", f"--num_train={args.num_train}"])
     common = [f"--vocab_path={data}/vocab", f"--log_root={log_root}", "--exp_name=toy"]
-    cli = py + ["pointer_generator.run_summarization"]
+    cli = py + ["pointer_generator.cli.run_summarization"]
     _run(
         cli
         + ["--mode=train", f"--data_path={data}/chunked/train_*", f"--max_steps={args.train_steps}"]

@@ -28,9 +28,9 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.beam_search import Candidates, top_k_of_chunks
+from pointer_generator.layers.top_k import Candidates, top_k_of_chunks
 
-CHUNK = 256  # entries per chunk of the top-k search (beam_search.top_k_of_chunks)
+CHUNK = 256  # entries per chunk of the top-k search (top_k.top_k_of_chunks)
 PIECES = 4  # column pieces of the vocabulary projection
 
 

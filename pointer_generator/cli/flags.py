@@ -5,17 +5,11 @@ The original's flags keep their names, defaults and meanings. Everything is chec
 (`FlagError`) and no start-up time. Checks that need TensorFlow (does a checkpoint match
 the flags, does the batch divide over the replicas) happen later, with the same kind of
 error.
-
-Flags used only by decode mode may live in an optional module
-`pointer_generator.decode_flags` (absl definitions only, no TensorFlow import); it is
-imported by `define_flags` when present.
 """
 
 from __future__ import annotations
 
 import glob
-import importlib
-import importlib.util
 import os
 
 from absl import flags
@@ -26,7 +20,6 @@ from pointer_generator.hparams import DECODE_ATTENTION_MODES, GRAD_NORM_MODES, M
 FLAGS = flags.FLAGS
 
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
-_EXTENSION_MODULES = ("pointer_generator.decode_flags",)
 
 
 def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
@@ -289,7 +282,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         flag_values=fv,
     )
 
-    # ---- decode-mode additions (read by pointer_generator.decode) -----------------------
+    # ---- decode-mode additions (read by pointer_generator.decoding.decode) -----------------------
     flags.DEFINE_integer(
         "decode_batch_size",
         32,
@@ -340,12 +333,6 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "concurrent decode: stop after N examples (0 = run forever, like the original).",
         flag_values=fv,
     )
-
-    for name in _EXTENSION_MODULES:
-        if importlib.util.find_spec(name) is not None:
-            module = importlib.import_module(name)
-            if hasattr(module, "define_flags"):
-                module.define_flags(fv)
     return fv
 
 

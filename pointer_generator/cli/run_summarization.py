@@ -1,0 +1,111 @@
+"""The original's entry point: `python -m pointer_generator.cli.run_summarization --mode=...`.
+
+Start-up follows spec 1.2: flags are checked (unknown or contradictory ones end the run
+with one `error: ...` line and exit status 2), the experiment directory
+`<log_root>/<exp_name>` is created in train mode (and must exist otherwise), the
+vocabulary is read, decode mode uses `batch_size = beam_size`, and the mode runs:
+train (`train.main`), eval (`evaluate.main`) or decode (`decode.main`). TensorFlow is
+imported only after the flags passed these checks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from absl import app
+from absl import flags as absl_flags
+from absl import logging as absl_logging
+
+from pointer_generator.cli import flags as flags_lib
+from pointer_generator.errors import FlagError, PointerGeneratorError
+
+FLAGS = flags_lib.FLAGS
+ERROR_EXIT_CODE = 2
+INTERRUPTED_EXIT_CODE = 130
+
+
+def fail(message) -> None:
+    """Print `error: <message>` and exit with status 2 (bad input, not a crash)."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(ERROR_EXIT_CODE)
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl flag parsing whose errors (unknown flag, bad value) are one line + exit 2."""
+    try:
+        return FLAGS(argv)
+    except absl_flags.Error as e:
+        fail(e)
+
+
+def main(argv: list[str]) -> None:
+    try:
+        run_mode(argv)
+    except PointerGeneratorError as e:
+        fail(e)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr, flush=True)
+        sys.exit(INTERRUPTED_EXIT_CODE)
+
+
+def run_mode(argv: list[str]) -> None:
+    """Start-up (spec 1.2) and dispatch to the mode's `main(hps, vocab, flags)`."""
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.hparams import HParams
+    from pointer_generator.runtime.experiment import check_writable, open_experiment, output_dir
+
+    flags_lib.validate(FLAGS, argv)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    hps = HParams.from_flags(FLAGS)
+    if FLAGS.mode == "decode":
+        hps = hps.replace(batch_size=FLAGS.beam_size)
+    if FLAGS.debug and hps.fused_recurrence:
+        # The fused loops are XLA clusters, inside which numeric checks cannot look.
+        absl_logging.info("--debug: using --fused_recurrence=0")
+        hps = hps.replace(fused_recurrence=False)
+    exp = open_experiment(FLAGS.log_root, FLAGS.exp_name, FLAGS.mode)
+    # A read-only or otherwise unwritable directory is reported now, not at the first save.
+    check_writable(output_dir(exp, FLAGS.mode))
+    vocab = Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
+    main_fn = mode_main(FLAGS.mode)
+    # Devices are fixed before TensorFlow starts using them (GPU selection, memory growth,
+    # logical CPU devices for mirrored training).
+    from pointer_generator.training import distribution
+
+    distribution.configure_devices(
+        FLAGS.num_gpus, FLAGS.num_cpu_devices if flags_lib.strategy_name(FLAGS) == "mirrored" else 1
+    )
+    main_fn(hps, vocab, FLAGS)
+
+
+def mode_main(mode: str):
+    """The `main(hps, vocab, flags)` of a mode's module, imported lazily."""
+    module_name = {
+        "train": "pointer_generator.training.train",
+        "eval": "pointer_generator.evaluation.evaluate",
+        "decode": "pointer_generator.decoding.decode",
+    }[mode]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name:
+            raise FlagError(
+                f"--mode={mode} is not available in this installation ({module_name} is missing)"
+            ) from None
+        raise
+    if not hasattr(module, "main"):
+        raise FlagError(f"--mode={mode} is not available yet ({module_name} has no main)")
+    return module.main
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Parse flags and run (the console script's default command), then end the process
+    without TensorFlow's slow teardown (`process_exit`)."""
+    from pointer_generator.runtime.process_exit import run_and_exit
+
+    run_and_exit(lambda: app.run(main, argv=argv, flags_parser=parse_flags))
+
+
+if __name__ == "__main__":
+    run()
