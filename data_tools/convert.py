@@ -35,9 +35,10 @@ from typing import TextIO
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.progress import Issue, ordered_map, plural
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
+from pointer_generator import exit_codes
 from pointer_generator.data.stories import process_raw_story, story_text
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, abstract2sents, ascii_strip
-from pointer_generator.errors import DataError, PointerGeneratorError
+from pointer_generator.errors import DataError
 
 FORMATS = ("csv", "json", "jsonl", "text")
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".story")
@@ -360,27 +361,21 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return p
 
 
+@exit_codes.command(interrupted="interrupted: nothing was written")
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
-    try:
-        convert(
-            args.input,
-            args.format,
-            args.out_dir,
-            args.set_name,
-            args.chunk_size,
-            args.write_vocab,
-            args.tokenized,
-            max(1, args.num_workers),
-            args.vocab_size,
-            args.unicode_text,
-        )
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
-        return 130
+    convert(
+        args.input,
+        args.format,
+        args.out_dir,
+        args.set_name,
+        args.chunk_size,
+        args.write_vocab,
+        args.tokenized,
+        max(1, args.num_workers),
+        args.vocab_size,
+        args.unicode_text,
+    )
     return 0
 
 

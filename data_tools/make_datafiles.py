@@ -26,9 +26,10 @@ from typing import TextIO
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.progress import Issue, ordered_map, plural
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
+from pointer_generator import exit_codes
 from pointer_generator.data.stories import process_raw_story
 from pointer_generator.data.vocab import ascii_strip
-from pointer_generator.errors import DataError, PointerGeneratorError
+from pointer_generator.errors import DataError
 
 SETS = ("test", "val", "train")  # the order the original produced them in
 EXPECTED_STORIES = {"cnn": 92_579, "dm": 219_506}
@@ -343,26 +344,20 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return p
 
 
+@exit_codes.command(interrupted="interrupted: nothing was written")
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
-    try:
-        make_datafiles(
-            args.cnn_stories_dir,
-            args.dm_stories_dir,
-            args.url_lists_dir,
-            args.out_dir,
-            max(1, args.num_workers),
-            args.check_counts,
-            args.chunk_size,
-            args.vocab_size,
-            args.unicode_text,
-        )
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
-        return 130
+    make_datafiles(
+        args.cnn_stories_dir,
+        args.dm_stories_dir,
+        args.url_lists_dir,
+        args.out_dir,
+        max(1, args.num_workers),
+        args.check_counts,
+        args.chunk_size,
+        args.vocab_size,
+        args.unicode_text,
+    )
     return 0
 
 

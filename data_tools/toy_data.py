@@ -25,7 +25,8 @@ import sys
 
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.vocab_counts import VocabCounter
-from pointer_generator.errors import DataError, PointerGeneratorError
+from pointer_generator import exit_codes
+from pointer_generator.errors import DataError
 
 MIN_ARTICLE_TOKENS, MAX_ARTICLE_TOKENS = 100, 200
 
@@ -343,6 +344,7 @@ def make_toy_data(
     return sizes
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m data_tools.toy_data",
@@ -355,13 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE)
     args = p.parse_args(argv)
-    try:
-        make_toy_data(
-            args.out_dir, args.num_train, args.num_val, args.num_test, args.seed, args.chunk_size
-        )
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    make_toy_data(
+        args.out_dir, args.num_train, args.num_val, args.num_test, args.seed, args.chunk_size
+    )
     return 0
 
 

@@ -59,6 +59,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from experiments.sentences import split_tokens
+from pointer_generator import exit_codes
 from pointer_generator.data.binfile import read_records
 from pointer_generator.data.vocab import UNK_ID, UNK_TOKEN, Vocab, abstract2sents, ascii_split
 from pointer_generator.decoding import decode_output
@@ -440,6 +441,7 @@ def text_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.analysis", description=__doc__.split("\n\n")[0]
@@ -473,24 +475,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args(argv)
-    try:
-        vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
-        common = dict(
-            data_path=args.data_path,
-            vocab=vocab,
-            max_enc_steps=args.max_enc_steps,
-            check_references=not args.no_check_references,
-            unk_token=args.unk_token,
-        )
-        if args.decode_dir:
-            result = analyse_decode_dir(args.decode_dir, **common)
-        elif args.reference_dir and args.decoded_dir:
-            result = analyse(args.reference_dir, args.decoded_dir, **common)
-        else:
-            parser.error("give --decode_dir, or both --reference_dir and --decoded_dir")
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
+    common = dict(
+        data_path=args.data_path,
+        vocab=vocab,
+        max_enc_steps=args.max_enc_steps,
+        check_references=not args.no_check_references,
+        unk_token=args.unk_token,
+    )
+    if args.decode_dir:
+        result = analyse_decode_dir(args.decode_dir, **common)
+    elif args.reference_dir and args.decoded_dir:
+        result = analyse(args.reference_dir, args.decoded_dir, **common)
+    else:
+        parser.error("give --decode_dir, or both --reference_dir and --decoded_dir")
     print(f"{result['examples']} examples")
     print(text_table(result))
     if args.out:

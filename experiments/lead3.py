@@ -30,6 +30,7 @@ import sys
 
 from experiments import sentences
 from experiments.analysis import iter_examples
+from pointer_generator import exit_codes
 from pointer_generator.data.vocab import abstract2sents
 from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
@@ -93,6 +94,7 @@ def prepare_out_dir(out_dir: str, overwrite: bool) -> None:
     os.makedirs(out_dir, exist_ok=True)
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.lead3", description="Lead-3 baseline, scored with ROUGE-1.5.5."
@@ -113,25 +115,19 @@ def main(argv: list[str] | None = None) -> int:
         "--overwrite", action="store_true", help="replace reference/ and decoded/ of an earlier run"
     )
     args = parser.parse_args(argv)
-    try:
-        prepare_out_dir(args.out_dir, args.overwrite)
-        n = write_lead(
-            args.data_path, args.out_dir, args.num_sentences, args.max_examples, args.lines
-        )
-        print(f"Wrote {n} lead-{args.num_sentences} summaries to {args.out_dir}", flush=True)
-        if n == 0:
-            raise PointerGeneratorError(f"{args.data_path!r} holds no examples")
-        if not args.no_rouge:
-            from pointer_generator.evaluation import rouge
+    prepare_out_dir(args.out_dir, args.overwrite)
+    n = write_lead(args.data_path, args.out_dir, args.num_sentences, args.max_examples, args.lines)
+    print(f"Wrote {n} lead-{args.num_sentences} summaries to {args.out_dir}", flush=True)
+    if n == 0:
+        raise PointerGeneratorError(f"{args.data_path!r} holds no examples")
+    if not args.no_rouge:
+        from pointer_generator.evaluation import rouge
 
-            results = rouge.rouge_eval(
-                os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),
-                os.path.join(args.out_dir, decode_output.DECODED_SUBDIR),
-            )
-            print(rouge.rouge_log(results, args.out_dir).lstrip("\n"), end="")
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        results = rouge.rouge_eval(
+            os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),
+            os.path.join(args.out_dir, decode_output.DECODED_SUBDIR),
+        )
+        print(rouge.rouge_log(results, args.out_dir).lstrip("\n"), end="")
     return 0
 
 

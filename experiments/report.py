@@ -34,6 +34,7 @@ import sys
 from dataclasses import dataclass
 
 from experiments import analysis
+from pointer_generator import exit_codes
 from pointer_generator.data.binfile import _fields as proto_fields  # tiny protobuf reader
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import PointerGeneratorError
@@ -579,6 +580,7 @@ def _json_default(o):
     raise TypeError(type(o).__name__)
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.report", description=__doc__.split("\n\n")[0]
@@ -597,26 +599,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train_dirs", nargs="*", default=[], metavar="NAME=DIR")
     parser.add_argument("--no_check_references", action="store_true")
     args = parser.parse_args(argv)
-    try:
-        dirs = parse_named(args.decode_dirs, "--decode_dirs")
-        if args.lead3:
-            if "lead3" in dirs:
-                raise ReportError("--lead3 and a --decode_dirs entry named lead3 clash")
-            dirs["lead3"] = args.lead3
-        if not dirs:
-            raise ReportError("give at least one --decode_dirs NAME=DIR or --lead3 DIR")
-        vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
-        systems = gather(
-            dirs, args.data_path, vocab, args.max_enc_steps, not args.no_check_references
-        )
-        runs = {
-            name: read_scalars(d)
-            for name, d in parse_named(args.train_dirs, "--train_dirs").items()
-        }
-        written = write_report(systems, args.out, runs, args.data_path, args.vocab_path)
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    dirs = parse_named(args.decode_dirs, "--decode_dirs")
+    if args.lead3:
+        if "lead3" in dirs:
+            raise ReportError("--lead3 and a --decode_dirs entry named lead3 clash")
+        dirs["lead3"] = args.lead3
+    if not dirs:
+        raise ReportError("give at least one --decode_dirs NAME=DIR or --lead3 DIR")
+    vocab = Vocab(args.vocab_path, args.vocab_size) if args.vocab_path else None
+    systems = gather(dirs, args.data_path, vocab, args.max_enc_steps, not args.no_check_references)
+    runs = {
+        name: read_scalars(d) for name, d in parse_named(args.train_dirs, "--train_dirs").items()
+    }
+    written = write_report(systems, args.out, runs, args.data_path, args.vocab_path)
     print(
         f"Wrote {written['markdown']}, {written['json']} and {', '.join(written['plots'].values())}"
     )

@@ -4,13 +4,13 @@ import os
 import shutil
 import subprocess
 import sys
-import types
 
 import pytest
 
+from pointer_generator import exit_codes
 from pointer_generator.cli import entry as cli
 from pointer_generator.cli import run_summarization
-from pointer_generator.errors import DataError, FlagError
+from pointer_generator.errors import DataError
 from tests import helpers
 
 
@@ -37,18 +37,17 @@ def test_help_lists_the_flags():
 
 @pytest.fixture
 def fake_subcommand(monkeypatch):
-    module = types.ModuleType("pointer_generator._fake_subcommand")
     calls = []
 
     def main(argv):
         calls.append(argv)
         if argv and argv[0] == "--bad":
             raise DataError("story.txt is empty")
+        if argv and argv[0] == "--bug":
+            raise ZeroDivisionError("division by zero")
         return 0
 
-    module.main = main
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(cli.SUBCOMMANDS, "summarize", module.__name__)
+    monkeypatch.setitem(cli.SUBCOMMANDS, "summarize", main)
     return calls
 
 
@@ -68,24 +67,34 @@ def test_subcommand_errors_are_one_line_with_status_2(fake_subcommand, capsys):
     assert capsys.readouterr().err == "error: story.txt is empty\n"
 
 
-def test_missing_subcommand_module_is_a_clear_error(monkeypatch, capsys):
-    monkeypatch.setitem(cli.SUBCOMMANDS, "quickstart", "pointer_generator._not_there")
-    assert cli.run_subcommand("quickstart", []) == 2
-    assert "the 'quickstart' command is not available" in capsys.readouterr().err
+def test_a_bug_is_one_line_with_status_3_and_its_traceback_in_a_file(
+    fake_subcommand, capsys, monkeypatch
+):
+    monkeypatch.delenv(exit_codes.TRACEBACK_ENV, raising=False)
+    assert cli.run_subcommand("summarize", ["--bug"]) == exit_codes.INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("internal error: ZeroDivisionError: division by zero (traceback in ")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    path = err.split("traceback in ")[1].split(";")[0]
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = f.read()
+        assert saved.startswith("Traceback") and "ZeroDivisionError" in saved
+    finally:
+        os.remove(path)
+    monkeypatch.setenv(exit_codes.TRACEBACK_ENV, "1")
+    assert cli.run_subcommand("summarize", ["--bug"]) == exit_codes.INTERNAL_ERROR
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
-def test_missing_mode_module_is_a_flag_error(monkeypatch):
-    real_import = run_summarization.importlib.import_module
+def test_every_mode_has_its_main():
+    from pointer_generator.decoding import decode
+    from pointer_generator.evaluation import evaluate
+    from pointer_generator.training import train
 
-    def fake_import(name, package=None):  # importlib's own signature: others call it too
-        if name == "pointer_generator.decoding.decode":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return real_import(name, package)
-
-    monkeypatch.setattr(run_summarization.importlib, "import_module", fake_import)
-    with pytest.raises(FlagError, match="--mode=decode is not available"):
-        run_summarization.mode_main("decode")
-    assert callable(run_summarization.mode_main("train"))
+    assert run_summarization.mode_main("train") is train.main
+    assert run_summarization.mode_main("eval") is evaluate.main
+    assert run_summarization.mode_main("decode") is decode.main
 
 
 def test_eval_single_pass_from_the_command_line(tmp_path, capsys):

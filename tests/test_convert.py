@@ -9,6 +9,7 @@ import os
 import pytest
 
 from data_tools import convert as cv
+from pointer_generator import exit_codes
 from pointer_generator.data import stories
 from pointer_generator.data.binfile import read_records
 from pointer_generator.errors import DataError, FlagError
@@ -199,6 +200,6 @@ def test_command_line(tmp_path, capsys):
                 str(tmp_path / "out2"),
             ]
         )
-        == 1
+        == exit_codes.BAD_INPUT
     )
     assert capsys.readouterr().err.startswith("error: ")

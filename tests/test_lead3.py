@@ -6,6 +6,7 @@ import pytest
 
 from experiments import lead3
 from experiments.benchmarks.common import shared_data_dir
+from pointer_generator import exit_codes
 from pointer_generator.data.binfile import write_bin
 from pointer_generator.evaluation import rouge
 
@@ -94,7 +95,10 @@ def test_refuses_to_mix_with_an_earlier_run(tmp_path, capsys):
     data = _data(tmp_path)
     out = tmp_path / "lead"
     assert lead3.main(["--data_path", data, "--out_dir", str(out), "--no_rouge"]) == 0
-    assert lead3.main(["--data_path", data, "--out_dir", str(out), "--no_rouge"]) == 1
+    assert (
+        lead3.main(["--data_path", data, "--out_dir", str(out), "--no_rouge"])
+        == exit_codes.BAD_INPUT
+    )
     assert "already holds files" in capsys.readouterr().err
     (out / "decoded" / "000007_decoded.txt").write_text("stale")
     assert (

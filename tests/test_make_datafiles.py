@@ -7,6 +7,7 @@ import os
 import pytest
 
 from data_tools import make_datafiles as md
+from pointer_generator import exit_codes
 from pointer_generator.data.binfile import read_records
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError
@@ -233,4 +234,4 @@ def test_command_line_errors_are_one_line(dmqa, capsys):
         ]
     )
     err = capsys.readouterr().err
-    assert rc == 1 and err.startswith("error: ") and "Traceback" not in err
+    assert rc == exit_codes.BAD_INPUT and err.startswith("error: ") and "Traceback" not in err

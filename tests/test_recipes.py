@@ -18,6 +18,7 @@ import pytest
 
 from experiments.paper import recipe as recipe_lib
 from experiments.paper import run_recipe
+from pointer_generator import exit_codes
 
 RECIPES = ("baseline_50k", "baseline_150k", "pointer_generator", "pointer_generator_coverage")
 PAPER = dict(
@@ -201,7 +202,7 @@ def test_restart_skips_finished_stages_and_checks_their_settings(data_dir, tmp_p
                 "--dry_run",
             ]
         )
-        == 1
+        == exit_codes.BAD_INPUT
     )
     err = capsys.readouterr().err
     assert "train_enc100_dec25" in err and "hidden_dim: 256 -> 64" in err
@@ -414,7 +415,7 @@ def test_failure_stops_and_a_rerun_resumes_at_the_failed_stage(
     fake_python, commands = fake
     logs = str(tmp_path / "logs")
     monkeypatch.setenv("FAKE_FAIL", "decode_single_pass")
-    assert _run(fake_python, data_dir, logs, recipe="pointer_generator") == 1
+    assert _run(fake_python, data_dir, logs, recipe="pointer_generator") == exit_codes.BAD_INPUT
     assert "stage decode_test: command exited with status 3" in capsys.readouterr().err
     n = len(commands())
     assert _mode(commands()[-1]) == "decode"
@@ -431,7 +432,7 @@ def test_eval_job_failure_is_reported(fake, data_dir, tmp_path, capsys, monkeypa
     fake_python, _ = fake
     logs = str(tmp_path / "logs")
     monkeypatch.setenv("FAKE_FAIL", "eval")
-    assert _run(fake_python, data_dir, logs) == 1
+    assert _run(fake_python, data_dir, logs) == exit_codes.BAD_INPUT
     err = capsys.readouterr().err
     assert "the eval job exited with status 3" in err
     assert "recipe_logs/train_enc400_dec100.eval.log" in err
@@ -452,12 +453,12 @@ def test_missing_data_and_bad_recipes_are_clear_errors(tmp_path, data_dir, capsy
                 str(tmp_path),
             ]
         )
-        == 1
+        == exit_codes.BAD_INPUT
     )
     assert "chunked/train_* matches no files" in capsys.readouterr().err
     assert (
         run_recipe.main(["--recipe", "nope", "--data_dir", data_dir, "--log_root", str(tmp_path)])
-        == 1
+        == exit_codes.BAD_INPUT
     )
     assert "no recipe 'nope'" in capsys.readouterr().err
 
@@ -507,7 +508,7 @@ def test_missing_data_and_bad_recipes_are_clear_errors(tmp_path, data_dir, capsy
                 "--dry_run",
             ]
         )
-        == 1
+        == exit_codes.BAD_INPUT
     )
     assert "hiden_dim" in capsys.readouterr().err
 

@@ -8,6 +8,7 @@ import zlib
 import pytest
 
 from experiments import report
+from pointer_generator import exit_codes
 from pointer_generator.data.binfile import write_bin
 from pointer_generator.decoding.decode_output import write_for_rouge
 from pointer_generator.evaluation.rouge import format_results
@@ -198,10 +199,16 @@ def test_without_data_only_repetition_is_reported(tmp_path, dirs, capsys):
     md = out.read_text()
     assert "## Novelty" not in md and not (tmp_path / "r_novel.png").exists()
     assert _png_size(tmp_path / "r_duplicates.png") == (800, 450)
-    assert report.main(["--decode_dirs", "broken", "--out", str(out)]) == 1
+    assert report.main(["--decode_dirs", "broken", "--out", str(out)]) == exit_codes.BAD_INPUT
     assert "expected NAME=DIR" in capsys.readouterr().err
-    assert report.main(["--decode_dirs", f"a={tmp_path / 'none'}", "--out", str(out)]) == 1
+    assert (
+        report.main(["--decode_dirs", f"a={tmp_path / 'none'}", "--out", str(out)])
+        == exit_codes.BAD_INPUT
+    )
     assert "does not exist" in capsys.readouterr().err
     os.remove(os.path.join(decode_dirs["my_model"], "ROUGE_results.txt"))
-    assert report.main(["--decode_dirs", f"a={decode_dirs['my_model']}", "--out", str(out)]) == 1
+    assert (
+        report.main(["--decode_dirs", f"a={decode_dirs['my_model']}", "--out", str(out)])
+        == exit_codes.BAD_INPUT
+    )
     assert "ROUGE_results.txt: cannot read" in capsys.readouterr().err

@@ -16,6 +16,7 @@ import tempfile
 
 import pytest
 
+from pointer_generator import exit_codes
 from pointer_generator.decoding.decode_output import write_for_rouge
 from pointer_generator.evaluation import rouge
 from tests.conftest import REPO_ROOT
@@ -198,7 +199,8 @@ def test_cli_scores_a_directory_pair(rouge_home, tmp_path, monkeypatch, capsys):
 
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     assert (
-        rouge.main(["--reference_dir", str(tmp_path / "nope"), "--decoded_dir", str(tmp_path)]) == 1
+        rouge.main(["--reference_dir", str(tmp_path / "nope"), "--decoded_dir", str(tmp_path)])
+        == exit_codes.BAD_INPUT
     )
     err = capsys.readouterr().err
     assert err.startswith("error: reference directory") and "does not exist" in err

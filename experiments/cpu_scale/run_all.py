@@ -29,6 +29,7 @@ import time
 from experiments import report
 from experiments.cpu_scale import findings
 from experiments.cpu_scale.split_sample import default_input
+from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -223,8 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         findings.add_to_report(out, systems, runs_dir, args, time.time() - start)
         say(f"report: {written['markdown']}")
     except (PointerGeneratorError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return exit_codes.print_error(e)
     return 0
 
 

@@ -32,7 +32,8 @@ from data_tools.convert import abstract_from_sentences
 from data_tools.finished_files import FinishedFilesWriter
 from data_tools.vocab_counts import VocabCounter
 from experiments.benchmarks.common import shared_data_dir
-from pointer_generator.errors import DataError, PointerGeneratorError
+from pointer_generator import exit_codes
+from pointer_generator.errors import DataError
 
 SAMPLE_NAME = "cnndm_sample.jsonl.gz"
 SETS = ("train", "val", "test")
@@ -125,6 +126,7 @@ def split_sample(
     return manifest
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.cpu_scale.split_sample",
@@ -141,15 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test_size", type=int, default=500)
     args = parser.parse_args(argv)
     input_path = args.input or default_input()
-    try:
-        if not input_path or not os.path.isfile(input_path):
-            raise DataError(
-                f"input {input_path or '../shared/data/' + SAMPLE_NAME} not found; pass --input"
-            )
-        m = split_sample(input_path, args.out_dir, args.seed, args.val_size, args.test_size)
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    if not input_path or not os.path.isfile(input_path):
+        raise DataError(
+            f"input {input_path or '../shared/data/' + SAMPLE_NAME} not found; pass --input"
+        )
+    m = split_sample(input_path, args.out_dir, args.seed, args.val_size, args.test_size)
     print(
         f"train {m['sizes']['train']}, val {m['sizes']['val']}, test {m['sizes']['test']} "
         f"examples and a vocab of {m['vocab_words']} words written to {args.out_dir}"

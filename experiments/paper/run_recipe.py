@@ -37,8 +37,8 @@ from types import SimpleNamespace
 
 from experiments.paper import recipe as recipe_lib
 from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
+from pointer_generator import exit_codes
 from pointer_generator.decoding import decode_output
-from pointer_generator.errors import PointerGeneratorError
 
 STATE_FILE = "recipe_state.json"
 LOGS_SUBDIR = "recipe_logs"
@@ -551,6 +551,7 @@ def list_stages(runner: Runner) -> str:
     return "\n".join(lines)
 
 
+@exit_codes.command(interrupted="interrupted; run the same command again to continue")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.paper.run_recipe", description=__doc__.split("\n\n")[0]
@@ -599,31 +600,24 @@ def main(argv: list[str] | None = None) -> int:
         "--python", default=sys.executable, help="Python interpreter of the commands"
     )
     args = parser.parse_args(argv)
-    try:
-        if args.steps_scale <= 0:
-            raise RecipeError("--steps_scale must be positive")
-        recipe = recipe_lib.load(args.recipe)
-        runner = Runner(
-            recipe,
-            args.data_dir,
-            args.log_root,
-            exp_name=args.exp_name,
-            python=args.python,
-            overrides=recipe_lib.parse_overrides(args.set),
-            steps_scale=args.steps_scale,
-            eval_grace_secs=args.eval_grace_secs,
-            dry_run=args.dry_run,
-        )
-        if args.list:
-            print(list_stages(runner))
-            return 0
-        runner.run(args.stage)
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; run the same command again to continue", file=sys.stderr)
-        return 130
+    if args.steps_scale <= 0:
+        raise RecipeError("--steps_scale must be positive")
+    recipe = recipe_lib.load(args.recipe)
+    runner = Runner(
+        recipe,
+        args.data_dir,
+        args.log_root,
+        exp_name=args.exp_name,
+        python=args.python,
+        overrides=recipe_lib.parse_overrides(args.set),
+        steps_scale=args.steps_scale,
+        eval_grace_secs=args.eval_grace_secs,
+        dry_run=args.dry_run,
+    )
+    if args.list:
+        print(list_stages(runner))
+        return 0
+    runner.run(args.stage)
     return 0
 
 

@@ -5,46 +5,36 @@
     pointer-generator quickstart ARGS...   -> pointer_generator.cli.quickstart.main(ARGS)
 
 Subcommand modules are imported only when used; they receive the arguments after the
-subcommand's name. A `PointerGeneratorError` from any of them is printed as one
-`error: ...` line with exit status 2.
+subcommand's name. Exit statuses are those of `pointer_generator.exit_codes` (a
+`PointerGeneratorError` is one `error: ...` line and status 2).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
-from pointer_generator.errors import PointerGeneratorError
-
-SUBCOMMANDS = {
-    "summarize": "pointer_generator.decoding.summarize",
-    "quickstart": "pointer_generator.cli.quickstart",
-}
-ERROR_EXIT_CODE = 2
+from pointer_generator import exit_codes
 
 
-def _error(message) -> int:
-    print(f"error: {message}", file=sys.stderr, flush=True)
-    return ERROR_EXIT_CODE
+def _summarize(args: list[str]) -> int:
+    from pointer_generator.cli import summarize
+
+    return summarize.main(args)
+
+
+def _quickstart(args: list[str]) -> int:
+    from pointer_generator.cli import quickstart
+
+    return quickstart.main(args)
+
+
+# Imported only when used; each gets the arguments after the subcommand's name.
+SUBCOMMANDS = {"summarize": _summarize, "quickstart": _quickstart}
 
 
 def run_subcommand(name: str, args: list[str]) -> int:
-    """Run `pointer-generator <name> args...`; returns the exit status."""
-    module_name = SUBCOMMANDS[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            return _error(
-                f"the '{name}' command is not available in this installation "
-                f"({module_name} is missing)"
-            )
-        raise
-    try:
-        status = module.main(args)
-    except PointerGeneratorError as e:
-        return _error(e)
-    return int(status or 0)
+    """Run `pointer-generator <name> args...`; returns the exit status (exit_codes)."""
+    return exit_codes.run_command(SUBCOMMANDS[name], args)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import sys
 
-ERROR_EXIT_CODE = 2
+from pointer_generator import exit_codes
 
 
 @dataclasses.dataclass
@@ -97,21 +97,17 @@ def format_report(report: Report) -> str:
     return "\n".join(lines)
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         print(__doc__.strip().splitlines()[0].strip("`"), file=sys.stderr)
-        return ERROR_EXIT_CODE
+        return exit_codes.BAD_INPUT
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from pointer_generator.errors import PointerGeneratorError
 
-    try:
-        report = inspect(resolve(argv[0]))
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return ERROR_EXIT_CODE
+    report = inspect(resolve(argv[0]))
     print(format_report(report))
-    return 0 if report.passed else 1
+    return exit_codes.OK if report.passed else exit_codes.CHECK_FAILED
 
 
 if __name__ == "__main__":

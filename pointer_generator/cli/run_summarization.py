@@ -10,25 +10,21 @@ imported only after the flags passed these checks.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from absl import app
 from absl import flags as absl_flags
 from absl import logging as absl_logging
 
+from pointer_generator import exit_codes
 from pointer_generator.cli import flags as flags_lib
-from pointer_generator.errors import FlagError, PointerGeneratorError
 
 FLAGS = flags_lib.FLAGS
-ERROR_EXIT_CODE = 2
-INTERRUPTED_EXIT_CODE = 130
 
 
 def fail(message) -> None:
     """Print `error: <message>` and exit with status 2 (bad input, not a crash)."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
-    sys.exit(ERROR_EXIT_CODE)
+    sys.exit(exit_codes.print_error(message))
 
 
 def parse_flags(argv: list[str]) -> list[str]:
@@ -40,13 +36,7 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    try:
-        run_mode(argv)
-    except PointerGeneratorError as e:
-        fail(e)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr, flush=True)
-        sys.exit(INTERRUPTED_EXIT_CODE)
+    sys.exit(exit_codes.run_command(run_mode, argv))
 
 
 def run_mode(argv: list[str]) -> None:
@@ -80,23 +70,14 @@ def run_mode(argv: list[str]) -> None:
 
 
 def mode_main(mode: str):
-    """The `main(hps, vocab, flags)` of a mode's module, imported lazily."""
-    module_name = {
-        "train": "pointer_generator.training.train",
-        "eval": "pointer_generator.evaluation.evaluate",
-        "decode": "pointer_generator.decoding.decode",
-    }[mode]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            raise FlagError(
-                f"--mode={mode} is not available in this installation ({module_name} is missing)"
-            ) from None
-        raise
-    if not hasattr(module, "main"):
-        raise FlagError(f"--mode={mode} is not available yet ({module_name} has no main)")
-    return module.main
+    """The `main(hps, vocab, flags)` of a mode (its module is imported only when used)."""
+    if mode == "train":
+        from pointer_generator.training.train import main
+    elif mode == "eval":
+        from pointer_generator.evaluation.evaluate import main
+    else:
+        from pointer_generator.decoding.decode import main
+    return main
 
 
 def run(argv: list[str] | None = None) -> None:

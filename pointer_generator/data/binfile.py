@@ -17,6 +17,7 @@ import struct
 import tempfile
 from collections.abc import Iterable, Iterator
 
+from pointer_generator import exit_codes
 from pointer_generator.errors import DataError
 
 _LEN_FMT = "q"  # native, as the original wrote it
@@ -259,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         print("usage: python -m pointer_generator.data.binfile FILE_OR_GLOB...", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     bad = 0
     for pattern in argv:
         for path in sorted(glob.glob(pattern)) or [pattern]:
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
             else:
                 print(f"{path}: {n} records, all valid", flush=True)
-    return 1 if bad else 0
+    return exit_codes.CHECK_FAILED if bad else exit_codes.OK
 
 
 if __name__ == "__main__":

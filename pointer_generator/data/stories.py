@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pointer_generator.data.ptb_tokenizer import PTBTokenizer
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, ascii_strip
+from pointer_generator.errors import DataError
 
 HIGHLIGHT_MARKER = "@highlight"
 # The end tokens as the original lists them: period, !, ?, '...', apostrophe, backtick,
@@ -123,3 +124,14 @@ def texts_to_examples(texts: list[str], unicode_text: bool = False) -> list[tupl
         story = process_raw_story(t, unicode_text).story
         out.append((story.article, story.abstract))
     return out
+
+
+def articles_of_texts(texts: list[str], names: list[str] | None = None) -> list[tuple[str, str]]:
+    """`texts_to_examples` for texts to summarize: a text with no article is a DataError
+    naming it (`names[i]`, else its position)."""
+    examples = texts_to_examples(texts)
+    for i, (article, _) in enumerate(examples):
+        if not article.strip():
+            name = names[i] if names else f"text {i + 1}"
+            raise DataError(f"{name}: no article text to summarize")
+    return examples

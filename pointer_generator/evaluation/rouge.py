@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 
+from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
 
 log = logging.getLogger(__name__)
@@ -401,6 +402,7 @@ def rouge_log(results: dict, dir_to_write: str | None) -> str:
     return text
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pointer_generator.evaluation.rouge",
@@ -412,14 +414,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out_dir", default=None, help="also write ROUGE_results.txt here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    try:
-        results = rouge_eval(args.reference_dir, args.decoded_dir)
-        if args.out_dir:
-            os.makedirs(args.out_dir, exist_ok=True)
-        text = rouge_log(results, args.out_dir)
-    except PointerGeneratorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    results = rouge_eval(args.reference_dir, args.decoded_dir)
+    if args.out_dir:
+        os.makedirs(args.out_dir, exist_ok=True)
+    text = rouge_log(results, args.out_dir)
     print(text.lstrip("\n"), end="")
     return 0
 

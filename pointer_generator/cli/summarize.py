@@ -1,0 +1,87 @@
+"""`pointer-generator summarize`: summaries of the user's own raw text.
+
+    pointer-generator summarize --log_root=L --exp_name=E --vocab_path=V [model flags] \
+        [FILE ...]          # one article per file; no FILE or "-" reads stdin
+
+The texts are summarized by `pointer_generator.decoding.summarize.summarize_texts` (the
+same tokenization as the training data, the same batched beam search as `--mode=decode`)
+from the newest checkpoint of the experiment (or `--tf1_checkpoint`). The model flags
+(sizes, `--pointer_gen`, `--coverage`, `--vocab_size`, the decode flags) must be the ones
+it was trained with.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pointer_generator.errors import DataError, FlagError
+
+
+def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
+    """(name, text) for every input; "-" is standard input. Errors name the file."""
+    out = []
+    for path in paths or ["-"]:
+        if path == "-":
+            out.append(("<stdin>", sys.stdin.read()))
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                out.append((path, f.read()))
+        except FileNotFoundError:
+            raise DataError(f"{path}: no such file") from None
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}: not UTF-8 text ({e})") from None
+        except OSError as e:
+            raise DataError(f"{path}: cannot read ({e.strerror})") from None
+    return out
+
+
+def main(argv: list[str]) -> int:
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli import flags as flags_lib
+
+    fv = flags_lib.FLAGS
+    try:
+        rest = fv(["pointer-generator summarize"] + list(argv))
+    except absl_flags.Error as e:
+        raise FlagError(str(e)) from None
+    inputs = read_inputs(rest[1:])
+    if not fv.log_root or not fv.vocab_path:
+        raise FlagError(
+            "summarize needs --log_root, --exp_name and --vocab_path of a trained experiment"
+        )
+    names = [name for name, _ in inputs]
+    texts = [text for _, text in inputs]
+    from pointer_generator.data.stories import articles_of_texts
+
+    examples = articles_of_texts(texts, names)  # checked before TensorFlow starts
+
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.decoding import decode, decode_output
+    from pointer_generator.decoding.summarize import summarize_examples
+    from pointer_generator.hparams import HParams
+    from pointer_generator.models.pointer_generator import PointerGeneratorModel
+    from pointer_generator.runtime.experiment import open_experiment
+
+    exp = open_experiment(fv.log_root, fv.exp_name, "decode")
+    hps = HParams.from_flags(fv).replace(mode="decode")
+    vocab = Vocab(fv.vocab_path, fv.vocab_size)
+    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
+    decoder = decode.BeamSearchDecoder(
+        model,
+        vocab,
+        hps,
+        trigram_blocking=fv.trigram_blocking,
+        length_penalty=fv.length_penalty or None,
+        full_final_dist=fv.full_final_dist,
+    )
+    summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
+    for name, summary in zip(names, summaries, strict=True):
+        if len(inputs) > 1:
+            print(f"==> {name} <==")
+        print("\n".join(decode_output.split_sentences(summary.words)))
+        if len(inputs) > 1:
+            print()
+    return 0
