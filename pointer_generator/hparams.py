@@ -1,4 +1,4 @@
-"""All hyper-parameters in one dataclass, built from the command-line flags.
+"""All hyper-parameters in one dataclass (built from the flags by `cli/configs.py`).
 
 Field names and defaults are the original release's flags (spec section 1.1); fields
 after the marked line are this implementation's additions.
@@ -92,12 +92,3 @@ class HParams:
 
     def replace(self, **changes) -> HParams:
         return dataclasses.replace(self, **changes)
-
-    @classmethod
-    def from_flags(cls, flag_values) -> HParams:
-        """Build from absl FlagValues (or any object with attributes named like the fields)."""
-        kwargs = {}
-        for f in dataclasses.fields(cls):
-            if hasattr(flag_values, f.name):
-                kwargs[f.name] = getattr(flag_values, f.name)
-        return cls(**kwargs)

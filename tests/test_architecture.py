@@ -25,11 +25,6 @@ RANK = {
 }
 # Arrows that break the ranks on purpose (docs/architecture.md).
 SIDEWAYS = {("pointer_generator.decoding.decode", "pointer_generator.evaluation.rouge")}
-# Arrows still to be removed (issue 17: configs instead of flags); listed so that no new
-# one can appear unnoticed, and so that removing one means deleting its line here.
-PENDING = {
-    ("pointer_generator.training.train", "pointer_generator.cli.flags"),
-}
 
 
 def _modules():
@@ -85,8 +80,16 @@ def test_imports_point_down_the_layers():
                 continue
             if RANK[dest] >= RANK[source] and RANK[dest] > 0:
                 found.add((module, target))
-    assert found - SIDEWAYS - PENDING == set(), sorted(found - SIDEWAYS - PENDING)
-    assert PENDING <= found, f"fixed, delete from PENDING: {sorted(PENDING - found)}"
+    assert found - SIDEWAYS == set(), sorted(found - SIDEWAYS)
+
+
+def test_only_the_command_line_reads_flags():
+    """Configs are built from flags in cli/ only: absl is imported nowhere else."""
+    for module, path in _modules():
+        if _part(module) in ("cli", "run_summarization"):
+            continue
+        for target in _imports(path):
+            assert not target.startswith("absl"), (module, target)
 
 
 def test_the_library_never_imports_data_tools_or_experiments():

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_generator.cli import configs
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import CheckpointError
-from pointer_generator.hparams import HParams
 from pointer_generator.runtime import checkpointing
 from pointer_generator.runtime.experiment import Experiment
 from pointer_generator.training import train
@@ -93,7 +93,11 @@ def test_resume_after_kill_continues_from_the_newest_checkpoint(killed_run, data
         save_checkpoint_secs=3600,
     )
     caplog.set_level(logging.INFO)
-    train.main(HParams.from_flags(flags), Vocab(flags.vocab_path, flags.vocab_size), flags)
+    train.main(
+        configs.hparams(flags),
+        Vocab(flags.vocab_path, flags.vocab_size),
+        configs.train_config(flags),
+    )
 
     assert f"Resuming from {killed_run.latest} (step {start})" in caplog.text
     assert "starts afresh" not in caplog.text  # the data position was restored too
@@ -175,7 +179,7 @@ def test_data_position_is_restored_only_for_unchanged_data_settings(data, tmp_pa
         strategy=tf.distribute.get_strategy(),
         step=tf.Variable(5, dtype=tf.int64),
     )
-    flags = helpers.flag_namespace(data_path=data.train_path, batch_size=2)
+    flags = configs.train_config(helpers.flag_namespace(data_path=data.train_path, batch_size=2))
     it, config = train.training_data(stub, vocab, flags, latest=None)
     assert json.loads(config)["seed"] == 111 + 5
     for _ in range(3):

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from pointer_generator.cli import configs
 from pointer_generator.cli import flags as flags_lib
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
@@ -81,7 +82,7 @@ def test_added_flags_and_their_defaults():
 
 def test_hparams_built_from_default_flags_are_the_hparams_defaults():
     values = helpers.flag_defaults()
-    assert HParams.from_flags(type("F", (), values)) == HParams()
+    assert configs.hparams(type("F", (), values)) == HParams()
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_generator.cli import configs
 from pointer_generator.cli.inspect_checkpoint import inspect
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import NonFiniteLossError
-from pointer_generator.hparams import HParams
 from pointer_generator.runtime import checkpointing, summaries
 from pointer_generator.runtime.experiment import Experiment
 from pointer_generator.training import train
@@ -155,7 +155,7 @@ def _run_loop(trainer, data, exp_name, **overrides):
     exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
     os.makedirs(exp.train_dir, exist_ok=True)
     vocab = Vocab(flags.vocab_path, flags.vocab_size)
-    train.train_loop(trainer, vocab, exp, flags)
+    train.train_loop(trainer, vocab, exp, configs.train_config(flags))
     return exp
 
 
@@ -237,7 +237,7 @@ def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
     os.makedirs(exp.train_dir, exist_ok=True)
     vocab = Vocab(flags.vocab_path, flags.vocab_size)
     with pytest.raises(NonFiniteLossError) as err:
-        train.main(HParams.from_flags(flags), vocab, flags)
+        train.main(configs.hparams(flags), vocab, configs.train_config(flags))
     message = str(err.value)
     newest = checkpointing.latest_checkpoint(exp.train_dir)
     assert "loss is not finite at training step 2" in message

@@ -17,6 +17,7 @@ from absl import flags as absl_flags
 from absl import logging as absl_logging
 
 from pointer_generator import exit_codes
+from pointer_generator.cli import configs
 from pointer_generator.cli import flags as flags_lib
 
 FLAGS = flags_lib.FLAGS
@@ -40,14 +41,13 @@ def main(argv: list[str]) -> None:
 
 
 def run_mode(argv: list[str]) -> None:
-    """Start-up (spec 1.2) and dispatch to the mode's `main(hps, vocab, flags)`."""
+    """Start-up (spec 1.2) and dispatch to the mode's `main(hps, vocab, config)`."""
     from pointer_generator.data.vocab import Vocab
-    from pointer_generator.hparams import HParams
     from pointer_generator.runtime.experiment import check_writable, open_experiment, output_dir
 
     flags_lib.validate(FLAGS, argv)
     absl_logging.set_verbosity(absl_logging.INFO)
-    hps = HParams.from_flags(FLAGS)
+    hps = configs.hparams(FLAGS)
     if FLAGS.mode == "decode":
         hps = hps.replace(batch_size=FLAGS.beam_size)
     if FLAGS.debug and hps.fused_recurrence:
@@ -66,11 +66,17 @@ def run_mode(argv: list[str]) -> None:
     distribution.configure_devices(
         FLAGS.num_gpus, FLAGS.num_cpu_devices if flags_lib.strategy_name(FLAGS) == "mirrored" else 1
     )
-    main_fn(hps, vocab, FLAGS)
+    if FLAGS.continuous_batching:
+        absl_logging.warning(
+            "--continuous_batching has no effect any more: it decoded no faster than the "
+            "batched search, which drops finished articles (same summaries; "
+            "docs/beam_search.md)"
+        )
+    main_fn(hps, vocab, configs.mode_config(FLAGS))
 
 
 def mode_main(mode: str):
-    """The `main(hps, vocab, flags)` of a mode (its module is imported only when used)."""
+    """The `main(hps, vocab, config)` of a mode (its module is imported only when used)."""
     if mode == "train":
         from pointer_generator.training.train import main
     elif mode == "eval":

@@ -39,6 +39,7 @@ def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
 def main(argv: list[str]) -> int:
     from absl import flags as absl_flags
 
+    from pointer_generator.cli import configs
     from pointer_generator.cli import flags as flags_lib
 
     fv = flags_lib.FLAGS
@@ -60,12 +61,11 @@ def main(argv: list[str]) -> int:
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.decoding import decode, decode_output
     from pointer_generator.decoding.summarize import summarize_examples
-    from pointer_generator.hparams import HParams
     from pointer_generator.models.pointer_generator import PointerGeneratorModel
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(fv.log_root, fv.exp_name, "decode")
-    hps = HParams.from_flags(fv).replace(mode="decode")
+    hps = configs.hparams(fv).replace(mode="decode")
     vocab = Vocab(fv.vocab_path, fv.vocab_size)
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
     decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)

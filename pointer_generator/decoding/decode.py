@@ -28,6 +28,7 @@ from pointer_generator.data.vocab import (
 )
 from pointer_generator.decoding import attention_html, decode_output
 from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
+from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.models import final_candidates
 from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
@@ -456,49 +457,43 @@ def decode_forever(
     return count
 
 
-def main(hps: HParams, vocab: Vocab, flags) -> None:
+def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     """Decode mode (`--mode=decode`): single-pass files + ROUGE, or concurrent decoding."""
     from pointer_generator.data.input_pipeline import data_errors, make_dataset
     from pointer_generator.runtime.experiment import open_experiment
 
-    exp = open_experiment(flags.log_root, flags.exp_name, "decode")
+    exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
     print(model.parameter_summary(), flush=True)
-    ckpt = load_weights(model, exp.train_dir, getattr(flags, "tf1_checkpoint", None))
+    ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None)
     decoder = BeamSearchDecoder(
         model,
         vocab,
         hps,
-        trigram_blocking=getattr(flags, "trigram_blocking", False),
-        length_penalty=getattr(flags, "length_penalty", None) or None,
-        jit_compile=getattr(flags, "xla", False),
-        full_final_dist=getattr(flags, "full_final_dist", False),
+        trigram_blocking=cfg.trigram_blocking,
+        length_penalty=cfg.length_penalty or None,
+        jit_compile=cfg.xla,
+        full_final_dist=cfg.full_final_dist,
     )
-    if getattr(flags, "continuous_batching", False):
-        log.warning(
-            "--continuous_batching has no effect any more: it decoded no faster "
-            "than the batched search, which drops finished articles (same "
-            "summaries; docs/beam_search.md)"
-        )
-    batch_hps = hps.replace(batch_size=getattr(flags, "decode_batch_size", 32))
+    batch_hps = hps.replace(batch_size=cfg.decode_batch_size)
     with data_errors():
         dataset = make_dataset(
-            flags.data_path, vocab, batch_hps, "decode", flags.single_pass, seed=hps.seed
+            cfg.data_path, vocab, batch_hps, "decode", cfg.single_pass, seed=hps.seed
         )
-        if flags.single_pass:
+        if cfg.single_pass:
             decode_dir = os.path.join(
                 exp.root,
                 decode_output.decode_dir_name(
-                    flags.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty
+                    cfg.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty
                 ),
             )
-            print(f"Decoding {flags.data_path} into {decode_dir}", flush=True)
+            print(f"Decoding {cfg.data_path} into {decode_dir}", flush=True)
             decode_single_pass(
                 decoder,
                 dataset,
                 decode_dir,
-                total=count_examples(flags.data_path),
-                attention_pages=getattr(flags, "attention_pages", 100),
+                total=count_examples(cfg.data_path),
+                attention_pages=cfg.attention_pages,
             )
         else:
             decode_forever(
@@ -506,5 +501,5 @@ def main(hps: HParams, vocab: Vocab, flags) -> None:
                 dataset,
                 os.path.join(exp.root, "decode"),
                 exp.train_dir,
-                getattr(flags, "max_decode_examples", 0),
+                cfg.max_decode_examples,
             )

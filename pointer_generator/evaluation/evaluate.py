@@ -20,6 +20,7 @@ import time
 import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, DataError
+from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from pointer_generator.runtime import checkpointing, interrupts, summaries
@@ -113,17 +114,17 @@ class Evaluator:
         return result
 
 
-def main(hps: HParams, vocab, flags) -> dict | None:
+def main(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
     """Eval mode: concurrent validation, or --single_pass evaluation."""
-    exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
+    exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
     os.makedirs(exp.eval_dir, exist_ok=True)
-    if flags.distribution_strategy != "default" or flags.tpu:
+    if cfg.distributed:
         log.info("Eval runs on one device (--distribution_strategy applies to training)")
-    evaluator = Evaluator(hps, vocab.size(), jit_compile=flags.xla)
-    if flags.single_pass:
-        return single_pass(evaluator, vocab, exp, flags.data_path)
+    evaluator = Evaluator(hps, vocab.size(), jit_compile=cfg.xla)
+    if cfg.single_pass:
+        return single_pass(evaluator, vocab, exp, cfg.data_path)
     concurrent(
-        evaluator, vocab, exp, flags.data_path, flags.eval_interval_secs, flags.max_eval_iterations
+        evaluator, vocab, exp, cfg.data_path, cfg.eval_interval_secs, cfg.max_eval_iterations
     )
     return None
 

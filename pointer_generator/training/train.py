@@ -33,7 +33,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.cli.flags import strategy_name
 from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
@@ -41,6 +40,7 @@ from pointer_generator.runtime import checkpointing, summaries
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution, grad_norm
+from pointer_generator.training.config import TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -397,40 +397,40 @@ def _worker_directory(exp: Experiment, trainer: Trainer) -> str:
 
 
 # ------------------------------------------------------------------------------ modes
-def main(hps: HParams, vocab, flags) -> None:
+def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
     """Train mode: a one-off conversion, or the training loop."""
-    exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
-    if flags.convert_to_coverage_model:
-        return convert_to_coverage_model(hps, vocab, exp, flags.tf1_checkpoint)
-    if flags.restore_best_model:
+    exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
+    if cfg.convert_to_coverage_model:
+        return convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
+    if cfg.restore_best_model:
         return restore_best_model(hps, vocab, exp)
-    strategy = distribution.make_strategy(strategy_name(flags), flags.tpu)
+    strategy = distribution.make_strategy(cfg.distribution_strategy, cfg.tpu)
     keras.utils.set_random_seed(hps.seed)
-    if flags.debug:
+    if cfg.debug:
         tf.debugging.enable_check_numerics()
     try:
-        trainer = Trainer(hps, vocab.size(), strategy, jit_compile=flags.xla)
+        trainer = Trainer(hps, vocab.size(), strategy, jit_compile=cfg.xla)
         log.info("%s; %s", trainer.model.parameter_summary(), distribution.describe(strategy))
         print(trainer.model.parameter_summary(), flush=True)
-        train_loop(trainer, vocab, exp, flags)
+        train_loop(trainer, vocab, exp, cfg)
     finally:
-        if flags.debug:
+        if cfg.debug:
             tf.debugging.disable_check_numerics()
 
 
-def _start(trainer: Trainer, vocab, exp: Experiment, flags):
+def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
     """Restore or initialise the state; returns (iterator, checkpoints, fresh_start)."""
     chief = distribution.is_chief(trainer.strategy)
     latest = checkpointing.latest_checkpoint(exp.train_dir)
     if latest:
         checkpointing.restore(trainer.checkpoint(), latest, trainer.model)
         log.info("Resuming from %s (step %d)", latest, int(trainer.step.numpy()))
-        if flags.tf1_checkpoint:
+        if cfg.tf1_checkpoint:
             log.warning("--tf1_checkpoint ignored: train/ already has checkpoints")
-    elif flags.tf1_checkpoint:
-        trainer.load_tf1(flags.tf1_checkpoint)
-    keep_data = flags.checkpoint_data_position and trainer.num_workers == 1
-    iterator, data_config = training_data(trainer, vocab, flags, latest if keep_data else None)
+    elif cfg.tf1_checkpoint:
+        trainer.load_tf1(cfg.tf1_checkpoint)
+    keep_data = cfg.checkpoint_data_position and trainer.num_workers == 1
+    iterator, data_config = training_data(trainer, vocab, cfg, latest if keep_data else None)
     directory = _worker_directory(exp, trainer)
     if keep_data:
         checkpoint = trainer.checkpoint(iterator, tf.Variable(data_config, trainable=False))
@@ -444,11 +444,11 @@ def _start(trainer: Trainer, vocab, exp: Experiment, flags):
     return iterator, ckpts, latest is None
 
 
-def pipeline_settings(flags, vocab, trainer: Trainer) -> dict:
+def pipeline_settings(cfg: TrainConfig, vocab, trainer: Trainer) -> dict:
     """What a saved data position depends on (the seed is stored next to it)."""
     hps = trainer.hps
     return {
-        "data_path": os.path.abspath(flags.data_path),
+        "data_path": os.path.abspath(cfg.data_path),
         "worker_batch_size": hps.batch_size // trainer.num_workers,
         "max_enc_steps": hps.max_enc_steps,
         "max_dec_steps": hps.max_dec_steps,
@@ -459,7 +459,7 @@ def pipeline_settings(flags, vocab, trainer: Trainer) -> dict:
     }
 
 
-def training_data(trainer: Trainer, vocab, flags, latest: str | None):
+def training_data(trainer: Trainer, vocab, cfg: TrainConfig, latest: str | None):
     """The training batches, continuing at `latest`'s data position when it can.
 
     The position is used only if the data settings are unchanged (a restored tf.data
@@ -468,11 +468,11 @@ def training_data(trainer: Trainer, vocab, flags, latest: str | None):
     than replaying the first batches of the run.
     Returns (iterator, data config JSON to save with the position).
     """
-    settings = pipeline_settings(flags, vocab, trainer)
+    settings = pipeline_settings(cfg, vocab, trainer)
     saved = checkpointing.saved_data_config(latest) if latest else None
     if saved is not None:
         if saved.get("pipeline") == settings:
-            iterator = make_iterator(flags.data_path, vocab, trainer.hps, trainer, saved["seed"])
+            iterator = make_iterator(cfg.data_path, vocab, trainer.hps, trainer, saved["seed"])
             if checkpointing.restore_data_position(iterator, latest):
                 return iterator, json.dumps(saved, sort_keys=True)
         else:
@@ -481,26 +481,26 @@ def training_data(trainer: Trainer, vocab, flags, latest: str | None):
             )
     step = int(trainer.step.numpy())
     seed = trainer.hps.seed + step
-    iterator = make_iterator(flags.data_path, vocab, trainer.hps, trainer, seed)
+    iterator = make_iterator(cfg.data_path, vocab, trainer.hps, trainer, seed)
     return iterator, json.dumps({"pipeline": settings, "seed": seed}, sort_keys=True)
 
 
-def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
+def train_loop(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig) -> None:
     """Train until --max_steps, a stop signal, or a non-finite loss; save at the end."""
     chief = distribution.is_chief(trainer.strategy)
-    iterator, ckpts, fresh = _start(trainer, vocab, exp, flags)
+    iterator, ckpts, fresh = _start(trainer, vocab, exp, cfg)
     if fresh:
         ckpts.save()  # like the Supervisor: a checkpoint at once, for eval/decode jobs
     if chief and ckpts.latest:
         write_projector_files(exp, vocab, ckpts.latest)
     step = int(trainer.step.numpy())
-    if flags.max_steps and step >= flags.max_steps:
-        log.info("Step %d already reached --max_steps=%d; nothing to train", step, flags.max_steps)
+    if cfg.max_steps and step >= cfg.max_steps:
+        log.info("Step %d already reached --max_steps=%d; nothing to train", step, cfg.max_steps)
         if not chief:
             tf.io.gfile.rmtree(ckpts.directory)
         return
     writer = summaries.ScalarWriter(exp.train_dir, enabled=chief)
-    reason = _guarded_steps(trainer, iterator, ckpts, writer, flags)
+    reason = _guarded_steps(trainer, iterator, ckpts, writer, cfg)
     path = _final_save(trainer, ckpts, writer, chief)
     log.info(
         "Training stopped at step %d (%s); newest checkpoint: %s",
@@ -510,19 +510,19 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, flags) -> None:
     )
 
 
-def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, flags) -> str:
+def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, cfg: TrainConfig) -> str:
     """`_run_steps`, keeping what each kind of failure allows; returns why it ended."""
     from pointer_generator.data.input_pipeline import data_errors
 
     try:
         with StopRequest() as stop, data_errors():
-            return _run_steps(trainer, iterator, ckpts, writer, stop, flags)
+            return _run_steps(trainer, iterator, ckpts, writer, stop, cfg)
     except NonFiniteLossError:
         writer.close_quietly()  # and no save: the newest checkpoint stays the last good one
         raise
     except tf.errors.InvalidArgumentError as e:
         writer.close_quietly()
-        if flags.debug and "Infinity or NaN" in (e.message or ""):
+        if cfg.debug and "Infinity or NaN" in (e.message or ""):
             raise NonFiniteLossError(
                 f"--debug: {_check_numerics_summary(e.message)} in training step "
                 f"{int(trainer.step.numpy()) + 1}; nothing of that step was applied or "
@@ -574,11 +574,13 @@ def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
     return path or ckpts.latest
 
 
-def _run_steps(trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, flags) -> str:
+def _run_steps(
+    trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, cfg: TrainConfig
+) -> str:
     """The step loop; returns why it ended. Raises NonFiniteLossError."""
     hps = trainer.hps
     step = int(trainer.step.numpy())
-    progress = Progress(step, flags.max_steps, hps.batch_size, flags.log_every_n_steps)
+    progress = Progress(step, cfg.max_steps, hps.batch_size, cfg.log_every_n_steps)
     while True:
         metrics = trainer.train_step(iterator)
         if not metrics["finite"]:
@@ -592,9 +594,9 @@ def _run_steps(trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, fla
         writer.write(_summary_metrics(metrics, hps), step)
         if step % FLUSH_EVERY_STEPS == 0:
             writer.flush()
-        done = bool(flags.max_steps) and step >= flags.max_steps
+        done = bool(cfg.max_steps) and step >= cfg.max_steps
         save, halt = trainer.agree(
-            ckpts.seconds_since_save() >= flags.save_checkpoint_secs, stop.requested
+            ckpts.seconds_since_save() >= cfg.save_checkpoint_secs, stop.requested
         )
         if done:
             return "reached --max_steps"

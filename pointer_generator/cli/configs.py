@@ -1,0 +1,45 @@
+"""The one place where flags become configs: `HParams` and each mode's frozen config
+dataclass are built here from parsed flags (absl FlagValues, or any object with the flag
+attributes, as tests pass); no module outside `cli/` reads flags."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pointer_generator.cli.flags import strategy_name
+from pointer_generator.decoding.config import DecodeConfig
+from pointer_generator.evaluation.config import EvalConfig
+from pointer_generator.hparams import HParams
+from pointer_generator.training.config import TrainConfig
+
+
+def _fields(cls, fv, **computed):
+    """`cls` with every field read from the flag of the same name (or `computed`)."""
+    values = {
+        f.name: getattr(fv, f.name)
+        for f in dataclasses.fields(cls)
+        if f.name not in computed and hasattr(fv, f.name)
+    }
+    return cls(**values, **computed)
+
+
+def hparams(fv) -> HParams:
+    """The model and data hyper-parameters of the flags."""
+    return _fields(HParams, fv)
+
+
+def train_config(fv) -> TrainConfig:
+    return _fields(TrainConfig, fv, distribution_strategy=strategy_name(fv))
+
+
+def eval_config(fv) -> EvalConfig:
+    return _fields(EvalConfig, fv, distributed=strategy_name(fv) != "default")
+
+
+def decode_config(fv) -> DecodeConfig:
+    return _fields(DecodeConfig, fv)
+
+
+def mode_config(fv):
+    """The config of the mode the flags ask for."""
+    return {"train": train_config, "eval": eval_config, "decode": decode_config}[fv.mode](fv)

@@ -1,0 +1,39 @@
+"""What decode mode does besides the model's hyper-parameters (`HParams`).
+
+Built from the command line by `pointer_generator.cli.configs.decode_config`; fields are
+named after the flags they come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Decode mode's job settings.
+
+    data_path: glob of the `.bin` files to decode.
+    log_root, exp_name: the experiment directory `<log_root>/<exp_name>`.
+    single_pass: decode every example once with a fixed checkpoint, then ROUGE (else the
+      original's endless concurrent decoding).
+    tf1_checkpoint: decode with an original TF1 checkpoint instead of train/'s newest.
+    trigram_blocking, length_penalty (0 = none), full_final_dist: search options.
+    decode_batch_size: articles decoded together (each with its own beam).
+    attention_pages: single pass: attention pages for the first N examples.
+    max_decode_examples: concurrent decoding stops after N examples (0 = never).
+    xla: compile the whole search with XLA.
+    """
+
+    data_path: str = ""
+    log_root: str = ""
+    exp_name: str = ""
+    single_pass: bool = False
+    tf1_checkpoint: str = ""
+    trigram_blocking: bool = False
+    length_penalty: float = 0.0
+    full_final_dist: bool = False
+    decode_batch_size: int = 32
+    attention_pages: int = 100
+    max_decode_examples: int = 0
+    xla: bool = False

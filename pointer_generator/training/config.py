@@ -1,0 +1,41 @@
+"""What train mode does besides the model's hyper-parameters (`HParams`).
+
+Built from the command line by `pointer_generator.cli.configs.train_config`; fields are
+named after the flags they come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Train mode's job settings.
+
+    data_path: glob of the training `.bin` files.
+    log_root, exp_name: the experiment directory `<log_root>/<exp_name>`.
+    max_steps: stop at this global step (0 = never, like the original).
+    save_checkpoint_secs, log_every_n_steps: checkpoint and console-progress intervals.
+    checkpoint_data_position: save the input pipeline's position in checkpoints.
+    distribution_strategy: `default`, `mirrored`, `multi_worker_mirrored` or `tpu` (a
+      `--tpu` address alone already resolved to `tpu`); tpu: its address.
+    tf1_checkpoint: start from an original TF1 checkpoint when train/ has none.
+    convert_to_coverage_model, restore_best_model: the one-off operations.
+    debug: stop at the first inf/NaN (numeric checks); xla: compile the step with XLA.
+    """
+
+    data_path: str = ""
+    log_root: str = ""
+    exp_name: str = ""
+    max_steps: int = 0
+    save_checkpoint_secs: float = 60.0
+    log_every_n_steps: int = 1
+    checkpoint_data_position: bool = True
+    distribution_strategy: str = "default"
+    tpu: str = ""
+    tf1_checkpoint: str = ""
+    convert_to_coverage_model: bool = False
+    restore_best_model: bool = False
+    debug: bool = False
+    xla: bool = False
