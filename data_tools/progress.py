@@ -1,16 +1,16 @@
-"""Reporting on stderr: progress lines, problem counts, and a parallel map with progress."""
+"""Reporting on stderr: problem counts, and a parallel map with progress
+(`pointer_generator.runtime.progress.CountProgress`)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from pointer_generator.runtime.progress import format_duration
+from pointer_generator.runtime.progress import CountProgress
 
 MAX_LISTED = 5  # problem files named individually per kind; the rest are only counted
 
@@ -18,61 +18,6 @@ MAX_LISTED = 5  # problem files named individually per kind; the rest are only c
 def plural(n: int, noun: str) -> str:
     """`1 chunk file`, `2 chunk files`."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-class Progress:
-    """`label: done/total (rate/s, ETA m:ss)` rewritten in place at most every `interval` s.
-
-    On a terminal the line is redrawn with a carriage return; elsewhere (logs, CI) a new line
-    is printed at most every `log_interval` seconds so that logs stay short.
-    """
-
-    def __init__(
-        self,
-        label: str,
-        total: int | None = None,
-        stream: TextIO | None = None,
-        interval: float = 0.5,
-        log_interval: float = 30.0,
-    ):
-        self.label, self.total = label, total
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = getattr(self.stream, "isatty", lambda: False)()
-        self.interval = interval if self.tty else log_interval
-        self.done = 0
-        self.start = time.monotonic()
-        self._last = self.start
-
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        rate = self.done / elapsed
-        text = f"{self.label}: {self.done}"
-        if self.total is not None:
-            text += f"/{self.total}"
-        text += f" ({rate:.0f}/s"
-        if self.total is not None and rate > 0 and self.done < self.total:
-            text += f", ETA {format_duration((self.total - self.done) / rate)}"
-        elif self.done and (self.total is None or self.done >= self.total):
-            text += f", {format_duration(elapsed)}"
-        return text + ")"
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        now = time.monotonic()
-        if now - self._last >= self.interval:
-            self._last = now
-            self._write(self.line(), final=False)
-
-    def close(self) -> None:
-        if self.done:  # a run that failed before its first item has nothing to report
-            self._write(self.line(), final=True)
-
-    def _write(self, text: str, final: bool) -> None:
-        if self.tty:
-            self.stream.write("\r" + text + ("\n" if final else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
 
 
 def ordered_map(
@@ -89,7 +34,7 @@ def ordered_map(
     `func` must be a picklable top-level function when `num_workers` > 1. Exceptions raised
     in a worker propagate to the caller (the pool is torn down).
     """
-    progress = Progress(label, total, stream) if label else None
+    progress = CountProgress(label, total, stream=stream) if label else None
     if num_workers <= 1:
         results = map(func, items)
         pool = None

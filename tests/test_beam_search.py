@@ -10,13 +10,8 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
-from pointer_generator.decoding.beam_search import (
-    Hypothesis,
-    _segment_sizes,
-    batched_beam_search,
-    beam_search_single,
-    tile_beams,
-)
+from pointer_generator.decoding.beam_search import _segment_sizes, batched_beam_search, tile_beams
+from tests.reference_search import Hypothesis, beam_search_single
 
 IDS = dict(start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID)
 A, B_, C_, D_ = 4, 5, 6, 7  # word ids used by the hand-built tables

@@ -13,9 +13,9 @@ import tensorflow as tf
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab
 from pointer_generator.decoding import decode, decode_output
-from pointer_generator.decoding.beam_search import beam_search_single
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
+from tests.reference_search import beam_search_single
 
 
 def _model(setup, **hp):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.decoding.beam_search import beam_search_single
 from pointer_generator.layers.top_k import Candidates, top_of
 from pointer_generator.models import final_candidates as fc
+from tests.reference_search import beam_search_single
 
 B, K, T, H = 3, 2, 12, 8
 

@@ -13,7 +13,8 @@ What the original ran for each article (spec 4.12 and 5; TF1 `decode` mode):
   (`initial_state_attention=True`), the whole final distribution [K, V + OOVs] by a
   scatter, and its top 2K in the graph; only the top ids and log-probabilities, the
   states, attention, p_gen and coverage are fetched.
-* A Python beam search (`beam_search.beam_search_single`) sorts the candidates.
+* A Python beam search (`tests/reference_search.py: beam_search_single`, the original
+  algorithm) sorts the candidates.
 
 Not re-enacted (each would only slow the reference down): the per-step copy of the fed
 encoder states from Python into the graph, and TF1's session overheads. The encoder here
@@ -111,7 +112,8 @@ def one_at_a_time(model, vocab, hps, original: bool):
     import tensorflow as tf
 
     from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
-    from pointer_generator.decoding.beam_search import beam_search_single, tile_beams
+    from pointer_generator.decoding.beam_search import tile_beams
+    from tests.reference_search import beam_search_single
 
     k = hps.beam_size
     step = (

@@ -157,6 +157,20 @@ def iter_raw_records(path: str) -> Iterator[bytes]:
         index += 1
 
 
+def count_records(path: str) -> int:
+    """Records in one `.bin` file, reading only the length prefixes (for progress totals;
+    `read_records` checks the framing). Raises OSError if the file cannot be read."""
+    total, pos = 0, 0
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        while pos + _LEN_SIZE <= size:
+            f.seek(pos)
+            (n,) = struct.unpack(_LEN_FMT, f.read(_LEN_SIZE))
+            pos += _LEN_SIZE + n
+            total += 1
+    return total
+
+
 def read_records(path: str) -> Iterator[tuple[str, str]]:
     """Yield (article, abstract) text pairs of a `.bin` file, in file order.
 

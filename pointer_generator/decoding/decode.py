@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from pointer_generator.data import binfile
 from pointer_generator.data.vocab import (
     START_ID,
     STOP_DECODING,
@@ -33,6 +34,7 @@ from pointer_generator.hparams import HParams
 from pointer_generator.models import final_candidates
 from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
 from pointer_generator.runtime import interrupts
+from pointer_generator.runtime.progress import CountProgress
 
 log = logging.getLogger(__name__)
 
@@ -250,31 +252,6 @@ def attention_record(strings: dict, summary: Summary, vocab: Vocab, pointer_gen:
     )
 
 
-class Progress:
-    """Examples done, rate and ETA, logged at most every `every` seconds."""
-
-    def __init__(self, total: int | None, already: int = 0, every: float = 10.0):
-        self.total, self.done, self.every = total, already, every
-        self.start_done, self.start = already, time.time()
-        self.last = 0.0
-
-    def update(self, n: int, force: bool = False) -> None:
-        self.done += n
-        now = time.time()
-        if not force and now - self.last < self.every:
-            return
-        self.last = now
-        rate = (self.done - self.start_done) / max(now - self.start, 1e-9)
-        msg = f"decoded {self.done}"
-        if self.total:
-            msg += f"/{self.total}"
-        msg += f" articles, {rate:.2f} articles/s"
-        if self.total and rate > 0:
-            msg += f", ETA {(self.total - self.done) / rate / 60:.1f} min"
-        log.info(msg)
-        print(msg, flush=True)
-
-
 def decode_single_pass(
     decoder: BeamSearchDecoder,
     dataset,
@@ -296,7 +273,7 @@ def decode_single_pass(
         log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir, done)
     if os.path.isdir(decode_dir):
         decode_output.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
-    progress = Progress(total, already=done)
+    progress = CountProgress("decoded", total, unit="articles", already=done)
     pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
     os.makedirs(decode_dir, exist_ok=True)
     p_gens_path = os.path.join(decode_dir, P_GENS_FILE)
@@ -326,7 +303,7 @@ def decode_single_pass(
                 strings["abstract_sents"], summary.words, ex, decode_dir, html_safe=html_safe
             )
             progress.update(1)
-    progress.update(0, force=True)
+    progress.close()
     if os.path.isdir(pages_dir):
         attention_html.write_index(pages_dir)
     if not run_rouge:
@@ -409,24 +386,13 @@ def load_weights(
 
 
 def count_examples(data_path: str) -> int | None:
-    """Number of records in the files of a glob (cheap: reads only the length prefixes)."""
+    """Number of records in the files of a glob (None if one cannot be read)."""
     import glob
-    import struct
 
-    total = 0
-    for path in glob.glob(data_path):
-        try:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                pos = 0
-                while pos + 8 <= size:
-                    f.seek(pos)
-                    (n,) = struct.unpack("q", f.read(8))
-                    pos += 8 + n
-                    total += 1
-        except OSError:
-            return None
-    return total
+    try:
+        return sum(binfile.count_records(path) for path in glob.glob(data_path))
+    except OSError:
+        return None
 
 
 def decode_forever(

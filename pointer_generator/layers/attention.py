@@ -34,6 +34,21 @@ def masked_softmax(scores, mask, safe: bool = True):
     return unnorm / tf.maximum(total, _TINY)
 
 
+def attention_energies(features, dec_features, v, coverage=None, w_c=None):
+    """e_i = v^T tanh(W_h h_i + W_s s_t + b_attn [+ w_c c_i]) (eq. 1, with coverage eq. 11);
+    the one implementation, used by training, eval and decoding.
+
+    features: [..., T, A] W_h h_i; dec_features: [..., A] W_s s_t + b_attn (one row per
+    decoder row, broadcast over the T positions); coverage: [..., T] or None; w_c: [A].
+    Returns [..., T].
+    """
+    pre = features + dec_features[..., None, :]
+    if coverage is not None:
+        pre = pre + coverage[..., None] * w_c
+    # A dot, not reduce_sum(v * tanh): XLA's CPU row reductions are ~5x slower here.
+    return tf.linalg.matvec(tf.tanh(pre), v)
+
+
 @keras.saving.register_keras_serializable(package="pointer_generator")
 class CoverageAttention(keras.layers.Layer):
     """e_i^t = v^T tanh(W_h h_i + W_s [c_t; s_t] + b_attn [+ w_c c_i^t]), a^t = masked softmax.
@@ -104,10 +119,14 @@ class CoverageAttention(keras.layers.Layer):
           (context [batch, enc_dim], attention [batch, enc_len]).
         """
         dec_features = tf.matmul(dec_state, self.W_s) + self.b_attn  # [batch, attn_dim]
-        pre = enc_features + dec_features[:, None, :]
-        if coverage is not None and self.use_coverage:
-            pre = pre + coverage[:, :, None] * self.w_c[0]
-        scores = tf.reduce_sum(self.v * tf.tanh(pre), axis=-1)  # [batch, enc_len]
+        use_cov = coverage is not None and self.use_coverage
+        scores = attention_energies(
+            enc_features,
+            dec_features,
+            self.v,
+            coverage if use_cov else None,
+            self.w_c[0] if use_cov else None,
+        )  # [batch, enc_len]
         attn = masked_softmax(scores, enc_padding_mask, self.safe)
         context = tf.einsum("bt,btd->bd", attn, enc_states)
         return context, attn
@@ -169,13 +188,10 @@ def _beam_attention(
     """The attention of `CoverageAttention.beam_attention` (see there); XLA fuses the
     energies of all beams into one pass over `enc_features`."""
     batch, enc_len = tf.shape(enc_features)[0], tf.shape(enc_features)[1]
-    dec = tf.reshape(dec_features, [batch, -1, 1, tf.shape(dec_features)[-1]])  # [B,K,1,A]
+    dec = tf.reshape(dec_features, [batch, -1, tf.shape(dec_features)[-1]])  # [B, K, A]
     beams = tf.shape(dec)[1]
-    pre = enc_features[:, None] + dec  # [B, K, T, A]
-    if use_coverage:
-        pre = pre + tf.reshape(coverage, [batch, beams, enc_len, 1]) * w_c
-    # A dot, not reduce_sum(v * tanh): XLA's CPU row reductions are ~5x slower here.
-    scores = tf.linalg.matvec(tf.tanh(pre), v)  # [B, K, T]
+    cov = tf.reshape(coverage, [batch, beams, enc_len]) if use_coverage else None
+    scores = attention_energies(enc_features[:, None], dec, v, cov, w_c)  # [B, K, T]
     mask_k = tf.broadcast_to(mask[:, None], [batch, beams, enc_len])
     attn = masked_softmax(
         tf.reshape(scores, [-1, enc_len]), tf.reshape(mask_k, [-1, enc_len]), safe

@@ -4,6 +4,20 @@ import keras
 import tensorflow as tf
 
 
+def final_distribution(vocab_dist, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
+    """Eq. 9 over the extended vocabulary (the one implementation; see FinalDistribution).
+
+    vocab_dist [N, vocab], attn [N, T], p_gen [N, 1], enc_batch_extend_vocab [N, T] int32,
+    max_art_oovs int32 scalar -> [N, vocab + max_art_oovs].
+    """
+    batch = tf.shape(vocab_dist)[0]
+    gen = p_gen * vocab_dist
+    gen = tf.concat([gen, tf.zeros([batch, max_art_oovs], gen.dtype)], axis=1)
+    rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(enc_batch_extend_vocab))
+    indices = tf.stack([rows, enc_batch_extend_vocab], axis=2)  # [N, T, 2]
+    return gen + tf.scatter_nd(indices, (1.0 - p_gen) * attn, tf.shape(gen))
+
+
 @keras.saving.register_keras_serializable(package="pointer_generator")
 class FinalDistribution(keras.layers.Layer):
     """P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: w_i = w} a_i over the extended vocab.
@@ -23,12 +37,4 @@ class FinalDistribution(keras.layers.Layer):
     """
 
     def call(self, vocab_dist, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
-        batch = tf.shape(vocab_dist)[0]
-        gen = p_gen * vocab_dist
-        gen = tf.concat([gen, tf.zeros([batch, max_art_oovs], gen.dtype)], axis=1)
-        copy = (1.0 - p_gen) * attn
-        enc_len = tf.shape(enc_batch_extend_vocab)[1]
-        rows = tf.tile(tf.range(batch)[:, None], [1, enc_len])
-        indices = tf.stack([rows, enc_batch_extend_vocab], axis=2)  # [batch, enc_len, 2]
-        copied = tf.scatter_nd(indices, copy, tf.shape(gen))
-        return gen + copied
+        return final_distribution(vocab_dist, attn, p_gen, enc_batch_extend_vocab, max_art_oovs)

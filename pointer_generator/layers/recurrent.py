@@ -26,13 +26,20 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from pointer_generator.layers.attention import masked_softmax
+from pointer_generator.layers.attention import attention_energies, masked_softmax
 
 
-def _lstm_gates(z):
-    """Activated gates (Keras order i, f, g, o) of the pre-activations z [..., 4H]."""
-    i, f, g, o = tf.split(z, 4, axis=-1)
-    return tf.sigmoid(i), tf.sigmoid(f), tf.tanh(g), tf.sigmoid(o)
+def lstm_cell(z, c):
+    """One LSTM step (the one implementation, used by training, eval and decoding).
+
+    z: [B, 4H] pre-activations x W + h U + b in Keras' gate order (i, f, g, o); c: [B, H]
+    the previous cell. c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c').
+    Returns (h' [B, H], c' [B, H], the activated gates [B, 4H] that `_lstm_backward` takes).
+    """
+    zi, zf, zg, zo = tf.split(z, 4, axis=-1)
+    i, f, g, o = tf.sigmoid(zi), tf.sigmoid(zf), tf.tanh(zg), tf.sigmoid(zo)
+    c_new = f * c + i * g
+    return o * tf.tanh(c_new), c_new, tf.concat([i, f, g, o], -1)
 
 
 def _lstm_backward(acts, c_prev, c_new, dh_new, dc_new):
@@ -104,10 +111,7 @@ def _encoder_forward(xf, xb, mask, rf, rb):
     tas = [tf.TensorArray(dtype, size=t_len) for _ in range(6)]
 
     def cell(x, m, h, c, r):
-        acts = tf.concat(_lstm_gates(x + tf.matmul(h, r)), -1)
-        i, f, g, o = tf.split(acts, 4, axis=-1)
-        c_new = f * c + i * g
-        h_new = o * tf.tanh(c_new)
+        h_new, c_new, acts = lstm_cell(x + tf.matmul(h, r), c)
         # Past a sequence's end the state is carried through unchanged (TF1 dynamic_rnn).
         real = m > 0
         return tf.where(real, h_new, h), tf.where(real, c_new, c), acts
@@ -284,16 +288,11 @@ def _decoder_forward(
 
     def body(t, h, c, context, coverage, tas):
         x = y_part[t] + tf.matmul(context, w_ctx)
-        acts = tf.concat(_lstm_gates(tf.matmul(x, kernel) + tf.matmul(h, recurrent) + bias), -1)
-        i, f, g, o = tf.split(acts, 4, axis=-1)
-        c = f * c + i * g
-        h = o * tf.tanh(c)
+        h, c, acts = lstm_cell(tf.matmul(x, kernel) + tf.matmul(h, recurrent) + bias, c)
         dec_features = tf.matmul(tf.concat([c, h], 1), w_s) + b_attn
-        pre = features + dec_features[:, None, :]
-        if use_coverage:
-            pre = pre + coverage[:, :, None] * w_c
-        # XLA on CPU: a dot reduces much faster than reduce_sum over the minor dimension.
-        scores = tf.linalg.matvec(tf.tanh(pre), v)
+        scores = attention_energies(
+            features, dec_features, v, coverage if use_coverage else None, w_c
+        )
         attn = masked_softmax(scores, mask, safe)
         context = tf.einsum("bt,btd->bd", attn, states)
         tas = tuple(

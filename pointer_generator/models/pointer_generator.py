@@ -25,6 +25,7 @@ from pointer_generator.layers import (
     losses,
     recurrent,
 )
+from pointer_generator.layers.final_distribution import final_distribution
 from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.models import final_candidates
 
@@ -58,14 +59,12 @@ class EncoderOutput(NamedTuple):
 
 
 def lstm_step(cell: keras.layers.LSTMCell, x, h, c):
-    """One LSTM step with a Keras LSTMCell's weights (gate order i, f, c, o).
+    """One LSTM step with a Keras LSTMCell's weights (`recurrent.lstm_cell`).
 
     x: [batch, in_dim]; h, c: [batch, hidden]. Returns (h_new, c_new).
     """
     z = tf.matmul(x, cell.kernel) + tf.matmul(h, cell.recurrent_kernel) + cell.bias
-    i, f, g, o = tf.split(z, 4, axis=-1)
-    c_new = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-    h_new = tf.sigmoid(o) * tf.tanh(c_new)
+    h_new, c_new, _ = recurrent.lstm_cell(z, c)
     return h_new, c_new
 
 
@@ -73,12 +72,9 @@ def lstm_step(cell: keras.layers.LSTMCell, x, h, c):
 def _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
     """`decode_final_distribution` in one fused XLA pass (a small function, compiled once
     per batch shape and number of article OOVs)."""
-    batch = tf.shape(logits)[0]
-    gen = p_gen * tf.nn.softmax(logits, axis=-1)
-    gen = tf.concat([gen, tf.zeros([batch, max_art_oovs], gen.dtype)], axis=1)
-    rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(enc_batch_extend_vocab))
-    indices = tf.stack([rows, enc_batch_extend_vocab], axis=2)
-    return gen + tf.scatter_nd(indices, (1.0 - p_gen) * attn, tf.shape(gen))
+    return final_distribution(
+        tf.nn.softmax(logits, axis=-1), attn, p_gen, enc_batch_extend_vocab, max_art_oovs
+    )
 
 
 def decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):

@@ -1,9 +1,12 @@
-"""Console progress of long jobs: step, losses, speed and ETA."""
+"""Console progress of long jobs: training steps (step, losses, speed, ETA) and counted
+items (decoded articles, tokenized stories: done/total, rate, ETA)."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
+from typing import TextIO
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +102,64 @@ class Progress:
         if eta is not None:
             parts.append(f"ETA {format_duration(eta)}")
         return " | ".join(parts)
+
+
+class CountProgress:
+    """`label: done/total unit (rate unit/s, ETA h:mm:ss)` on stderr, for jobs that count
+    items (decoded articles, tokenized stories).
+
+    On a terminal the line is redrawn in place at most every `interval` s; elsewhere (logs,
+    CI) a new line is printed at most every `log_interval` s so that logs stay short.
+    `already` items were done by an earlier run (a resumed job): they count towards the
+    total but not towards the rate.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        unit: str = "",
+        already: int = 0,
+        stream: TextIO | None = None,
+        interval: float = 0.5,
+        log_interval: float = 30.0,
+    ):
+        self.label, self.total, self.unit = label, total, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+        self.interval = interval if self.tty else log_interval
+        self.done = self.already = already
+        self.start = time.monotonic()
+        self._last = self.start
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        rate = (self.done - self.already) / elapsed
+        unit = f" {self.unit}" if self.unit else ""
+        text = f"{self.label}: {self.done}"
+        if self.total is not None:
+            text += f"/{self.total}"
+        text += f"{unit} ({rate:.2f}{unit}/s" if rate < 10 else f"{unit} ({rate:.0f}{unit}/s"
+        if self.total is not None and rate > 0 and self.done < self.total:
+            text += f", ETA {format_duration((self.total - self.done) / rate)}"
+        elif self.done and (self.total is None or self.done >= self.total):
+            text += f", {format_duration(elapsed)}"
+        return text + ")"
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            self._write(self.line(), final=False)
+
+    def close(self) -> None:
+        if self.done > self.already:  # nothing done: nothing to report
+            self._write(self.line(), final=True)
+
+    def _write(self, text: str, final: bool) -> None:
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
