@@ -1,3 +1,52 @@
-"""Pointer-generator networks (See, Liu & Manning, 2017) in TensorFlow 2 / Keras 3."""
+"""Pointer-generator networks for summarization (See et al., 2017) in TensorFlow 2 / Keras.
+
+The public API (docs/api.md). Names are imported on first use, so `import
+pointer_generator` does not start TensorFlow:
+
+    HParams, TrainConfig, EvalConfig, DecodeConfig   configuration
+    Vocab, make_dataset, model_inputs                  data
+    PointerGeneratorModel, load_tf1_checkpoint         the model and the original's weights
+    Trainer                                            one distributed training step
+    BeamSearchDecoder, Summary                         batched beam-search decoding
+    summarize_texts                                    raw texts in, summaries out
+    rouge_eval, rouge_log                              official ROUGE-1.5.5
+    PointerGeneratorError                              the base of every error raised
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+_API = {
+    "HParams": "pointer_generator.hparams",
+    "TrainConfig": "pointer_generator.training.config",
+    "EvalConfig": "pointer_generator.evaluation.config",
+    "DecodeConfig": "pointer_generator.decoding.config",
+    "Vocab": "pointer_generator.data.vocab",
+    "make_dataset": "pointer_generator.data.input_pipeline",
+    "model_inputs": "pointer_generator.data.input_pipeline",
+    "PointerGeneratorModel": "pointer_generator.models.pointer_generator",
+    "load_tf1_checkpoint": "pointer_generator.models.tf1_checkpoint",
+    "Trainer": "pointer_generator.training.train",
+    "BeamSearchDecoder": "pointer_generator.decoding.decode",
+    "Summary": "pointer_generator.decoding.decode",
+    "summarize_texts": "pointer_generator.decoding.summarize",
+    "rouge_eval": "pointer_generator.evaluation.rouge",
+    "rouge_log": "pointer_generator.evaluation.rouge",
+    "PointerGeneratorError": "pointer_generator.errors",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'pointer_generator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_API[name]), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
