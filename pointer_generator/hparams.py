@@ -14,6 +14,15 @@ from pointer_generator.errors import FlagError
 MODES = ("train", "eval", "decode")
 DECODE_ATTENTION_MODES = ("original", "train_consistent")
 GRAD_NORM_MODES = ("original", "dense")
+# Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
+POSITIVE_FIELDS = (
+    "hidden_dim",
+    "emb_dim",
+    "batch_size",
+    "max_enc_steps",
+    "max_dec_steps",
+    "beam_size",
+)
 
 
 @dataclass(frozen=True)
@@ -63,14 +72,7 @@ class HParams:
     def __post_init__(self):
         if self.mode not in MODES:
             raise FlagError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        for name in (
-            "hidden_dim",
-            "emb_dim",
-            "batch_size",
-            "max_enc_steps",
-            "max_dec_steps",
-            "beam_size",
-        ):
+        for name in POSITIVE_FIELDS:
             if getattr(self, name) <= 0:
                 raise FlagError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.min_dec_steps < 0:

@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.data.input_pipeline import make_dataset
-from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab
+from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab, outputids2words
 from pointer_generator.decoding import decode, decode_output
+from pointer_generator.decoding.beam_search import tile_beams
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 from tests.reference_search import beam_search_single
@@ -52,9 +53,9 @@ def _one_article_search(model, hps, vocab, batch, i):
     (the original's algorithm): (words, hypothesis, enc_len)."""
     n = int(batch["enc_lens"][i])
     enc = model.encode(batch["enc_batch"][i : i + 1, :n], batch["enc_padding_mask"][i : i + 1, :n])
-    enc_k = decode.tile_beams(enc, hps.beam_size)
-    ext_k = decode.tile_beams(batch["enc_batch_extend_vocab"][i : i + 1, :n], hps.beam_size)
-    carry = decode.tile_beams(model.initial_carry(enc), hps.beam_size)
+    enc_k = tile_beams(enc, hps.beam_size)
+    ext_k = tile_beams(batch["enc_batch_extend_vocab"][i : i + 1, :n], hps.beam_size)
+    carry = tile_beams(model.initial_carry(enc), hps.beam_size)
 
     def step_fn(tokens, carry):
         return model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
@@ -71,7 +72,7 @@ def _one_article_search(model, hps, vocab, batch, i):
         unk_id=UNK_ID,
     )
     strings = decode.example_strings(batch, i)
-    words = decode.outputids2words(hyp.tokens[1:], vocab, strings["art_oovs"])
+    words = outputids2words(hyp.tokens[1:], vocab, strings["art_oovs"])
     if "[STOP]" in words:
         words = words[: words.index("[STOP]")]
     return words, hyp, n

@@ -15,6 +15,7 @@ from pointer_generator.errors import NonFiniteLossError
 from pointer_generator.runtime import checkpointing, summaries
 from pointer_generator.runtime.experiment import Experiment
 from pointer_generator.training import train
+from pointer_generator.training import trainer as trainer_lib
 from tests import helpers
 
 
@@ -37,7 +38,7 @@ def test_adagrad_equals_the_tf1_update_rule():
     grads = _grads(w0.shape)
     want_w, want_acc = _tf1_adagrad(w0, np.full_like(w0, 0.1), grads, lr=0.15)
 
-    opt = train.Adagrad(0.15, 0.1)
+    opt = trainer_lib.Adagrad(0.15, 0.1)
     var = tf.Variable(w0)
     opt.build([keras.Variable(w0, name="w")])  # accumulator shapes only
     acc = next(iter(opt.accumulators.values()))

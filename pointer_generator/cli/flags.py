@@ -15,7 +15,12 @@ import os
 from absl import flags
 
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import DECODE_ATTENTION_MODES, GRAD_NORM_MODES, MODES
+from pointer_generator.hparams import (
+    DECODE_ATTENTION_MODES,
+    GRAD_NORM_MODES,
+    MODES,
+    POSITIVE_FIELDS,
+)
 
 FLAGS = flags.FLAGS
 
@@ -424,13 +429,7 @@ def _validate_paths(fv) -> None:
 
 
 def _validate_numbers(fv) -> None:
-    positive = (
-        "hidden_dim",
-        "emb_dim",
-        "batch_size",
-        "max_enc_steps",
-        "max_dec_steps",
-        "beam_size",
+    positive = POSITIVE_FIELDS + (
         "save_checkpoint_secs",
         "log_every_n_steps",
         "num_cpu_devices",

@@ -13,26 +13,19 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
 from pointer_generator.data import binfile
 from pointer_generator.data.vocab import (
-    START_ID,
-    STOP_DECODING,
-    STOP_ID,
-    UNK_ID,
     Vocab,
-    outputids2words,
 )
 from pointer_generator.decoding import attention_html, decode_output
-from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
 from pointer_generator.decoding.config import DecodeConfig
+from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
 from pointer_generator.hparams import HParams
-from pointer_generator.models import final_candidates
-from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
+from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from pointer_generator.runtime import interrupts
 from pointer_generator.runtime.progress import CountProgress
 
@@ -42,190 +35,6 @@ ATTENTION_PAGES_SUBDIR = "attention"
 # One line per decoded example: index, mean p_gen over its steps, number of steps. Lines are
 # appended, so a resumed decode may repeat an index; readers keep the last line.
 P_GENS_FILE = "p_gens.tsv"
-
-
-class Summary(NamedTuple):
-    """One decoded example.
-
-    words: output words, [STOP] excluded. attn: [steps, enc_len] attention per generated
-    id (steps may be len(words) + 1, the step that produced [STOP]). p_gens: [steps].
-    """
-
-    words: list[str]
-    attn: np.ndarray
-    p_gens: np.ndarray
-    score: float
-
-
-class BeamSearchDecoder:
-    """Runs batched beam search for batches of distinct articles.
-
-    Args:
-      model: a built PointerGeneratorModel with weights loaded.
-      vocab: the vocabulary the model was trained with.
-      hps: beam_size, max_dec_steps, min_dec_steps, pointer_gen are read.
-      trigram_blocking, length_penalty: optional extras (off = the original's search).
-      jit_compile: compile the whole search with XLA.
-      top_k: the search's top-k function over a whole distribution (default
-        `top_k.chunked_top_k`).
-      full_final_dist: build the whole extended-vocabulary distribution at every step
-        and search it, as the original; by default (and unless trigram blocking needs
-        it) only the entries that can be in its top 2K are computed
-        (final_candidates.py: same summaries up to float rounding, faster).
-      min_compact_size: finished articles leave the batch (halving it) down to this
-        many rows (`beam_search.batched_beam_search`); None = never (the batch's last
-        article decides how long every row is computed).
-
-    `decode_batch` decodes one pipeline batch; `decode_stream` decodes a stream of them
-    batch by batch.
-    """
-
-    def __init__(
-        self,
-        model: PointerGeneratorModel,
-        vocab: Vocab,
-        hps: HParams,
-        *,
-        trigram_blocking: bool = False,
-        length_penalty: float | None = None,
-        jit_compile: bool = False,
-        top_k=None,
-        full_final_dist: bool = False,
-        min_compact_size: int | None = MIN_COMPACT_SIZE,
-    ):
-        self.model, self.vocab, self.hps = model, vocab, hps
-        self.jit_compile = jit_compile
-        self.min_compact_size = min_compact_size
-        self.top_k = top_k
-        self.full_final_dist = full_final_dist or trigram_blocking
-        self.trigram_blocking = trigram_blocking
-        self.length_penalty = length_penalty
-        self._search = tf.function(
-            self._search_graph, reduce_retracing=True, jit_compile=jit_compile
-        )
-
-    def _articles(self, enc: EncoderOutput, enc_batch_extend_vocab, enc_padding_mask) -> dict:
-        """The per-article tensors [B, ...] the step function reads (`_step_fn`): the
-        encoder tensors stay one row per article (the attention reads them once for all
-        K beams); the small per-row tensors are tiled to the B*K rows in each step."""
-        articles = {
-            "states": enc.states,
-            "features": enc.features,
-            "mask": enc.padding_mask,
-            "ext": enc_batch_extend_vocab,
-        }
-        if not self.full_final_dist and self.hps.pointer_gen:
-            articles["words"] = final_candidates.article_index(
-                enc_batch_extend_vocab, enc_padding_mask
-            )
-        return articles
-
-    def _step_fn(self, max_art_oovs, projection):
-        """step_fn(tokens, carry, articles) of the searches over `model.decode_step`;
-        projection: `model.candidate_projection()`, or None for the whole distribution."""
-        model, k = self.model, self.hps.beam_size
-
-        def step_fn(tokens, carry, art):
-            art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
-            setup = None
-            if projection is not None:
-                words = (
-                    final_candidates.tile_article_words(art["words"], k)
-                    if self.hps.pointer_gen
-                    else None
-                )
-                setup = final_candidates.CandidateSetup(projection, words, 2 * k)
-            ext = None if setup is not None else tile_beams(art["ext"], k)
-            return model.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
-
-        return step_fn
-
-    def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
-        model, hps, k = self.model, self.hps, self.hps.beam_size
-        enc = model.encode(enc_batch, enc_padding_mask)
-        carry = tile_beams(model.initial_carry(enc), k)
-        articles = self._articles(enc, enc_batch_extend_vocab, enc_padding_mask)
-        projection = None if self.full_final_dist else model.candidate_projection()
-        # A Python int when the batch size is static; a tensor once retracing relaxed it.
-        batch_size = enc_batch.shape[0]
-        if batch_size is None:
-            batch_size = tf.shape(enc_batch)[0]
-        return batched_beam_search(
-            self._step_fn(max_art_oovs, projection),
-            carry,
-            batch_size=batch_size,
-            beam_size=k,
-            vocab_size=self.vocab.size(),
-            max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps,
-            start_id=START_ID,
-            stop_id=STOP_ID,
-            unk_id=UNK_ID,
-            trigram_blocking=self.trigram_blocking,
-            length_penalty=self.length_penalty,
-            top_k=self.top_k,
-            articles=articles,
-            min_compact_size=self.min_compact_size,
-        )
-
-    def decode_batch(self, batch: dict) -> list[Summary]:
-        """Beam-search every article of a pipeline batch; returns one Summary per row."""
-        out = self._search(
-            batch["enc_batch"],
-            batch["enc_padding_mask"],
-            batch["enc_batch_extend_vocab"],
-            batch["max_art_oovs"],
-        )
-        out = {k: v.numpy() for k, v in out.items()}
-        enc_lens = batch["enc_lens"].numpy()
-        art_oovs = batch["art_oovs"].numpy()
-        results = []
-        for i in range(len(enc_lens)):
-            n = int(out["lengths"][i])
-            results.append(
-                self._summary(
-                    out["tokens"][i, :n],
-                    out["attn_dists"][i, :n],
-                    out["p_gens"][i, :n],
-                    float(out["scores"][i]),
-                    int(enc_lens[i]),
-                    art_oovs[i],
-                )
-            )
-        return results
-
-    def _summary(self, ids, attn, p_gens, score: float, enc_len: int, art_oovs) -> Summary:
-        """A Summary from a search's generated ids [n], attention [n, >= enc_len], p_gens."""
-        oovs = [_text(w) for w in art_oovs if w] if self.hps.pointer_gen else None
-        words = outputids2words([int(t) for t in ids], self.vocab, oovs)
-        if STOP_DECODING in words:
-            words = words[: words.index(STOP_DECODING)]
-        return Summary(words, attn[:, :enc_len], p_gens, score)
-
-    def decode_stream(self, batches, skip: int = 0):
-        """Decode every article of an iterable of pipeline batches, batch by batch;
-        yields (batch, row, Summary) in input order, leaving out the first `skip`
-        articles (a resumed single pass)."""
-        return decode_batches(self.decode_batch, batches, skip)
-
-
-def decode_batches(decode_batch, batches, skip: int = 0):
-    """(batch, row, Summary) of every article after the first `skip`, decoding batch by
-    batch with `decode_batch(batch) -> [Summary]`."""
-    index = 0
-    for batch in batches:
-        n = int(batch["enc_lens"].shape[0])
-        if index + n > skip:
-            for i, summary in enumerate(decode_batch(batch)):
-                if index + i >= skip:
-                    yield batch, i, summary
-        index += n
-
-
-def _text(x: bytes) -> str:
-    # Text that is not UTF-8 flows through the pipeline as bytes (as in the original, whose
-    # Python 2 strings were bytes; the pipeline warns about it); here it is shown with U+FFFD.
-    return x.decode("utf-8", errors="replace")
 
 
 def example_strings(batch: dict, i: int) -> dict:

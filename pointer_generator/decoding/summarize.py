@@ -14,7 +14,7 @@ import tempfile
 from pointer_generator.data.binfile import write_bin
 from pointer_generator.data.input_pipeline import data_errors, make_dataset
 from pointer_generator.data.stories import articles_of_texts
-from pointer_generator.decoding.decode import BeamSearchDecoder, Summary
+from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary
 
 
 def summarize_examples(

@@ -1,23 +1,10 @@
-"""Train mode (spec 1.4, 1.6, 1.7, 4.9, 4.10): the distribution-aware training loop.
-
-One training step, on every replica of a `tf.distribute` strategy:
-
-1. take this replica's rows of the global batch (every replica sees the same global
-   batch the single-device job would see, so the data order does not depend on the
-   number of devices);
-2. compute the loss scaled so that the sum over replicas is the single-device loss of
-   the global batch (see `Trainer._scaled_losses`), and its gradients;
-3. all-reduce (sum) the gradients and losses, take the global norm the way the
-   original's `tf.global_norm` did (the embedding gradient as one row per looked-up
-   token, `grad_norm.py`; `--grad_norm=dense` for the norm of the summed gradient), and
-   clip with `tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)`;
-4. if the loss and the norm are finite, apply TF1's Adagrad update and increment the
-   global step; otherwise apply nothing (the loop then stops, see `main`).
+"""Train mode (spec 1.4, 1.7, 4.9, 4.10): the training loop around `trainer.Trainer`.
 
 Checkpoints: every `--save_checkpoint_secs`, at `--max_steps`, on SIGTERM / Ctrl-C, and
 when a run starts from scratch (like the original's Supervisor). A restarted job resumes
 from the newest checkpoint: weights, Adagrad accumulators, step, and the input pipeline's
-position (the tf.data iterator is part of the checkpoint on single-worker jobs).
+position (the tf.data iterator is part of the checkpoint on single-worker jobs). The
+one-off operations `--convert_to_coverage_model` and `--restore_best_model` live here too.
 """
 
 from __future__ import annotations
@@ -30,288 +17,20 @@ import signal
 import threading
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from pointer_generator.errors import CheckpointError, FlagError, NonFiniteLossError, OutputError
+from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from pointer_generator.runtime import checkpointing, summaries
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
-from pointer_generator.training import distribution, grad_norm
+from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
+from pointer_generator.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
 
 FLUSH_EVERY_STEPS = 100  # the original flushed its summary writer every 100 steps
-SUM = tf.distribute.ReduceOp.SUM
-
-
-# ------------------------------------------------------------------------------ optimizer
-class Adagrad(tf.Module):
-    """TF1's `AdagradOptimizer` update: acc += g^2; w -= lr * g / sqrt(acc) (no epsilon).
-
-    It runs TF1's own kernel (`ResourceApplyAdagrad`), so the arithmetic is the
-    original's. (Keras' Adagrad with epsilon=0 computes the same rule, see
-    tests/test_train.py, but it all-reduces gradients itself inside `apply_gradients`,
-    which leaves no place to clip by the *global* norm of the all-reduced gradients.)
-
-    Accumulators are keyed by the model variable's path, the keys `tf1_checkpoint` uses
-    for converted TF1 slots.
-    """
-
-    def __init__(
-        self, learning_rate: float, initial_accumulator_value: float, name: str = "adagrad"
-    ):
-        super().__init__(name=name)
-        self.learning_rate = float(learning_rate)
-        self.initial_accumulator_value = float(initial_accumulator_value)
-        self.accumulators = {}
-
-    def build(self, variables) -> None:
-        """Create one accumulator per variable (call under the strategy's scope)."""
-        for v in variables:
-            if v.path not in self.accumulators:
-                self.accumulators[v.path] = tf.Variable(
-                    tf.fill(v.shape, tf.constant(self.initial_accumulator_value, v.dtype)),
-                    trainable=False,
-                    name="accumulator",
-                )
-
-    def accumulator(self, variable) -> tf.Variable:
-        return self.accumulators[variable.path]
-
-    def assign_accumulators(self, values: dict) -> None:
-        """Set accumulators from {variable path: array} (e.g. converted TF1 slots)."""
-        unknown = sorted(set(values) - set(self.accumulators))
-        if unknown:
-            raise CheckpointError(f"accumulators for unknown variables: {', '.join(unknown)}")
-        for path, value in values.items():
-            self.accumulators[path].assign(np.asarray(value, np.float32))
-
-    def update(self, variable, gradient, accumulator):
-        """Apply one variable's update (per-device variables inside `extended.update`)."""
-        return tf.raw_ops.ResourceApplyAdagrad(
-            var=variable.handle,
-            accum=accumulator.handle,
-            lr=tf.constant(self.learning_rate, variable.dtype),
-            grad=gradient,
-            use_locking=False,
-            update_slots=True,
-        )
-
-
-def _tf_variable(v):
-    """The tf.Variable (possibly distributed) behind a Keras variable."""
-    return v.value if isinstance(v, keras.Variable) else v
-
-
-# ------------------------------------------------------------------------------ trainer
-class Trainer:
-    """Model, optimizer, global step and the compiled train step under one strategy.
-
-    Args:
-      hps: hyper-parameters (batch_size is the global batch).
-      vocab_size: `Vocab.size()`.
-      strategy: a tf.distribute strategy (default: TensorFlow's default strategy).
-      jit_compile: compile each replica's forward/backward pass with XLA.
-    """
-
-    def __init__(
-        self,
-        hps: HParams,
-        vocab_size: int,
-        strategy: tf.distribute.Strategy | None = None,
-        jit_compile: bool = False,
-    ):
-        self.hps = hps
-        self.strategy = strategy or tf.distribute.get_strategy()
-        self.local_replicas = distribution.num_local_replicas(self.strategy)
-        self.num_workers = distribution.num_workers(self.strategy)
-        n = self.strategy.num_replicas_in_sync
-        if hps.batch_size % n:
-            raise FlagError(
-                f"--batch_size={hps.batch_size} does not divide evenly over the {n} replicas"
-            )
-        with self.strategy.scope():
-            self.model = PointerGeneratorModel(hps, vocab_size).build_weights()
-            self.optimizer = Adagrad(hps.lr, hps.adagrad_init_acc)
-            self.optimizer.build(self.model.trainable_variables)
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-        self._grads = (
-            tf.function(self._loss_and_grads, jit_compile=True)
-            if jit_compile
-            else self._loss_and_grads
-        )
-        self._step_fn = tf.function(self._distributed_step)
-        self._agree_fn = tf.function(self._agree_replicas)
-
-    # ---------------------------------------------------------------- the train step
-    def train_step(self, iterator) -> dict:
-        """Run one step on the next batch of `iterator`; returns Python float metrics.
-
-        The iterator yields this worker's share of the global batch (model inputs only).
-        `metrics["finite"]` is False when the step was skipped for a non-finite loss.
-        """
-        out = self._step_fn(iterator)
-        metrics = {k: float(v) for k, v in out.items()}
-        metrics["finite"] = bool(metrics["finite"])
-        return metrics
-
-    def _distributed_step(self, iterator):
-        batch = next(iterator)
-        out = self.strategy.run(self._replica_step, args=(batch,))
-        # Every replica returns the same all-reduced values.
-        return {k: self.strategy.experimental_local_results(v)[0] for k, v in out.items()}
-
-    def _replica_batch(self, batch):
-        """This replica's rows of the worker batch (the same batch is given to all)."""
-        n = self.local_replicas
-        if n == 1:
-            return batch
-        ctx = tf.distribute.get_replica_context()
-        index = tf.math.floormod(tf.cast(ctx.replica_id_in_sync_group, tf.int32), n)
-
-        def rows(x):
-            if x.shape.rank == 0:
-                return x  # max_art_oovs: the worker batch's value is valid for every part
-            split = tf.reshape(x, tf.concat([[n, -1], tf.shape(x)[1:]], 0))
-            return tf.gather(split, index)
-
-        return {k: rows(v) for k, v in batch.items()}
-
-    def _replica_step(self, batch):
-        ctx = tf.distribute.get_replica_context()
-        batch = self._replica_batch(batch)
-        mask = batch["dec_padding_mask"]
-        examples = tf.cast(tf.shape(mask)[0], tf.float32)
-        global_examples, global_tokens = ctx.all_reduce(SUM, [examples, tf.reduce_sum(mask)])
-        metrics, grads, row_sq, is_rows = self._grads(batch, global_examples, global_tokens)
-        grads, metrics, row_sq = ctx.all_reduce(SUM, (grads, metrics, row_sq))
-        norm = grad_norm.global_norm(grads, row_sq, is_rows, self.hps.grad_norm)
-        finite = tf.math.is_finite(metrics["total_loss"]) & tf.math.is_finite(norm)
-        clipped, _ = tf.clip_by_global_norm(grads, self.hps.max_grad_norm, use_norm=norm)
-        # A skipped step applies exact zeros: Adagrad then changes nothing at all.
-        clipped = [tf.where(finite, g, tf.zeros_like(g)) for g in clipped]
-        ctx.merge_call(self._apply, args=(clipped, finite))
-        metrics["global_norm"] = norm
-        metrics["finite"] = tf.cast(finite, tf.float32)
-        return metrics
-
-    def _loss_and_grads(self, batch, global_examples, global_tokens):
-        variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
-            metrics = self._scaled_losses(batch, global_examples, global_tokens)
-        # The embedding's gradient comes as one row per lookup, which the original's
-        # clipping norm needs (grad_norm.py); the optimizer takes the summed rows.
-        grads, row_sq, is_rows = grad_norm.split_gradients(
-            tape.gradient(metrics["total_loss"], variables)
-        )
-        grads = [
-            tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables, strict=True)
-        ]
-        return metrics, grads, row_sq, is_rows
-
-    def _scaled_losses(self, batch, global_examples, global_tokens):
-        """This replica's share of the global batch's losses (they sum to the global ones).
-
-        Pointer mode (and the coverage loss) average per-example averages, so a replica's
-        mean is weighted by its share of the examples. Baseline mode averages over all
-        real tokens of the batch, so a replica divides its token sum by the global count.
-        """
-        hps = self.hps
-        out = self.model(batch, training=True)
-        mask = batch["dec_padding_mask"]
-        share = tf.cast(tf.shape(mask)[0], tf.float32) / global_examples
-        if hps.pointer_gen:
-            loss = out["loss"] * share
-        else:
-            loss = tf.reduce_sum(out["step_nll"] * mask) / (global_tokens + 1e-12)
-        coverage_loss = out["coverage_loss"] * share
-        total = loss + hps.cov_loss_wt * coverage_loss if hps.coverage else loss
-        p_gen = tf.reduce_sum(out["p_gens"] * mask) / tf.maximum(global_tokens, 1.0)
-        return {
-            "loss": loss,
-            "coverage_loss": coverage_loss,
-            "total_loss": total,
-            "p_gen_mean": p_gen,
-        }
-
-    def _apply(self, strategy, grads, finite):
-        for var, grad in zip(self.model.trainable_variables, grads, strict=True):
-            strategy.extended.update(
-                _tf_variable(var),
-                self.optimizer.update,
-                args=(grad, self.optimizer.accumulator(var)),
-                group=False,
-            )
-        strategy.extended.update(
-            self.step, lambda s, f: s.assign_add(tf.cast(f, tf.int64)), args=(finite,), group=False
-        )
-
-    # ---------------------------------------------------------------- multi-worker
-    def agree(self, *wanted: bool) -> list[bool]:
-        """Whether any worker wants each of `wanted` (all workers must call this).
-
-        Time- and signal-based decisions (save now, stop now) differ between machines;
-        acting on them alone would leave the others waiting in a collective.
-        """
-        if self.num_workers == 1:
-            return list(wanted)
-        out = self._agree_fn(tf.constant([float(w) for w in wanted]))
-        return [bool(v > 0) for v in self.strategy.experimental_local_results(out)[0].numpy()]
-
-    def _agree_replicas(self, wanted):
-        # tf.distribute has no MAX reduction; a sum of 0/1 flags is > 0 when any is set.
-        # (The identity places the input on the replica's device, which all_reduce needs.)
-        return self.strategy.run(
-            lambda w: tf.distribute.get_replica_context().all_reduce(SUM, tf.identity(w)),
-            args=(wanted,),
-        )
-
-    # ---------------------------------------------------------------- state
-    def checkpoint(self, data=None, data_config=None) -> tf.train.Checkpoint:
-        """The training checkpoint: model, optimizer, step (and the data iterator with the
-        settings it was made with)."""
-        objects = {"model": self.model, "optimizer": self.optimizer, "step": self.step}
-        if data is not None:
-            objects.update(data=data, data_config=data_config)
-        return tf.train.Checkpoint(**objects)
-
-    def weights_checkpoint(self) -> tf.train.Checkpoint:
-        """Model and step only (eval's best models; restores that reset Adagrad)."""
-        return tf.train.Checkpoint(model=self.model, step=self.step)
-
-    def load_tf1(
-        self, path: str, *, allow_missing_coverage: bool = False, with_optimizer: bool = True
-    ) -> None:
-        """Start from an original TF1 checkpoint: weights, step, Adagrad slots if present."""
-        from pointer_generator.models import tf1_checkpoint
-
-        arrays = tf1_checkpoint.read_tf1_checkpoint(path)
-        has_slots = any(n.endswith(tf1_checkpoint.ADAGRAD_SUFFIX) for n in arrays)
-        result = tf1_checkpoint.tf1_arrays_to_model(
-            self.model,
-            arrays,
-            include_optimizer=with_optimizer and has_slots,
-            allow_missing_coverage=allow_missing_coverage,
-            path=path,
-        )
-        if result.adagrad_slots:
-            self.optimizer.assign_accumulators(result.adagrad_slots)
-        if result.global_step is not None:
-            self.step.assign(result.global_step)
-        log.info(
-            "Loaded TF1 checkpoint %s (TF %s names, step %s%s)",
-            path,
-            result.tf_version,
-            result.global_step,
-            ", with Adagrad slots" if result.adagrad_slots else "",
-        )
-
-    def all_finite(self) -> bool:
-        return all(bool(np.all(np.isfinite(v.numpy()))) for v in self.model.weights)
 
 
 # ------------------------------------------------------------------------------ helpers
