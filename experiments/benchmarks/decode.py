@@ -82,8 +82,11 @@ def reference_search(model, vocab, hps):
     performance work), for comparison."""
     import tensorflow as tf
 
-    from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
-    from pointer_generator.decoding.beam_search import batched_beam_search, tile_beams
+    from pointer_generator.decoding.beam_search import (
+        batched_beam_search,
+        search_settings,
+        tile_beams,
+    )
 
     k = hps.beam_size
     step = original_decode.reference_step(model, hps)
@@ -97,13 +100,7 @@ def reference_search(model, vocab, hps):
             lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry),
             carry,
             batch_size=tf.shape(enc_batch)[0],
-            beam_size=k,
-            vocab_size=vocab.size(),
-            max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps,
-            start_id=START_ID,
-            stop_id=STOP_ID,
-            unk_id=UNK_ID,
+            **search_settings(hps, vocab.size()),
             top_k=tf.math.top_k,
         )
 

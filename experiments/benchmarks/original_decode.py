@@ -111,8 +111,7 @@ def one_at_a_time(model, vocab, hps, original: bool):
     """
     import tensorflow as tf
 
-    from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
-    from pointer_generator.decoding.beam_search import tile_beams
+    from pointer_generator.decoding.beam_search import search_settings, tile_beams
     from tests.reference_search import beam_search_single
 
     k = hps.beam_size
@@ -141,13 +140,7 @@ def one_at_a_time(model, vocab, hps, original: bool):
         return beam_search_single(
             lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
             carry,
-            beam_size=k,
-            vocab_size=vocab.size(),
-            max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps,
-            start_id=START_ID,
-            stop_id=STOP_ID,
-            unk_id=UNK_ID,
+            **search_settings(hps, vocab.size()),
         )
 
     return decode

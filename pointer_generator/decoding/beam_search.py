@@ -34,10 +34,24 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.data.vocab import PAD_ID
+from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
 from pointer_generator.layers.top_k import Candidates, chunked_top_k, top_of
 
 StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor, tf.Tensor, Any]]
+
+
+def search_settings(hps, vocab_size: int) -> dict:
+    """The keyword arguments a model's search takes from its hyper-parameters (beam_size,
+    max_dec_steps, min_dec_steps), its vocabulary size and the special token ids."""
+    return dict(
+        beam_size=hps.beam_size,
+        vocab_size=vocab_size,
+        max_dec_steps=hps.max_dec_steps,
+        min_dec_steps=hps.min_dec_steps,
+        start_id=START_ID,
+        stop_id=STOP_ID,
+        unk_id=UNK_ID,
+    )
 
 
 def tile_beams(nested: Any, beam_size: int) -> Any:

@@ -10,14 +10,16 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_generator.data.vocab import (
-    START_ID,
     STOP_DECODING,
-    STOP_ID,
-    UNK_ID,
     Vocab,
     outputids2words,
 )
-from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search, tile_beams
+from pointer_generator.decoding.beam_search import (
+    MIN_COMPACT_SIZE,
+    batched_beam_search,
+    search_settings,
+    tile_beams,
+)
 from pointer_generator.hparams import HParams
 from pointer_generator.models import final_candidates
 from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
@@ -133,13 +135,7 @@ class BeamSearchDecoder:
             self._step_fn(max_art_oovs, projection),
             carry,
             batch_size=batch_size,
-            beam_size=k,
-            vocab_size=self.vocab.size(),
-            max_dec_steps=hps.max_dec_steps,
-            min_dec_steps=hps.min_dec_steps,
-            start_id=START_ID,
-            stop_id=STOP_ID,
-            unk_id=UNK_ID,
+            **search_settings(hps, self.vocab.size()),
             trigram_blocking=self.trigram_blocking,
             length_penalty=self.length_penalty,
             top_k=self.top_k,
