@@ -56,7 +56,7 @@ class HParams:
     # Numerically safe loss/attention (no log(0), no 0/0). False = the original formula.
     safe_numerics: bool = True
     # Run the encoder and the training decoder loop as fused XLA loops with hand-written
-    # gradients (pointer_generator/layers/recurrent.py), and the vocabulary projection + loss
+    # gradients (pointer_generator/layers/fused_*.py), and the vocabulary projection + loss
     # with one (losses.vocab_logits_and_gold); False = Keras layers, log-softmax and
     # autodiff (same values, slower; numeric checks of --debug can see inside).
     fused_recurrence: bool = True

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.decoding.beam_search import StepFn, _Config
+from pointer_generator.decoding.beam_search import StepFn
+from pointer_generator.decoding.search_rules import SearchConfig
 from pointer_generator.layers.top_k import top_of
 
 
@@ -100,46 +101,24 @@ def _stack_carries(rows: list[Hypothesis]) -> Any:
     return tf.nest.map_structure(lambda *xs: tf.stack(xs), *[h.carry for h in rows])
 
 
-def beam_search_single(
-    step_fn: StepFn,
-    init_carry: Any,
-    *,
-    beam_size: int,
-    vocab_size: int,
-    max_dec_steps: int,
-    min_dec_steps: int,
-    start_id: int,
-    stop_id: int,
-    unk_id: int,
-    trigram_blocking: bool = False,
-    length_penalty: float | None = None,
-) -> Hypothesis:
+def beam_search_single(step_fn: StepFn, init_carry: Any, **settings) -> Hypothesis:
     """Beam search for one article, exactly the original algorithm (spec section 5).
 
     Args:
       step_fn: the one-step decoder, called with N = beam_size rows.
       init_carry: nested tensors with leading dim 1 or beam_size; row 0 is every
         hypothesis' initial carry (as in the original).
-      beam_size: K. vocab_size: V; fed ids outside [0, V) become `unk_id`.
-      max_dec_steps / min_dec_steps: at most this many steps; a [STOP] produced at step
-        index < min_dec_steps is discarded.
-      trigram_blocking, length_penalty: optional extras, off = the original.
+      settings: the fields of `SearchConfig` (the batched search's keywords): beam_size K,
+        vocab_size V (fed ids outside [0, V) become `unk_id`), max_dec_steps and
+        min_dec_steps (a [STOP] produced at step index < min_dec_steps is discarded),
+        start_id, stop_id, unk_id; trigram_blocking and length_penalty are optional
+        extras, off = the original.
 
     Returns:
       The best finished hypothesis, or the best of the last beam if none finished.
     """
-    cfg = _Config(
-        beam_size,
-        vocab_size,
-        max_dec_steps,
-        min_dec_steps,
-        start_id,
-        stop_id,
-        unk_id,
-        trigram_blocking,
-        length_penalty,
-    )
-    k = beam_size
+    cfg = SearchConfig(**{"trigram_blocking": False, "length_penalty": None, **settings})
+    k, start_id, stop_id, unk_id = cfg.beam_size, cfg.start_id, cfg.stop_id, cfg.unk_id
     norm = cfg.norm_table()
     init_carry = tf.nest.map_structure(tf.convert_to_tensor, init_carry)
     zero = np.float32(0.0)
@@ -156,21 +135,22 @@ def beam_search_single(
     hyps = [start] * k
     results: list[Hypothesis] = []
     steps = 0
-    while steps < max_dec_steps and len(results) < k:
+    while steps < cfg.max_dec_steps and len(results) < k:
         # The beam is only short of K when trigram blocking skipped candidates; pad the
         # rows so step_fn always sees N = K (padded rows are never expanded).
         rows = hyps + [hyps[-1]] * (k - len(hyps))
         tokens = tf.constant(
-            [h.latest_token if 0 <= h.latest_token < vocab_size else unk_id for h in rows], tf.int32
+            [h.latest_token if 0 <= h.latest_token < cfg.vocab_size else unk_id for h in rows],
+            tf.int32,
         )
         probs, attn, p_gen, new_carry = step_fn(tokens, _stack_carries(rows))
         cfg.check_dist(probs)
         n_expand = 1 if steps == 0 else len(hyps)
         blocked = [
-            _repeated_trigram_ends(h.tokens[1:]) if trigram_blocking else set()
+            _repeated_trigram_ends(h.tokens[1:]) if cfg.trigram_blocking else set()
             for h in hyps[:n_expand]
         ]
-        if trigram_blocking:
+        if cfg.trigram_blocking:
             probs = np.array(probs, dtype=np.float32)
             for i, ids in enumerate(blocked):
                 probs[i, sorted(ids)] = 0.0
@@ -196,7 +176,7 @@ def beam_search_single(
         new_hyps = []
         for h in candidates:
             if h.latest_token == stop_id:
-                if steps >= min_dec_steps:
+                if steps >= cfg.min_dec_steps:
                     results.append(h)
             else:
                 new_hyps.append(h)

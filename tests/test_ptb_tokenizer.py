@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pointer_generator.data.ptb_tokenizer import PTBTokenizer, latex_quotes, tokenize, tokenize_text
+from pointer_generator.data.ptb_lexicon import latex_quotes
+from pointer_generator.data.ptb_tokenizer import PTBTokenizer, tokenize, tokenize_text
 
 # (raw text, expected tokens). Written by hand from the PTB conventions CoreNLP follows, not
 # produced by the code under test.

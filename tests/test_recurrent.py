@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.hparams import HParams
-from pointer_generator.layers import recurrent
+from pointer_generator.layers import fused_decoder
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
 VOCAB = 40
@@ -49,15 +49,15 @@ def _run(model, batch):
 @pytest.mark.parametrize(
     "pointer_gen,coverage,safe,row_chunk",
     [
-        (True, True, True, recurrent.ROW_CHUNK),
-        (False, False, False, recurrent.ROW_CHUNK),
+        (True, True, True, fused_decoder.ROW_CHUNK),
+        (False, False, False, fused_decoder.ROW_CHUNK),
         (True, True, True, 2),
     ],
 )  # 3 rows as chunks of 2 + 1: each runs the loops on its own
 def test_fused_recurrence_equals_keras_and_autodiff(
     pointer_gen, coverage, safe, row_chunk, monkeypatch
 ):
-    monkeypatch.setattr(recurrent, "ROW_CHUNK", row_chunk)
+    monkeypatch.setattr(fused_decoder, "ROW_CHUNK", row_chunk)
     hps = HParams(
         hidden_dim=8,
         emb_dim=6,

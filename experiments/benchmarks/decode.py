@@ -84,9 +84,9 @@ def reference_search(model, vocab, hps):
 
     from pointer_generator.decoding.beam_search import (
         batched_beam_search,
-        search_settings,
         tile_beams,
     )
+    from pointer_generator.decoding.search_rules import search_settings
 
     k = hps.beam_size
     step = original_decode.reference_step(model, hps)

@@ -47,8 +47,8 @@ def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | 
     """
     import tensorflow as tf
 
+    from pointer_generator.layers.recurrent import keras_cell_step
     from pointer_generator.layers.top_k import Candidates
-    from pointer_generator.models.pointer_generator import lstm_step
 
     use_cov = hps.coverage
 
@@ -72,7 +72,7 @@ def reference_step(model, hps, *, features_per_step: bool = False, top_k: int | 
         if use_cov:
             coverage = coverage + prev_attn
         x = model.input_merge(tf.concat([model.embedding(tokens), prev_context], 1))
-        h, c = lstm_step(model.decoder_cell, x, h, c)
+        h, c = keras_cell_step(model.decoder_cell, x, h, c)
         context, attn = model.attention(
             enc.states,
             enc.features,
@@ -111,7 +111,8 @@ def one_at_a_time(model, vocab, hps, original: bool):
     """
     import tensorflow as tf
 
-    from pointer_generator.decoding.beam_search import search_settings, tile_beams
+    from pointer_generator.decoding.beam_search import tile_beams
+    from pointer_generator.decoding.search_rules import search_settings
     from tests.reference_search import beam_search_single
 
     k = hps.beam_size

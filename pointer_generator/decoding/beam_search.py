@@ -27,31 +27,17 @@ Two optional extras, off by default, change the search (and are not the original
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
-from pointer_generator.layers.top_k import Candidates, chunked_top_k, top_of
+from pointer_generator.data.vocab import PAD_ID
+from pointer_generator.decoding import search_rules, search_state
+from pointer_generator.layers.top_k import chunked_top_k, top_of
 
 StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor, tf.Tensor, Any]]
-
-
-def search_settings(hps, vocab_size: int) -> dict:
-    """The keyword arguments a model's search takes from its hyper-parameters (beam_size,
-    max_dec_steps, min_dec_steps), its vocabulary size and the special token ids."""
-    return dict(
-        beam_size=hps.beam_size,
-        vocab_size=vocab_size,
-        max_dec_steps=hps.max_dec_steps,
-        min_dec_steps=hps.min_dec_steps,
-        start_id=START_ID,
-        stop_id=STOP_ID,
-        unk_id=UNK_ID,
-    )
 
 
 def tile_beams(nested: Any, beam_size: int) -> Any:
@@ -59,88 +45,6 @@ def tile_beams(nested: Any, beam_size: int) -> Any:
     return tf.nest.map_structure(
         lambda x: tf.repeat(tf.convert_to_tensor(x), beam_size, axis=0), nested
     )
-
-
-# --------------------------------------------------------------------------------------
-# Shared pieces: argument checks, scoring, trigram blocking.
-
-
-@dataclasses.dataclass(frozen=True)
-class _Config:
-    beam_size: int
-    vocab_size: int
-    max_dec_steps: int
-    min_dec_steps: int
-    start_id: int
-    stop_id: int
-    unk_id: int
-    trigram_blocking: bool
-    length_penalty: float | None
-    top_k: Callable = None  # (values [N, V], k) -> (values, indices) [N, k]; see below
-
-    def __post_init__(self):
-        for name in ("beam_size", "vocab_size", "max_dec_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.min_dec_steps < 0:
-            raise ValueError(f"min_dec_steps must be >= 0, got {self.min_dec_steps}")
-
-    def check_dist(self, dist: tf.Tensor | Candidates) -> None:
-        """A step function's distribution (or candidates) must hold at least 2K entries;
-        trigram blocking must see the whole distribution."""
-        if isinstance(dist, Candidates):
-            if self.trigram_blocking:
-                raise ValueError(
-                    "trigram blocking needs the step function's whole distribution, not Candidates"
-                )
-            dist = dist.probs
-        v_ext = dist.shape[-1]
-        if v_ext is not None and v_ext < 2 * self.beam_size:
-            raise ValueError(
-                f"the step function's distribution has {v_ext} entries; beam "
-                f"search takes the top 2*beam_size = {2 * self.beam_size}"
-            )
-
-    def norm_table(self) -> np.ndarray:
-        """float32 [max_dec_steps + 1]: the score divisor for g generated tokens.
-
-        The original divides the log-prob sum by len(tokens) = g + 1 ([START] counts).
-        With `length_penalty` alpha it is GNMT's ((5 + g) / 6) ** alpha. One table used by
-        both searches, so both divide by bit-identical numbers.
-        """
-        g = np.arange(self.max_dec_steps + 1, dtype=np.float64)
-        if self.length_penalty is None:
-            return (g + 1.0).astype(np.float32)
-        return (((5.0 + g) / 6.0) ** float(self.length_penalty)).astype(np.float32)
-
-
-def _trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> tf.Tensor:
-    """bool [B, K, V_ext]: tokens that would repeat a trigram of the hypothesis.
-
-    history: int32 [B, K, M], the K hypotheses' generated tokens, valid in [0, t[b]) for
-    article b (t: int32 [B]).
-    """
-    m = history.shape[-1]
-    b, k = tf.shape(history)[0], tf.shape(history)[1]
-    if m < 3:
-        return tf.zeros([b, k, v_ext], tf.bool)
-
-    def at(pos):  # history[b, k, pos[b]] as [B, K, 1]
-        return tf.gather(history, tf.broadcast_to(pos[:, None, None], [b, k, 1]), batch_dims=2)
-
-    prev2, prev1 = at(tf.maximum(t - 2, 0)), at(tf.maximum(t - 1, 0))
-    # Trigram i is (h[i], h[i+1], h[i+2]); it counts once fully generated: i + 2 <= t - 1.
-    complete = tf.range(m - 2)[None, None, :] + 2 <= t[:, None, None] - 1
-    match = complete & tf.equal(history[..., :-2], prev2) & tf.equal(history[..., 1:-1], prev1)
-    bi, ki, _ = tf.meshgrid(tf.range(b), tf.range(k), tf.range(m - 2), indexing="ij")
-    index = tf.stack([bi, ki, history[..., 2:]], axis=-1)
-    # Max-scatter: unmatched positions add a 0 and cannot un-block a matched token.
-    blocked = tf.tensor_scatter_nd_max(
-        tf.zeros([b, k, v_ext], tf.int32),
-        tf.reshape(index, [-1, 3]),
-        tf.reshape(tf.cast(match, tf.int32), [-1]),
-    )
-    return blocked > 0
 
 
 # --------------------------------------------------------------------------------------
@@ -225,7 +129,7 @@ def batched_beam_search(
       attn_dists  float32 [B, max_dec_steps, T]  attention per generated id, 0 after
       p_gens      float32 [B, max_dec_steps]     p_gen per generated id, 0 after
     """
-    cfg = _Config(
+    cfg = search_rules.SearchConfig(
         beam_size,
         vocab_size,
         max_dec_steps,
@@ -265,50 +169,9 @@ def _first_argmax(scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     return tf.minimum(first, k - 1)  # all-NaN rows: any slot, never out of range
 
 
-def _select_rows(mask_rows: tf.Tensor, new: Any, old: Any) -> Any:
-    """Per row of N: `new` where mask_rows [N] else `old`, for every leaf of a nest."""
-
-    def pick(a, b):
-        m = tf.reshape(mask_rows, [-1] + [1] * (a.shape.rank - 1))
-        return tf.where(m, a, b)
-
-    return tf.nest.map_structure(pick, new, old)
-
-
-class _SearchState(NamedTuple):
-    """The batched search's loop state; S = the rows (articles) in the current batch.
-
-    t [S]: each article's step (the number of steps it has run; frozen once finished).
-    latest [S, K]: each hypothesis' last token. carry: the step function's carry, rows
-    s*K + k. beam_sum [S, K]: log-prob sums. alive [S, K]: slot holds a hypothesis.
-    finished [S]. n_steps [S]: steps the article advanced. res_count [S], res_score /
-    res_end / res_parent [S, K]: the result slots (score, step of the [STOP], parent
-    slot). history [S, K, M or 0]: generated tokens (trigram blocking only). articles:
-    the per-article nest given to the step function. index [S]: each row's article in
-    the whole batch.
-    """
-
-    t: tf.Tensor
-    latest: tf.Tensor
-    carry: Any
-    beam_sum: tf.Tensor
-    alive: tf.Tensor
-    finished: tf.Tensor
-    n_steps: tf.Tensor
-    res_count: tf.Tensor
-    res_score: tf.Tensor
-    res_end: tf.Tensor
-    res_parent: tf.Tensor
-    history: tf.Tensor
-    articles: Any
-    index: tf.Tensor
-
-
-# What the end of the search reads of every article.
-_FINAL_FIELDS = ("beam_sum", "alive", "n_steps", "res_count", "res_score", "res_end", "res_parent")
-
-
-def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config) -> tuple[_SearchState, tuple]:
+def _advance(
+    step_fn: Callable, state: search_state.SearchState, b, cfg: search_rules.SearchConfig
+) -> tuple[search_state.SearchState, tuple]:
     """One step of every running article of `state` (b rows, each at its own step t).
 
     The original's selection, batched: expand each hypothesis with its top 2K, then scan
@@ -325,22 +188,9 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config) -> tuple[_
     cand_index = tf.range(c)
     earlier = cand_index[:, None] < cand_index[None, :]  # [C', C]: c' precedes c in order
     slots = tf.range(k)
-    (
-        t,
-        latest,
-        carry,
-        beam_sum,
-        alive,
-        finished,
-        n_steps,
-        res_count,
-        res_score,
-        res_end,
-        res_parent,
-        history,
-        arts,
-        index,
-    ) = state
+    # In SearchState's field order.
+    t, latest, carry, beam_sum, alive, finished, n_steps = state[:7]
+    res_count, res_score, res_end, res_parent, history, arts = state[7:13]
     feed = tf.where((latest < 0) | (latest >= cfg.vocab_size), cfg.unk_id, latest)
     probs, attn, p_gen, new_carry = step_fn(tf.reshape(feed, [n]), carry, arts)
     cfg.check_dist(probs)
@@ -348,7 +198,7 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config) -> tuple[_
     p_gen = tf.reshape(p_gen, [b, k])
     if cfg.trigram_blocking:
         probs = tf.reshape(probs, [b, k, -1])
-        blocked = _trigram_block_mask(history, t, tf.shape(probs)[-1])
+        blocked = search_rules.trigram_block_mask(history, t, tf.shape(probs)[-1])
         probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
     top_p, top_ids = top_of(probs, two_k, cfg.top_k)
     top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
@@ -407,7 +257,7 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config) -> tuple[_
     advance = ~finished & tf.reduce_any(filled, axis=1)
     adv_bk = tf.broadcast_to(advance[:, None], [b, k])
     parent_rows = tf.reshape(tf.range(b)[:, None] * k + new_parent, [n])
-    carry = _select_rows(
+    carry = search_state.select_rows(
         tf.reshape(adv_bk, [n]),
         tf.nest.map_structure(lambda x: tf.gather(x, parent_rows), new_carry),
         carry,
@@ -424,29 +274,15 @@ def _advance(step_fn: Callable, state: _SearchState, b, cfg: _Config) -> tuple[_
         history = tf.where(adv_bk[:, :, None], grown, history)
     t = tf.where(finished, t, t + 1)
     finished = finished | ~advance | (res_count >= k) | (t >= m)
-    state = _SearchState(
-        t,
-        latest,
-        carry,
-        beam_sum,
-        alive,
-        finished,
-        n_steps,
-        res_count,
-        res_score,
-        res_end,
-        res_parent,
-        history,
-        arts,
-        index,
-    )
-    return state, (new_tok, new_parent, attn, p_gen)
+    head = (t, latest, carry, beam_sum, alive, finished, n_steps)
+    tail = (res_count, res_score, res_end, res_parent, history, arts, state.index)
+    return search_state.SearchState(*head, *tail), (new_tok, new_parent, attn, p_gen)
 
 
 def _choose(final: dict, norm: tf.Tensor, k: int) -> tuple[tf.Tensor, ...]:
     """Each article's answer: its best result, else the best of its last beam.
 
-    final: the `_FINAL_FIELDS` of the articles, each [B, ...]. Returns (score [B],
+    final: the `search_state.FINAL_FIELDS` of the articles, each [B, ...]. Returns (score [B],
     last [B]: the step of its last token, has_result [B], end_parent [B]: the slot the
     result's [STOP] came from, end_slot [B]: the last beam's chosen slot).
     """
@@ -470,12 +306,12 @@ def _batched_graph(
     articles: Any,
     batch: int | tf.Tensor,
     sizes: list,
-    cfg: _Config,
+    cfg: search_rules.SearchConfig,
     pad_id: int,
 ) -> dict[str, tf.Tensor]:
     """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
 
-    The loop state is a `_SearchState`, advanced by `_advance`. Per step the records
+    The loop state is a `search_state.SearchState`, advanced by `_advance`. Per step the records
     (new beam tokens and parent slots [B, K], attention [B, K, T], p_gen [B, K]) go to
     TensorArrays, always at the article's index in the whole batch. A loop ends when the
     batch is done, or when few enough articles run to continue with the next, smaller
@@ -517,29 +353,33 @@ def _batched_graph(
     carry0 = tf.nest.map_structure(
         lambda x: tf.gather(tf.convert_to_tensor(x), article_rows), init_carry
     )
-    state = _initial_state(b, k, carry0, articles, cfg)
+    state = search_state.initial_state(
+        b, k, carry0, articles, cfg.start_id, cfg.max_dec_steps if cfg.trigram_blocking else 0
+    )
     tas = (
         tf.TensorArray(tf.int32, size=m),
         tf.TensorArray(tf.int32, size=m),
         tf.TensorArray(tf.float32, size=m),
         tf.TensorArray(tf.float32, size=m),
     )
-    final = {f: getattr(state, f) for f in _FINAL_FIELDS}  # per article of the whole batch
+    final = {
+        f: getattr(state, f) for f in search_state.FINAL_FIELDS
+    }  # per article of the whole batch
     it = tf.constant(0)
     for i, size in enumerate(sizes):
         next_size = sizes[i + 1] if i + 1 < len(sizes) else None
         it, state, tas = run(size, next_size, it, state, tas)
-        for f in _FINAL_FIELDS:
+        for f in search_state.FINAL_FIELDS:
             final[f] = (
                 tf.tensor_scatter_nd_update(final[f], state.index[:, None], getattr(state, f))
                 if compacting
                 else getattr(state, f)
             )
         if next_size:
-            state = _compact(state, next_size, k)
+            state = search_state.compact(state, next_size, k)
 
     score, last, has_result, end_parent, kb = _choose(final, tf.constant(cfg.norm_table()), k)
-    tokens, attn, p_gens = _backtrack(
+    tokens, attn, p_gens = search_state.backtrack(
         tas, it, last, has_result, end_parent, kb, cfg.stop_id, pad_id, m
     )
     return {
@@ -549,96 +389,3 @@ def _batched_graph(
         "attn_dists": attn,
         "p_gens": p_gens,
     }
-
-
-def _initial_state(b, k: int, carry: Any, articles: Any, cfg: _Config) -> _SearchState:
-    """The search state of b articles at their step 0 (carry already [b*K, ...])."""
-    zeros_bk = tf.zeros([b, k], tf.int32)
-    m = cfg.max_dec_steps
-    return _SearchState(
-        t=tf.zeros([b], tf.int32),
-        latest=tf.fill([b, k], cfg.start_id),
-        carry=carry,
-        beam_sum=tf.zeros([b, k]),
-        alive=tf.ones([b, k], tf.bool),
-        finished=tf.zeros([b], tf.bool),
-        n_steps=tf.zeros([b], tf.int32),
-        res_count=tf.zeros([b], tf.int32),
-        res_score=tf.zeros([b, k]),
-        res_end=zeros_bk,
-        res_parent=zeros_bk,
-        history=tf.zeros([b, k, m if cfg.trigram_blocking else 0], tf.int32),
-        articles=tf.nest.map_structure(tf.convert_to_tensor, articles),
-        index=tf.range(b),
-    )
-
-
-def _beam_rows(articles: tf.Tensor, k: int) -> tf.Tensor:
-    """int32 [A*K]: the decoder rows a*K .. a*K + K-1 of each article index in [A]."""
-    return tf.reshape(articles[:, None] * k + tf.range(k)[None, :], [-1])
-
-
-def _gather_articles(state: _SearchState, order: tf.Tensor, k: int) -> _SearchState:
-    """The state of the articles `order` [S'] only, in that order (each with its K carry
-    rows)."""
-    rows = _beam_rows(order, k)
-    parts = {
-        name: tf.nest.map_structure(
-            lambda x, idx=(rows if name == "carry" else order): tf.gather(x, idx), value
-        )
-        for name, value in state._asdict().items()
-    }
-    return _SearchState(**parts)
-
-
-def _compact(state: _SearchState, size: int, k: int) -> _SearchState:
-    """The loop state for `size` rows: the running articles first (in batch order), then
-    finished ones to fill up."""
-    # A stable sort on the finished flag: running rows first, each group in row order.
-    return _gather_articles(
-        state, tf.argsort(tf.cast(state.finished, tf.int32), stable=True)[:size], k
-    )
-
-
-def _backtrack(tas, steps_run, last, has_result, end_parent, end_slot, stop_id, pad_id, m):
-    """Follow parent pointers from each article's last token back to step 0.
-
-    History (per step t, read from the TensorArrays): token and parent of every new beam
-    slot [B, K], the step's attention [B, K, T] and p_gen [B, K] per expanded slot.
-    A result ends with [STOP] from slot end_parent at step `last`; a last-beam
-    hypothesis is new beam slot end_slot of step `last`.
-
-    Returns tokens int32 [B, M], attention float32 [B, M, T], p_gens float32 [B, M].
-    """
-    ta_tok, ta_par, ta_attn, ta_pgen = tas
-    b = tf.shape(last)[0]
-    outs = (
-        tf.TensorArray(tf.int32, size=m),
-        tf.TensorArray(tf.float32, size=m),
-        tf.TensorArray(tf.float32, size=m),
-    )
-
-    def body(t, slot, outs):
-        # Steps the loop never ran lie beyond every article's end; read a written one.
-        tt = tf.minimum(t, steps_run - 1)
-        direct = tf.equal(t, last) & has_result  # the [STOP] itself
-        tok = tf.where(direct, stop_id, tf.gather(ta_tok.read(tt), slot, batch_dims=1))
-        cur = tf.where(direct, end_parent, tf.gather(ta_par.read(tt), slot, batch_dims=1))
-        keep = t <= last
-        attn = tf.gather(ta_attn.read(tt), cur, batch_dims=1)
-        p_gen = tf.gather(ta_pgen.read(tt), cur, batch_dims=1)
-        outs = (
-            outs[0].write(t, tf.where(keep, tok, pad_id)),
-            outs[1].write(t, tf.where(keep[:, None], attn, tf.zeros_like(attn))),
-            outs[2].write(t, tf.where(keep, p_gen, tf.zeros_like(p_gen))),
-        )
-        return t - 1, tf.where(keep, cur, slot), outs
-
-    slot0 = tf.where(has_result, tf.zeros([b], tf.int32), end_slot)
-    _, _, outs = tf.while_loop(
-        lambda t, *_: t >= 0, body, (tf.constant(m - 1), slot0, outs), maximum_iterations=m
-    )
-    tokens = tf.transpose(outs[0].stack(), [1, 0])
-    attn = tf.transpose(outs[1].stack(), [1, 0, 2])
-    p_gens = tf.transpose(outs[2].stack(), [1, 0])
-    return tokens, attn, p_gens

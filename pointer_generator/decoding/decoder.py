@@ -17,9 +17,9 @@ from pointer_generator.data.vocab import (
 from pointer_generator.decoding.beam_search import (
     MIN_COMPACT_SIZE,
     batched_beam_search,
-    search_settings,
     tile_beams,
 )
+from pointer_generator.decoding.search_rules import search_settings
 from pointer_generator.hparams import HParams
 from pointer_generator.models import final_candidates
 from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel

@@ -38,3 +38,24 @@ class FinalDistribution(keras.layers.Layer):
 
     def call(self, vocab_dist, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
         return final_distribution(vocab_dist, attn, p_gen, enc_batch_extend_vocab, max_art_oovs)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
+    """`decode_final_distribution` in one fused XLA pass (a small function, compiled once
+    per batch shape and number of article OOVs)."""
+    return final_distribution(
+        tf.nn.softmax(logits, axis=-1), attn, p_gen, enc_batch_extend_vocab, max_art_oovs
+    )
+
+
+def decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
+    """`FinalDistribution` of softmax(logits), for decoding: the same values in one pass.
+
+    Args:
+      logits [N, vocab]; attn [N, T]; p_gen [N, 1]; enc_batch_extend_vocab [N, T] int32;
+      max_art_oovs: int32 scalar.
+    Returns:
+      [N, vocab + max_art_oovs].
+    """
+    return _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs)

@@ -5,8 +5,8 @@ recurrence needs (LSTM state, previous context, coverage) and records the per-st
 tensors; everything that does not feed back (p_gen, the output projection, the 50k-way
 vocabulary softmax, the losses) is computed once for all steps after the loop. With
 `hps.fused_recurrence` (the default) the encoder and that loop run as XLA-compiled loops
-with hand-written gradients (`recurrent.py`); decoding uses XLA for the attention and the
-final distribution (docs/performance.md).
+with hand-written gradients (`layers/fused_encoder.py`, `layers/fused_decoder.py`);
+decoding uses XLA for the attention and the final distribution (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from pointer_generator.layers import (
     FinalDistribution,
     GenerationProbability,
     ReduceState,
+    fused_decoder,
+    fused_encoder,
     losses,
-    recurrent,
 )
-from pointer_generator.layers.final_distribution import final_distribution
+from pointer_generator.layers.final_distribution import decode_final_distribution
 from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
+from pointer_generator.layers.recurrent import keras_cell_step
 from pointer_generator.models import final_candidates
 
 # Batch fields the model reads (the input pipeline yields these and some strings).
@@ -56,37 +58,6 @@ class EncoderOutput(NamedTuple):
     padding_mask: tf.Tensor
     c: tf.Tensor
     h: tf.Tensor
-
-
-def lstm_step(cell: keras.layers.LSTMCell, x, h, c):
-    """One LSTM step with a Keras LSTMCell's weights (`recurrent.lstm_cell`).
-
-    x: [batch, in_dim]; h, c: [batch, hidden]. Returns (h_new, c_new).
-    """
-    z = tf.matmul(x, cell.kernel) + tf.matmul(h, cell.recurrent_kernel) + cell.bias
-    h_new, c_new, _ = recurrent.lstm_cell(z, c)
-    return h_new, c_new
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
-    """`decode_final_distribution` in one fused XLA pass (a small function, compiled once
-    per batch shape and number of article OOVs)."""
-    return final_distribution(
-        tf.nn.softmax(logits, axis=-1), attn, p_gen, enc_batch_extend_vocab, max_art_oovs
-    )
-
-
-def decode_final_distribution(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
-    """`FinalDistribution` of softmax(logits), for decoding: the same values in one pass.
-
-    Args:
-      logits [N, vocab]; attn [N, T]; p_gen [N, 1]; enc_batch_extend_vocab [N, T] int32;
-      max_art_oovs: int32 scalar.
-    Returns:
-      [N, vocab + max_art_oovs].
-    """
-    return _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs)
 
 
 def _cell_weights(cell: keras.layers.LSTMCell):
@@ -206,8 +177,8 @@ class PointerGeneratorModel(keras.Model):
         emb = self.embedding(enc_batch)
         if self.hps.fused_recurrence:
             # Same weights and values as the Keras layer; one loop for both directions
-            # with a hand-written gradient (recurrent.py). Outputs are zero past each end.
-            states, h_fw, c_fw, h_bw, c_bw = recurrent.bidirectional_lstm(
+            # with a hand-written gradient (fused_encoder.py). Outputs are zero past each end.
+            states, h_fw, c_fw, h_bw, c_bw = fused_encoder.bidirectional_lstm(
                 emb,
                 tf.cast(enc_padding_mask, emb.dtype),
                 _cell_weights(self.encoder.forward_layer.cell),
@@ -248,7 +219,7 @@ class PointerGeneratorModel(keras.Model):
                 if use_cov
                 else tf.zeros([self.hps.attention_dim], y_part.dtype)
             )
-            steps = recurrent.attention_decoder(
+            steps = fused_decoder.attention_decoder(
                 y_part,
                 enc.states,
                 enc.features,
@@ -271,7 +242,7 @@ class PointerGeneratorModel(keras.Model):
 
         def body(t, h, c, context, coverage, tas):
             x = y_part[t] + tf.matmul(context, ctx_w)
-            h, c = lstm_step(self.decoder_cell, x, h, c)
+            h, c = keras_cell_step(self.decoder_cell, x, h, c)
             context, attn = self.attention(
                 enc.states,
                 enc.features,
@@ -505,7 +476,7 @@ class PointerGeneratorModel(keras.Model):
             # so the carry holds the result instead (`initial_carry` for the first step).
             coverage = coverage + carry["attn"]
         x = self.input_merge(tf.concat([self.embedding(tokens), prev_context], 1))
-        h, c = lstm_step(self.decoder_cell, x, h, c)
+        h, c = keras_cell_step(self.decoder_cell, x, h, c)
         context, attn = self.attention.beam_attention(
             enc.states,
             enc.features,

@@ -1,198 +1,25 @@
-"""Read and write checkpoints of the original TF1 release (spec 4.11 names, spec 10 layout).
+"""Read and write checkpoints of the original TF1 release.
 
 A TF1 checkpoint is read tensor by tensor with `tf.train.load_checkpoint` (no TF1 graph is
-built) and converted into the Keras model's parameterisation:
-
-* LSTM: TF1 stores one kernel [in + H, 4H] (rows = [input; previous h], gate columns
-  i, j, f, o) and a bias [4H] to which the cell adds a constant forget bias of 1.0.
-  Keras stores kernel [in, 4H] and recurrent_kernel [H, 4H] with gate columns i, f, c, o
-  (c = TF1's j) and keeps the forget bias inside the stored bias, so the f block gets +1.
-* Attention: W_h [1, 1, 2H, A] and w_c [1, 1, 1, A] are 1x1 convolution kernels; the
-  Keras layer keeps them as [2H, A] and [1, A].
-* `Linear/Matrix` and `Linear/Bias` of the original's `linear` helper are Dense kernels
-  and biases (the concatenation orders of their inputs are the same in both).
-
-Adagrad accumulators (`<variable>/Adagrad`) follow the same row split and gate reorder,
-but without the +1 (the constant forget bias does not change any gradient).
-
-Both naming schemes of the original are supported: TF 1.2.1 (`lstm_cell/kernel`,
-`lstm_cell/bias`) and TF 1.0 (`lstm_cell/weights`, `lstm_cell/biases`).
+built) and converted into the Keras model's parameterisation by the name and layout
+map of `tf1_names.py`; writing does the reverse, so the original's code can load it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError
-
-TF1_VERSIONS = ("1.2.1", "1.0")
-GLOBAL_STEP = "global_step"
-ADAGRAD_SUFFIX = "/Adagrad"
-# Added to the f gate by TF1's LSTMCell at run time; Keras stores it in the bias.
-FORGET_BIAS = 1.0
-
-_ENC = "seq2seq/encoder/bidirectional_rnn"
-_DEC = "seq2seq/decoder/attention_decoder"
-
-
-# --------------------------------------------------------------------------- LSTM layout
-def _gate_blocks(a: np.ndarray, hidden: int) -> list[np.ndarray]:
-    """Split the last axis of `a` into its 4 gate blocks of `hidden` columns."""
-    return [a[..., k * hidden : (k + 1) * hidden] for k in range(4)]
-
-
-def tf1_lstm_bias_to_keras(bias: np.ndarray, forget_bias: float = FORGET_BIAS) -> np.ndarray:
-    """TF1 bias [4H] (i, j, f, o; forget bias added at run time) -> Keras [4H] (i, f, c, o)."""
-    i, j, f, o = _gate_blocks(bias, bias.shape[-1] // 4)
-    return np.concatenate([i, f + forget_bias, j, o], axis=-1)
-
-
-def keras_lstm_bias_to_tf1(bias: np.ndarray, forget_bias: float = FORGET_BIAS) -> np.ndarray:
-    """Inverse of `tf1_lstm_bias_to_keras`."""
-    i, f, c, o = _gate_blocks(bias, bias.shape[-1] // 4)
-    return np.concatenate([i, c, f - forget_bias, o], axis=-1)
-
-
-def tf1_lstm_kernel_to_keras(kernel: np.ndarray, input_dim: int):
-    """TF1 kernel [input_dim + H, 4H] (rows [x; h], gates i, j, f, o) ->
-    Keras (kernel [input_dim, 4H], recurrent_kernel [H, 4H]), gates i, f, c, o."""
-    i, j, f, o = _gate_blocks(kernel, kernel.shape[-1] // 4)
-    reordered = np.concatenate([i, f, j, o], axis=-1)
-    return reordered[:input_dim], reordered[input_dim:]
-
-
-def keras_lstm_kernel_to_tf1(kernel: np.ndarray, recurrent_kernel: np.ndarray) -> np.ndarray:
-    """Inverse of `tf1_lstm_kernel_to_keras`: [input_dim + H, 4H], gates i, j, f, o."""
-    full = np.concatenate([kernel, recurrent_kernel], axis=0)
-    i, f, c, o = _gate_blocks(full, full.shape[-1] // 4)
-    return np.concatenate([i, c, f, o], axis=-1)
-
-
-# --------------------------------------------------------------------------- name table
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    """One TF1 tensor and the Keras variable(s) it becomes.
-
-    kind: "plain" (same array), "conv" (1x1 conv kernel, drop the two leading 1s),
-      "lstm_kernel" (split rows + reorder gates; two Keras variables), "lstm_bias".
-    targets: functions model -> Keras variable (two for "lstm_kernel").
-    input_dim: rows of an LSTM kernel that belong to the input (lstm_kernel only).
-    """
-
-    name: str
-    shape: tuple[int, ...]
-    kind: str
-    targets: tuple[Callable, ...]
-    input_dim: int = 0
-
-
-def _lstm_names(scope: str, tf_version: str) -> tuple[str, str]:
-    if tf_version == "1.0":
-        return f"{scope}/lstm_cell/weights", f"{scope}/lstm_cell/biases"
-    return f"{scope}/lstm_cell/kernel", f"{scope}/lstm_cell/bias"
-
-
-def _entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[_Entry]:
-    """The original's trainable variables for these hyper-parameters (spec 4.11)."""
-    if tf_version not in TF1_VERSIONS:
-        raise CheckpointError(
-            f"tf_version must be one of {', '.join(TF1_VERSIONS)}, got {tf_version!r}"
-        )
-    h, e, v, a = hps.hidden_dim, hps.emb_dim, vocab_size, hps.attention_dim
-    entries = [
-        _Entry("seq2seq/embedding/embedding", (v, e), "plain", (lambda m: m.embedding.embeddings,))
-    ]
-
-    def lstm(scope, cell_of, input_dim):
-        k, b = _lstm_names(scope, tf_version)
-        return [
-            _Entry(
-                k,
-                (input_dim + h, 4 * h),
-                "lstm_kernel",
-                (lambda m: cell_of(m).kernel, lambda m: cell_of(m).recurrent_kernel),
-                input_dim,
-            ),
-            _Entry(b, (4 * h,), "lstm_bias", (lambda m: cell_of(m).bias,)),
-        ]
-
-    entries += lstm(f"{_ENC}/fw", lambda m: m.encoder.forward_layer.cell, e)
-    entries += lstm(f"{_ENC}/bw", lambda m: m.encoder.backward_layer.cell, e)
-    rs = "seq2seq/reduce_final_st"
-    entries += [
-        _Entry(f"{rs}/w_reduce_c", (2 * h, h), "plain", (lambda m: m.reduce_state.w_reduce_c,)),
-        _Entry(f"{rs}/w_reduce_h", (2 * h, h), "plain", (lambda m: m.reduce_state.w_reduce_h,)),
-        _Entry(f"{rs}/bias_reduce_c", (h,), "plain", (lambda m: m.reduce_state.bias_reduce_c,)),
-        _Entry(f"{rs}/bias_reduce_h", (h,), "plain", (lambda m: m.reduce_state.bias_reduce_h,)),
-        _Entry(f"{_DEC}/W_h", (1, 1, 2 * h, a), "conv", (lambda m: m.attention.W_h,)),
-        _Entry(f"{_DEC}/v", (a,), "plain", (lambda m: m.attention.v,)),
-    ]
-    if hps.coverage:
-        entries.append(
-            _Entry(f"{_DEC}/coverage/w_c", (1, 1, 1, a), "conv", (lambda m: m.attention.w_c,))
-        )
-
-    def linear(scope, rows, cols, layer_of):
-        return [
-            _Entry(
-                f"{scope}/Linear/Matrix", (rows, cols), "plain", (lambda m: layer_of(m).kernel,)
-            ),
-            _Entry(f"{scope}/Linear/Bias", (cols,), "plain", (lambda m: layer_of(m).bias,)),
-        ]
-
-    entries += linear(_DEC, e + 2 * h, e, lambda m: m.input_merge)
-    entries += lstm(_DEC, lambda m: m.decoder_cell, e)
-    entries += [
-        _Entry(
-            f"{_DEC}/Attention/Linear/Matrix", (2 * h, a), "plain", (lambda m: m.attention.W_s,)
-        ),
-        _Entry(f"{_DEC}/Attention/Linear/Bias", (a,), "plain", (lambda m: m.attention.b_attn,)),
-    ]
-    if hps.pointer_gen:
-        entries += linear(f"{_DEC}/calculate_pgen", 4 * h + e, 1, lambda m: m.p_gen_layer.dense)
-    entries += linear(f"{_DEC}/AttnOutputProjection", 3 * h, h, lambda m: m.attn_output_projection)
-    entries += [
-        _Entry(
-            "seq2seq/output_projection/w", (h, v), "plain", (lambda m: m.output_projection.kernel,)
-        ),
-        _Entry("seq2seq/output_projection/v", (v,), "plain", (lambda m: m.output_projection.bias,)),
-    ]
-    return entries
-
-
-def tf1_variable_shapes(hps, vocab_size: int, tf_version: str = "1.2.1") -> dict[str, tuple]:
-    """{TF1 name: shape} of the original's trainable variables for these settings."""
-    return {en.name: en.shape for en in _entries(hps, vocab_size, tf_version)}
-
-
-def _to_keras(entry: _Entry, array: np.ndarray, accumulator: bool = False) -> list[np.ndarray]:
-    """Convert one TF1 array into the arrays of `entry.targets` (in order).
-
-    Accumulators get the same layout change but no forget-bias shift.
-    """
-    if entry.kind == "plain":
-        return [array]
-    if entry.kind == "conv":
-        return [array.reshape(array.shape[2:])]
-    if entry.kind == "lstm_kernel":
-        return list(tf1_lstm_kernel_to_keras(array, entry.input_dim))
-    return [tf1_lstm_bias_to_keras(array, 0.0 if accumulator else FORGET_BIAS)]
-
-
-def _to_tf1(entry: _Entry, arrays: list[np.ndarray], accumulator: bool = False) -> np.ndarray:
-    """Inverse of `_to_keras`."""
-    if entry.kind == "plain":
-        return arrays[0]
-    if entry.kind == "conv":
-        return arrays[0].reshape(entry.shape)
-    if entry.kind == "lstm_kernel":
-        return keras_lstm_kernel_to_tf1(arrays[0], arrays[1])
-    return keras_lstm_bias_to_tf1(arrays[0], 0.0 if accumulator else FORGET_BIAS)
+from pointer_generator.models import tf1_names
+from pointer_generator.models.tf1_names import (
+    ADAGRAD_SUFFIX,
+    GLOBAL_STEP,
+    detect_tf1_version,
+)
 
 
 # --------------------------------------------------------------------------- reading
@@ -234,14 +61,6 @@ def read_tf1_checkpoint(path: str, include_slots: bool = True) -> dict[str, np.n
         ) from None
 
 
-def detect_tf1_version(names) -> str:
-    """ "1.0" when the LSTM tensors are named weights/biases, else "1.2.1"."""
-    names = set(names)
-    old = any(n.endswith("/lstm_cell/weights") for n in names)
-    new = any(n.endswith("/lstm_cell/kernel") for n in names)
-    return "1.0" if old and not new else "1.2.1"
-
-
 @dataclasses.dataclass
 class Tf1Checkpoint:
     """What `load_tf1_checkpoint` found besides the weights it assigned.
@@ -281,7 +100,7 @@ def _hints(arrays: dict[str, np.ndarray], hps, vocab_size: int) -> list[str]:
     red = arrays.get("seq2seq/reduce_final_st/bias_reduce_c")
     if red is not None and red.ndim == 1 and red.shape[0] != hps.hidden_dim:
         hints.append(f"the checkpoint has hidden_dim {red.shape[0]}, the model {hps.hidden_dim}")
-    has_cov = f"{_DEC}/coverage/w_c" in arrays
+    has_cov = f"{tf1_names.DEC}/coverage/w_c" in arrays
     if has_cov != hps.coverage:
         hints.append(
             "the checkpoint was trained "
@@ -289,7 +108,7 @@ def _hints(arrays: dict[str, np.ndarray], hps, vocab_size: int) -> list[str]:
             + f" coverage but the model has coverage={hps.coverage}"
             + ("" if has_cov else " (convert it with --convert_to_coverage_model)")
         )
-    has_ptr = f"{_DEC}/calculate_pgen/Linear/Matrix" in arrays
+    has_ptr = f"{tf1_names.DEC}/calculate_pgen/Linear/Matrix" in arrays
     if has_ptr != hps.pointer_gen:
         hints.append(
             "the checkpoint is a "
@@ -324,7 +143,7 @@ def tf1_arrays_to_model(
       CheckpointError naming every missing, mis-shaped and unexpected tensor.
     """
     tf_version = detect_tf1_version(arrays)
-    entries = _entries(model.hps, model.vocab_size, tf_version)
+    entries = tf1_names.entries(model.hps, model.vocab_size, tf_version)
     expected = {en.name for en in entries}
     missing, wrong, kept = _check_entries(
         model, entries, arrays, include_optimizer, allow_missing_coverage
@@ -406,9 +225,9 @@ def _assign_entries(
         if en.name not in arrays:
             continue
         variables = [t(model) for t in en.targets]
-        values = _to_keras(en, arrays[en.name])
+        values = tf1_names.to_keras(en, arrays[en.name])
         if include_optimizer:
-            acc = _to_keras(en, arrays[en.name + ADAGRAD_SUFFIX], accumulator=True)
+            acc = tf1_names.to_keras(en, arrays[en.name + ADAGRAD_SUFFIX], accumulator=True)
             for var, a in zip(variables, acc, strict=True):
                 slots[var.path] = a.astype(var.dtype)
         for var, val in zip(variables, values, strict=True):
@@ -465,16 +284,18 @@ def model_to_tf1_arrays(
     """
     out = {}
     missing_slots = []
-    for en in _entries(model.hps, model.vocab_size, tf_version):
+    for en in tf1_names.entries(model.hps, model.vocab_size, tf_version):
         variables = [t(model) for t in en.targets]
-        out[en.name] = _to_tf1(en, [v.numpy() for v in variables]).astype(np.float32)
+        out[en.name] = tf1_names.to_tf1(en, [v.numpy() for v in variables]).astype(np.float32)
         if adagrad_slots is not None:
             absent = [v.path for v in variables if v.path not in adagrad_slots]
             if absent:
                 missing_slots += absent
                 continue
             acc = [np.asarray(adagrad_slots[v.path]) for v in variables]
-            out[en.name + ADAGRAD_SUFFIX] = _to_tf1(en, acc, accumulator=True).astype(np.float32)
+            out[en.name + ADAGRAD_SUFFIX] = tf1_names.to_tf1(en, acc, accumulator=True).astype(
+                np.float32
+            )
     if missing_slots:
         raise CheckpointError(
             "adagrad_slots lacks the accumulators of: " + ", ".join(missing_slots)
