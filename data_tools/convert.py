@@ -27,6 +27,7 @@ import io
 import json
 import os
 import sys
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -67,9 +68,29 @@ class Record:
     highlights: list[str] | None
 
 
+class _CheckedGzip(gzip.GzipFile):
+    """A gzip file whose truncation or damage is a DataError naming it, not a bare
+    EOFError from deep inside the text reader."""
+
+    def _checked(self, read, size):
+        try:
+            return read(size)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise DataError(
+                f"{self.name}: the compressed file is truncated or damaged ({e}); "
+                "download or compress it again"
+            ) from None
+
+    def read(self, size=-1):
+        return self._checked(super().read, size)
+
+    def read1(self, size=-1):
+        return self._checked(super().read1, size)
+
+
 def _open_text(path: str) -> TextIO:
     try:
-        raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+        raw = _CheckedGzip(path, "rb") if path.endswith(".gz") else open(path, "rb")
     except OSError as e:
         raise DataError(f"{path}: cannot open ({e.strerror})") from None
     return io.TextIOWrapper(

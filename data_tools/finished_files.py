@@ -8,9 +8,11 @@ earlier, larger run (otherwise a stale `train_287.bin` would silently join a new
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator.data.binfile import AtomicWriter, encode_record, write_chunked
 from pointer_generator.errors import DataError, FlagError
+
+log = logging.getLogger(__name__)
 
 CHUNK_SIZE = 1000  # records per chunk file, as in the original
 _SET_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -32,6 +36,35 @@ class SetOutput:
     chunk_files: list[str]
 
 
+def _staging_prefix(pid: int | None = None) -> str:
+    """`.staging-<host>-<pid>-`: whose staging folder it is (mkdtemp adds a suffix
+    without '-')."""
+    return f".staging-{socket.gethostname()}-{os.getpid() if pid is None else pid}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def remove_stale_staging(out_dir: str) -> None:
+    """Remove the staging folders of writers on this host that no longer run (a killed
+    `convert` or `make_datafiles`): they hold only unfinished copies of output files."""
+    host_prefix = f".staging-{socket.gethostname()}-"
+    for name in os.listdir(out_dir):
+        if not name.startswith(host_prefix):
+            continue
+        pid = name[len(host_prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            log.info("Removing %s, left by a writer that was killed", os.path.join(out_dir, name))
+            shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
+
+
 class FinishedFilesWriter:
     """Stage a dataset's files, then `commit()` them into `out_dir` (or `abort()`).
 
@@ -42,7 +75,8 @@ class FinishedFilesWriter:
         self.out_dir = out_dir
         try:
             os.makedirs(out_dir, exist_ok=True)
-            self._staging = tempfile.mkdtemp(prefix=".staging-", dir=out_dir)
+            remove_stale_staging(out_dir)
+            self._staging = tempfile.mkdtemp(prefix=_staging_prefix(), dir=out_dir)
         except OSError as e:
             raise DataError(f"cannot create output folder {out_dir!r} ({e.strerror})") from None
         self._sets: dict[str, SetOutput] = {}

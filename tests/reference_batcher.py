@@ -103,11 +103,12 @@ def make_examples(
     pointer_gen: bool,
     max_oovs: int | None = None,
 ) -> list[dict]:
-    """Examples of (article, abstract) byte pairs in order, empty articles skipped."""
+    """Examples of (article, abstract) byte pairs in order, articles without a word
+    (empty or ASCII whitespace only: Python 2's `split()`) skipped."""
     return [
         make_example(a, b, vocab, max_enc, max_dec, pointer_gen, max_oovs)
         for a, b in pairs
-        if len(a) > 0
+        if a.split()
     ]
 
 

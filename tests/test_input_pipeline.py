@@ -186,7 +186,8 @@ def test_edge_cases_empty_articles_and_whitespace(tmp_path, vocabs, capfd):
     records = [
         ("the cat\u00a0sat  on\tthe\x0bmat\x1cnow", "x <s> a  </s> junk <s>b</s> <s> c"),
         ("", "<s> skipped </s>"),
-        ("   ", "</s> <s> <s> two tags </s><s></s>"),
+        (" \t\x0b\n ", "<s> whitespace only: skipped too </s>"),
+        ("w", "</s> <s> <s> two tags </s><s></s>"),
         ("[PAD] [UNK] zzqq zzqq yyqq zzqq", "<s> zzqq wwqq yyqq the </s>"),
     ]
     path = str(tmp_path / "edge_000.bin")
@@ -194,13 +195,13 @@ def test_edge_cases_empty_articles_and_whitespace(tmp_path, vocabs, capfd):
     vocab = vocabs[5000]
     hps = HParams(batch_size=4, max_enc_steps=400, max_dec_steps=6)
     got = collect(ip.make_dataset(path, vocab, hps, "decode", single_pass=True))
-    assert "skipped 1 example(s) with an empty article" in capfd.readouterr().err
+    assert "skipped 2 example(s) with an empty article (no words)" in capfd.readouterr().err
     assert len(got) == 1
     want = reference_batches(records, vocab, hps)[0]
     assert_batch_equal(got[0], want)
     b = got[0]
     # Hand-checked values, independent of both implementations.
-    assert b["enc_lens"].tolist() == [5, 0, 6]  # U+00A0 and \x1c do not split
+    assert b["enc_lens"].tolist() == [5, 1, 6]  # U+00A0 and \x1c do not split
     assert list(b["abstract_sents"][0]) == [b"a", b"b"]
     assert list(b["abstract_sents"][1][:2]) == [b"<s> two tags", b""]
     assert list(b["art_oovs"][2][:3]) == [b"[UNK]", b"zzqq", b"yyqq"]
@@ -402,12 +403,13 @@ def test_bad_framing_is_a_data_error(tmp_path, vocabs, good_record, name, make, 
 def test_bad_records_are_data_errors_when_iterating(
     tmp_path, vocabs, good_record, payload, problem
 ):
+    """Found while reading (the file's first read, which the check that the data holds
+    a usable example now makes before the dataset is returned)."""
     path = str(tmp_path / "bad_000.bin")
     with open(path, "wb") as f:
         f.write(good_record + _record(payload) + good_record)
-    ds = ip.make_dataset(path, vocabs[5000], HParams(batch_size=2), "decode", True)
     with pytest.raises(DataError, match=problem) as err, ip.data_errors():
-        list(ds)
+        list(ip.make_dataset(path, vocabs[5000], HParams(batch_size=2), "decode", True))
     assert path in str(err.value)
 
 

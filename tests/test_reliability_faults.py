@@ -937,10 +937,11 @@ def test_event_files_on_a_full_disk_are_an_output_error(tmp_path, tmpfs):
     writer.close_quietly()
 
 
-def test_a_restarted_job_removes_what_unfinished_saves_left(tmp_path, caplog):
+def test_a_restarted_job_removes_only_what_is_provably_incomplete(tmp_path, caplog):
     """A save killed after its files were merged but before the state file named them
-    leaves a complete-looking checkpoint nobody tracks: it would never be rotated away,
-    and the resumed job would skip saving that step ("already saved")."""
+    leaves a complete checkpoint nobody tracks: the restarted job resumes from it (it is
+    the newest complete one) instead of deleting it. A `_temp` folder is a save cut
+    shorter, never a complete checkpoint: removed."""
     import logging
 
     directory = str(tmp_path)
@@ -954,15 +955,14 @@ def test_a_restarted_job_removes_what_unfinished_saves_left(tmp_path, caplog):
     os.makedirs(os.path.join(directory, "model.ckpt-4_temp"))
     caplog.set_level(logging.INFO)
 
+    assert checkpointing.recover_train_dir(directory).endswith("model.ckpt-3")
     restarted = checkpointing.TrainCheckpoints(directory, trainer.checkpoint(), trainer.step)
 
-    assert "model.ckpt-3.index, written by a save that did not finish" in caplog.text
+    assert "model.ckpt-4_temp, left by a save that did not finish" in caplog.text
     assert sorted(os.listdir(directory)) == [
         "checkpoint",
-        "model.ckpt-1.data-00000-of-00001",
-        "model.ckpt-1.index",
-        "model.ckpt-2.data-00000-of-00001",
-        "model.ckpt-2.index",
+        *[f"model.ckpt-{s}.{e}" for s in (1, 2, 3) for e in ("data-00000-of-00001", "index")],
     ]
-    assert restarted.save().endswith("model.ckpt-3")  # saved, not skipped
     assert checkpointing.latest_checkpoint(directory).endswith("model.ckpt-3")
+    trainer.step.assign(4)
+    assert restarted.save().endswith("model.ckpt-4")

@@ -365,3 +365,167 @@ def test_reliability_doc_names_only_tests_that_exist():
         with open(os.path.join(helpers.REPO_ROOT, "tests", file), encoding="utf-8") as f:
             source = f.read()
         assert name == "*" or f"def {name}(" in source, f"{file}::{name} does not exist"
+
+
+# ------------------------------------------------------------- round 2 (docs/reliability.md)
+def test_abstracts_without_sentence_tags_are_an_error_or_a_counted_warning(setup, capfd, tmp_path):
+    untagged = tmp_path / "untagged_000.bin"
+    untagged.write_bytes(b"".join(binfile.encode_record(f"w{i} w2 .", "w1 w2 .") for i in range(4)))
+    status, errors, err, _ = _run(capfd, setup, data_path=str(untagged), exp_name="untagged")
+    assert status == 2 and len(errors) == 1, err[-2000:]
+    assert errors[0].startswith(f"error: {untagged}: no abstract has <s> ... </s> sentence tags")
+    mixed = tmp_path / "mixed_tags_000.bin"
+    mixed.write_bytes(GOOD * 3 + binfile.encode_record("w5 w6 .", "w5 w6 .") * 2)
+    status, errors, err, _ = _run(capfd, setup, data_path=str(mixed), exp_name="mixed_tags")
+    assert status == 0 and errors == [], err[-2000:]
+    assert (
+        f"{mixed}: 2 example(s) whose abstract has no <s> ... </s> sentence tags "
+        "(first: record 3): their target is only [STOP]"
+    ) in err
+
+
+def test_an_empty_vocab_is_an_error_and_a_byte_order_mark_is_not_a_word(setup, capfd, tmp_path):
+    empty = _vocab_file(tmp_path, [], name="empty_vocab")
+    status, errors, _, _ = _run(capfd, setup, vocab_path=empty, exp_name="empty_vocab")
+    assert status == 2
+    assert errors == [
+        f"error: {empty}: no 'word count' line: a model needs a vocabulary (make one with "
+        "python -m data_tools.make_datafiles or data_tools.convert)"
+    ]
+    bom = tmp_path / "bom_vocab"
+    bom.write_bytes("\ufeffthe 10\ncat 5\n".encode())
+    vocab = Vocab(str(bom), 0)
+    assert vocab.word2id("the") == 4 and vocab.word2id("cat") == 5
+
+
+def test_whitespace_only_articles_are_skipped_and_the_checker_names_them(
+    setup, capfd, tmp_path, mixed_data
+):
+    path = tmp_path / "blank_000.bin"
+    path.write_bytes(GOOD * 3 + binfile.encode_record(" \t\n ", "<s> w1 . </s>") + GOOD)
+    status, errors, err, _ = _run(capfd, setup, data_path=str(path), exp_name="blank")
+    assert status == 0 and errors == [], err[-2000:]
+    assert "skipped 1 example(s) with an empty article (no words)" in err
+    assert binfile.main([str(path)]) == 1
+    out = capfd.readouterr().out
+    assert out.strip() == (
+        f"{path}: 5 records; CHECK FAILED: 1 with an article of no words (first: record 3; "
+        "skipped when read)"
+    )
+    only_blank = tmp_path / "only_blank_000.bin"
+    only_blank.write_bytes(binfile.encode_record("   ", "<s> w1 . </s>") * 2)
+    for mode, flags in (("train", {}), ("decode", {"single_pass": True})):
+        status, errors, _, _ = _run(
+            capfd, setup, mode=mode, data_path=str(only_blank), exp_name="mixed", **flags
+        )
+        assert status == 2 and len(errors) == 1, errors
+        assert "no example with a non-empty article" in errors[0], errors
+
+
+def test_a_full_disk_while_decoding_is_one_error(setup, capfd, mixed_data, monkeypatch):
+    from pointer_generator.decoding import decode_output
+
+    path, _ = mixed_data
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(decode_output, "write_for_rouge", full)
+    status, errors, err, _ = _run(
+        capfd, setup, mode="decode", data_path=path, exp_name="mixed", single_pass=True
+    )
+    assert status == 2 and len(errors) == 1, err[-2000:]
+    assert errors[0].startswith("error: cannot write the decode outputs in ")
+    assert errors[0].endswith(
+        "No space left on device; free space (or fix the permissions) and run the same "
+        "command again: it resumes"
+    )
+
+
+def test_empty_references_skip_rouge_in_decode_and_are_an_error_for_rouge(
+    setup, capfd, mixed_data, tmp_path, caplog
+):
+    from pointer_generator.evaluation import rouge
+    from pointer_generator.evaluation.rouge import RougeError
+
+    path = tmp_path / "no_abstracts_000.bin"
+    path.write_bytes(binfile.encode_record("w1 w2 w3 .", "") * 2 + GOOD)
+    caplog.set_level(logging.WARNING)
+    status, errors, err, _ = _run(
+        capfd, setup, mode="decode", data_path=str(path), exp_name="mixed", single_pass=True
+    )
+    assert status == 0 and errors == [], err[-2000:]
+    assert "ROUGE not run: 2 of the references are empty (e.g. example 000000)" in caplog.text
+    ref, dec = tmp_path / "ref", tmp_path / "dec"
+    ref.mkdir(), dec.mkdir()
+    (ref / "000000_reference.txt").write_text("\n")
+    (dec / "000000_decoded.txt").write_text("w1 .\n")
+    with pytest.raises(RougeError, match="reference summaries in .* are empty .*000000_"):
+        rouge.rouge_eval(str(ref), str(dec), rouge_dir="/nonexistent")  # fails before Perl
+
+
+def test_closed_stdin_help_truncated_gzip_and_a_huge_beam(setup, capfd, tmp_path, monkeypatch):
+    import gzip
+    import sys
+
+    from data_tools import convert
+    from pointer_generator.cli import entry, summarize
+    from pointer_generator.errors import FlagError
+
+    monkeypatch.setattr(sys, "stdin", None)
+    with pytest.raises(FlagError, match="standard input is closed"):
+        summarize.read_inputs([])
+    monkeypatch.undo()
+    assert entry.run_subcommand("summarize", ["--help"]) == 0
+    out = capfd.readouterr().out
+    assert "pointer-generator summarize" in out and "--beam_size" in out
+    gz = tmp_path / "cut.jsonl.gz"
+    with gzip.open(gz, "wt") as f:
+        for i in range(300):
+            f.write(f'{{"article": "w{i} {os.urandom(40).hex()}", "highlights": "w1"}}\n')
+    gz.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
+    out_dir = tmp_path / "converted"
+    status = convert.main(["--input", str(gz), "--format", "jsonl", "--out_dir", str(out_dir)])
+    err = capfd.readouterr().err
+    assert status == 2 and "Traceback" not in err
+    assert f"error: {gz}: the compressed file is truncated or damaged" in err
+    assert not [n for n in os.listdir(out_dir) if n.startswith(".staging")]
+    status, errors, _, _ = _run(
+        capfd, setup, mode="decode", exp_name="mixed", single_pass=True, beam_size=60
+    )
+    assert status == 2
+    assert errors == [
+        "error: --beam_size=60 is too large for a vocabulary of 100 words: beam search "
+        "takes the top 2*beam_size words each step; use --beam_size <= 50"
+    ]
+
+
+def test_exp_name_is_a_name_not_a_path(setup, capfd, tmp_path):
+    for mode in ("train", "decode"):
+        status, errors, _, _ = _run(capfd, setup, mode=mode, exp_name="../../escape")
+        assert status == 2
+        assert errors[0].startswith("error: --exp_name '../../escape' must be a name, not a path")
+    assert not os.path.exists(os.path.join(setup.log_root, "..", "..", "escape"))
+
+
+def test_a_killed_converters_staging_folder_is_removed_by_the_next_run(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from data_tools import finished_files
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "out"
+    stale = out / f".staging-{socket.gethostname()}-{dead.pid}-abc_1"
+    live = out / f".staging-{socket.gethostname()}-{os.getpid()}-def_2"
+    for d in (stale, live):
+        (d / "chunked").mkdir(parents=True)
+        (d / "chunked" / "train_000.bin").write_bytes(b"x" * 1000)
+    with finished_files.FinishedFilesWriter(str(out)) as writer:
+        writer.write_set("train", [("w1 w2 .", "<s> w1 . </s>")])
+    assert not stale.exists() and live.exists()
+    assert sorted(os.listdir(out)) == sorted([live.name, "chunked", "train.bin"]) or sorted(
+        os.listdir(out)
+    ) == sorted([live.name, "chunked"])

@@ -21,6 +21,7 @@ from pointer_generator.hparams import (
     MODES,
     POSITIVE_FIELDS,
 )
+from pointer_generator.runtime.experiment import check_exp_name
 
 FLAGS = flags.FLAGS
 
@@ -407,6 +408,7 @@ def _validate_paths(fv) -> None:
     """The experiment, vocabulary and data paths exist where the mode needs them."""
     if not fv.log_root:
         raise FlagError("--log_root is required (the root directory of experiments)")
+    check_exp_name(fv.exp_name)
     exp_dir = experiment_dir(fv)
     if fv.mode != "train" and not os.path.isdir(exp_dir):
         raise FlagError(

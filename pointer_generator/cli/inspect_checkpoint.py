@@ -35,14 +35,17 @@ def resolve(path: str) -> str:
     import tensorflow as tf
 
     from pointer_generator.errors import CheckpointError
-    from pointer_generator.runtime.checkpointing import BEST_STATE_FILE, latest_checkpoint
+    from pointer_generator.runtime.checkpointing import (
+        BEST_STATE_FILE,
+        latest_checkpoint,
+        none_intact_note,
+    )
 
     if os.path.isdir(path):
         found = latest_checkpoint(path) or latest_checkpoint(path, BEST_STATE_FILE)
         if found is None:
             raise CheckpointError(
-                f"no checkpoint found in directory {path!r} (no "
-                f"'checkpoint' or '{BEST_STATE_FILE}' state file naming one)"
+                f"no intact checkpoint in directory {path!r}{none_intact_note(path)}"
             )
         return found
     for suffix in (".index", ".meta"):
@@ -61,7 +64,12 @@ def inspect(path: str) -> Report:
     import tensorflow as tf
 
     from pointer_generator.errors import CheckpointError
+    from pointer_generator.runtime import checkpoint_scan
 
+    # Every tensor, the non-float ones (step, data position) too, must read intact.
+    reason = checkpoint_scan.damage(path)
+    if reason is not None:
+        raise CheckpointError(f"cannot read checkpoint {path!r}: {reason}")
     report = Report(path)
     try:
         reader = tf.train.load_checkpoint(path)
@@ -77,7 +85,7 @@ def inspect(path: str) -> Report:
                 report.all_nonfinite.append(name)
             else:
                 report.partly_nonfinite.append(name)
-    except (tf.errors.OpError, ValueError) as e:
+    except (tf.errors.OpError, ValueError, IndexError) as e:  # IndexError: a short file
         raise CheckpointError(
             f"cannot read checkpoint {path!r}: {getattr(e, 'message', e)}"
         ) from None

@@ -22,7 +22,7 @@ def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
     out = []
     for path in paths or ["-"]:
         if path == "-":
-            out.append(("<stdin>", sys.stdin.read()))
+            out.append(("<stdin>", _read_stdin()))
             continue
         try:
             with open(path, encoding="utf-8") as f:
@@ -36,6 +36,51 @@ def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def _read_stdin() -> str:
+    if sys.stdin is None or sys.stdin.closed:
+        raise FlagError(
+            "standard input is closed: give the articles as files (one article per file) "
+            "or pipe the text in"
+        )
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"<stdin>: not UTF-8 text ({e})") from None
+    except OSError as e:
+        raise DataError(f"<stdin>: cannot read ({e.strerror})") from None
+
+
+# The flags that matter for summarize, in the order `--help` lists them.
+HELP_FLAGS = {
+    "experiment": ("log_root", "exp_name", "vocab_path", "vocab_size", "tf1_checkpoint"),
+    "model (as trained)": ("hidden_dim", "emb_dim", "pointer_gen", "coverage", "max_enc_steps"),
+    "decoding": (
+        "beam_size",
+        "min_dec_steps",
+        "max_dec_steps",
+        "trigram_blocking",
+        "length_penalty",
+        "decode_batch_size",
+    ),
+}
+
+
+def help_text(fv) -> str:
+    """`pointer-generator summarize --help`: what it does, its flags by purpose."""
+    lines = [__doc__.strip(), ""]
+    for group, names in HELP_FLAGS.items():
+        lines.append(f"{group} flags:")
+        for name in names:
+            flag = fv[name]
+            lines.append(f"  --{name}: {flag.help} (default: {flag.default!r})")
+        lines.append("")
+    lines.append(
+        "Example:\n  pointer-generator summarize --log_root=logs --exp_name=myexp "
+        "--vocab_path=finished_files/vocab article.txt"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     from absl import flags as absl_flags
 
@@ -43,6 +88,9 @@ def main(argv: list[str]) -> int:
     from pointer_generator.cli import flags as flags_lib
 
     fv = flags_lib.FLAGS
+    if any(a in ("-h", "--help", "--helpfull", "-help", "--helpshort") for a in argv):
+        print(help_text(fv))
+        return 0
     try:
         rest = fv(["pointer-generator summarize"] + list(argv))
     except absl_flags.Error as e:

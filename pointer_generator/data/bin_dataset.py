@@ -350,12 +350,18 @@ def raw_records(path):
         return tf.strings.substr(content, starts, lens)
 
 
+# ASCII whitespace, the separators of the words (`tf.strings.split`, Python 2's split).
+_NO_WORDS = r"[ \t\n\r\x0b\x0c]*"
+_HAS_SENTENCE_TAG = r"\C*<s>\C*"
+
+
 def drop_empty_articles(path, examples):
-    """Drop records whose article is empty (spec 2.8), logging a per-file count.
+    """Drop records whose article has no word (spec 2.8: the original skipped empty ones;
+    whitespace only is as empty), logging a per-file count.
 
     The count is printed to stderr by the graph (`tf.print`), once per file that has any.
     """
-    keep = tf.strings.length(examples["article"]) > 0
+    keep = ~tf.strings.regex_full_match(examples["article"], _NO_WORDS)
     n_empty = tf.reduce_sum(tf.cast(tf.logical_not(keep), tf.int32))
     warn = tf.cond(n_empty > 0, lambda: _warn(path, n_empty), lambda: tf.constant(False))
     with tf.control_dependencies([warn]):
@@ -402,6 +408,44 @@ def warn_non_utf8(path, examples):
         return {k: tf.identity(v) for k, v in examples.items()}
 
 
+def warn_untagged_abstracts(path, examples):
+    """Warn once per file (per pass) about abstracts with words but no `<s>` tag: the
+    original reads only the text between `<s>` and `</s>`, so their target is just
+    [STOP]. (An empty abstract, as `summarize` makes, is not warned about.)"""
+    untagged = ~tf.strings.regex_full_match(
+        examples["abstract"], _NO_WORDS
+    ) & ~tf.strings.regex_full_match(examples["abstract"], _HAS_SENTENCE_TAG)
+    n_bad = tf.reduce_sum(tf.cast(untagged, tf.int32))
+
+    def warn():
+        first = tf.gather(examples["record"], _first_bad(~untagged))
+        message = tf.strings.join(
+            [
+                "WARNING: pointer_generator input pipeline: ",
+                path,
+                ": ",
+                _str(n_bad),
+                " example(s) whose abstract has no <s> ... </s> sentence tags (first: record ",
+                _str(first),
+                "): their target is only [STOP]; make .bin files with data_tools, which tags "
+                "every abstract sentence",
+            ]
+        )
+        with tf.control_dependencies([tf.print(message, output_stream=sys.stderr)]):
+            return tf.constant(True)
+
+    done = tf.cond(n_bad > 0, warn, lambda: tf.constant(False))
+    with tf.control_dependencies([done]):
+        return {k: tf.identity(v) for k, v in examples.items()}
+
+
+def count_tagged_abstracts(abstracts) -> tf.Tensor:
+    """int32: how many of `abstracts` [n] hold a `<s>` sentence tag."""
+    return tf.reduce_sum(
+        tf.cast(tf.strings.regex_full_match(abstracts, _HAS_SENTENCE_TAG), tf.int32)
+    )
+
+
 def _warn(path, n):
     with tf.control_dependencies(
         [
@@ -410,7 +454,7 @@ def _warn(path, n):
                 path,
                 ": skipped",
                 n,
-                "example(s) with an empty article",
+                "example(s) with an empty article (no words)",
                 output_stream=sys.stderr,
             )
         ]

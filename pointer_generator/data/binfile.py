@@ -279,13 +279,43 @@ def main(argv: list[str] | None = None) -> int:
     for pattern in argv:
         for path in sorted(glob.glob(pattern)) or [pattern]:
             try:
-                n = sum(1 for _ in read_records(path))
+                line, problems = _check_file(path)
             except DataError as e:
                 print(f"error: {e}", flush=True)
                 bad += 1
             else:
-                print(f"{path}: {n} records, all valid", flush=True)
+                print(line, flush=True)
+                bad += bool(problems)
     return exit_codes.CHECK_FAILED if bad else exit_codes.OK
+
+
+def _check_file(path: str) -> tuple[str, int]:
+    """(the report line of one file, the number of examples the pipeline cannot use as
+    meant). Raises DataError for a malformed file."""
+    n = no_words = untagged = 0
+    first: dict[str, int] = {}
+    for index, (article, abstract) in enumerate(read_records(path)):
+        n += 1
+        if not article.encode("utf-8").split():
+            no_words += 1
+            first.setdefault("article", index)
+        if abstract.encode("utf-8").split() and "<s>" not in abstract:
+            untagged += 1
+            first.setdefault("abstract", index)
+    notes = []
+    if no_words:
+        notes.append(
+            f"{no_words} with an article of no words (first: record {first['article']}; "
+            "skipped when read)"
+        )
+    if untagged:
+        notes.append(
+            f"{untagged} whose abstract has no <s> ... </s> tags (first: record "
+            f"{first['abstract']}; their target would be only [STOP])"
+        )
+    if notes:
+        return f"{path}: {n} records; CHECK FAILED: " + "; ".join(notes), no_words + untagged
+    return f"{path}: {n} records, all valid", 0
 
 
 if __name__ == "__main__":

@@ -94,11 +94,14 @@ def make_dataset(
     if not by_file and num_replicas > 1:
         # Every replica reads the same order (same seed), so striding partitions it.
         texts = texts.shard(num_replicas, replica_index)
-    if not single_pass:
-        if by_file:
-            _check_not_empty(files[replica_index::num_replicas], data_path, 1, 0)
-        else:
-            _check_not_empty(files, data_path, num_replicas, replica_index)
+    if mode != "decode":
+        _check_tagged(files)
+    # Endless reading of nothing would spin; a single pass over nothing would end in
+    # an empty result (no decoded files, a 0/0 loss) far from the cause.
+    if by_file:
+        _check_not_empty(files[replica_index::num_replicas], data_path, 1, 0)
+    else:
+        _check_not_empty(files, data_path, num_replicas, replica_index)
 
     build = _example_builder(
         vocab,
@@ -240,9 +243,9 @@ def _stream_seed(seed, stream, index):
 # build several pipelines.
 @tf.function(autograph=False, input_signature=[tf.TensorSpec([], tf.string)])
 def _read_texts(path):
-    ex = bin_dataset.drop_empty_articles(
-        path, bin_dataset.warn_non_utf8(path, bin_dataset.read_bin_file(path))
-    )
+    ex = bin_dataset.read_bin_file(path)
+    ex = bin_dataset.warn_untagged_abstracts(path, bin_dataset.warn_non_utf8(path, ex))
+    ex = bin_dataset.drop_empty_articles(path, ex)
     return ex["article"], ex["abstract"]
 
 
@@ -287,6 +290,23 @@ def _check_not_empty(files, data_path, num_shards, shard):
         f"--data_path {data_path!r}: no example with a non-empty article"
         + (f" for replica {shard} of {num_shards}" if num_shards > 1 else "")
     )
+
+
+def _check_tagged(files) -> None:
+    """Training or evaluating on abstracts without `<s>` tags teaches only [STOP]: an
+    error when no abstract of the first file that has examples holds one."""
+    for path in files:
+        with data_errors():
+            _, abstracts = _read_texts(path)
+        if int(tf.size(abstracts)) == 0:
+            continue
+        if int(bin_dataset.count_tagged_abstracts(abstracts)) == 0:
+            raise DataError(
+                f"{path}: no abstract has <s> ... </s> sentence tags, so every target would "
+                "be just [STOP]; make the .bin files with data_tools (convert or "
+                "make_datafiles), which tags every abstract sentence"
+            )
+        return
 
 
 def bucket_order(enc_lens, batch_size: int, seed):

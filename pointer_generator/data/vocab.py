@@ -60,7 +60,8 @@ class Vocab:
             self._add(w)
         self.skipped_lines = 0
         try:
-            with open(vocab_file, encoding="utf-8") as f:
+            # utf-8-sig: a byte-order mark (some editors add one) is not part of word 1.
+            with open(vocab_file, encoding="utf-8-sig") as f:
                 for lineno, line in enumerate(f, start=1):
                     if max_size and len(self._id_to_word) >= max_size:
                         break
@@ -86,6 +87,11 @@ class Vocab:
                     self._add(word)
         except UnicodeDecodeError as e:
             raise VocabError(f"{vocab_file}: not valid UTF-8 ({e})") from None
+        if len(self._id_to_word) == len(SPECIAL_TOKENS):
+            raise VocabError(
+                f"{vocab_file}: no 'word count' line: a model needs a vocabulary (make one "
+                "with python -m data_tools.make_datafiles or data_tools.convert)"
+            )
         if max_size and len(self._id_to_word) < max_size:
             log.warning(
                 "%s holds only %d words (with the 4 specials), fewer than "

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -21,12 +22,13 @@ from pointer_generator.data import binfile
 from pointer_generator.data.vocab import (
     Vocab,
 )
-from pointer_generator.decoding import attention_html, decode_output
+from pointer_generator.decoding import attention_html, decode_inputs, decode_output
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
+from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
-from pointer_generator.runtime import interrupts
+from pointer_generator.runtime import interrupts, locks
 from pointer_generator.runtime.progress import CountProgress
 
 log = logging.getLogger(__name__)
@@ -119,6 +121,19 @@ def decode_single_pass(
         return None
     from pointer_generator.evaluation import rouge
 
+    ref_dir = os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR)
+    empty = rouge.empty_references(ref_dir)
+    if empty:
+        # Test data without abstracts (e.g. `data_tools.convert --format text`): the
+        # summaries are the result; there is nothing to score them against.
+        log.warning(
+            "ROUGE not run: %d of the references are empty (e.g. example %s), as in data "
+            "made without abstracts; the decoded summaries are in %s",
+            len(empty),
+            empty[0],
+            os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
+        )
+        return None
     results = rouge.rouge_eval(
         os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
         os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
@@ -188,7 +203,8 @@ def load_weights(
                 pass  # being written or deleted by the training job right now
         if not wait or (max_wait_secs is not None and time.time() - start > max_wait_secs):
             raise CheckpointError(
-                f"no checkpoint in {train_dir}; train a model first (or give --tf1_checkpoint)"
+                f"no checkpoint in {train_dir}{checkpointing.none_intact_note(train_dir)}; "
+                "train a model first (or give --tf1_checkpoint)"
             )
         log.info("No checkpoint in %s yet; retrying in %d s", train_dir, WAIT_SECS)
         time.sleep(WAIT_SECS)
@@ -240,7 +256,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
     print(model.parameter_summary(), flush=True)
-    ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None)
+    ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass)
     decoder = BeamSearchDecoder(
         model,
         vocab,
@@ -256,25 +272,40 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
             cfg.data_path, vocab, batch_hps, "decode", cfg.single_pass, seed=hps.seed
         )
         if cfg.single_pass:
-            decode_dir = os.path.join(
+            base = os.path.join(
                 exp.root,
                 decode_output.decode_dir_name(
                     cfg.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty
                 ),
             )
+            record = decode_inputs.describe(
+                cfg.data_path, vocab, hps, ckpt, decode_inputs.search_settings(cfg)
+            )
+            decode_dir = decode_inputs.folder_for(base, record)
+            locks.acquire(decode_dir, "single-pass decode", "decode another checkpoint or data")
             print(f"Decoding {cfg.data_path} into {decode_dir}", flush=True)
-            decode_single_pass(
-                decoder,
-                dataset,
-                decode_dir,
-                total=count_examples(cfg.data_path),
-                attention_pages=cfg.attention_pages,
-            )
+            with _write_errors(decode_dir, "run the same command again: it resumes"):
+                decode_single_pass(
+                    decoder,
+                    dataset,
+                    decode_dir,
+                    total=count_examples(cfg.data_path),
+                    attention_pages=cfg.attention_pages,
+                )
+            locks.release(decode_dir)
         else:
-            decode_forever(
-                decoder,
-                dataset,
-                os.path.join(exp.root, "decode"),
-                exp.train_dir,
-                cfg.max_decode_examples,
-            )
+            decode_dir = os.path.join(exp.root, "decode")
+            with _write_errors(decode_dir, "run it again"):
+                decode_forever(decoder, dataset, decode_dir, exp.train_dir, cfg.max_decode_examples)
+
+
+@contextlib.contextmanager
+def _write_errors(decode_dir: str, then: str):
+    """A failed write of the decode outputs (full disk, read-only) as one OutputError."""
+    try:
+        yield
+    except OSError as e:
+        raise OutputError(
+            f"cannot write the decode outputs in {decode_dir}: {e.strerror or e}; "
+            f"free space (or fix the permissions) and {then}"
+        ) from None

@@ -20,6 +20,7 @@ from pointer_generator.decoding.beam_search import (
     tile_beams,
 )
 from pointer_generator.decoding.search_rules import search_settings
+from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import final_candidates
 from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
@@ -74,6 +75,13 @@ class BeamSearchDecoder:
         full_final_dist: bool = False,
         min_compact_size: int | None = MIN_COMPACT_SIZE,
     ):
+        if 2 * hps.beam_size > vocab.size():
+            # Each step takes the top 2K words of a distribution over the vocabulary.
+            raise FlagError(
+                f"--beam_size={hps.beam_size} is too large for a vocabulary of "
+                f"{vocab.size()} words: beam search takes the top 2*beam_size words each "
+                f"step; use --beam_size <= {vocab.size() // 2}"
+            )
         self.model, self.vocab, self.hps = model, vocab, hps
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size

@@ -23,7 +23,7 @@ from pointer_generator.errors import CheckpointError, DataError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
-from pointer_generator.runtime import checkpointing, interrupts, summaries
+from pointer_generator.runtime import checkpointing, interrupts, locks, summaries
 from pointer_generator.runtime.experiment import Experiment
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,8 @@ def concurrent(
     from pointer_generator.data.input_pipeline import data_errors
 
     hps = evaluator.hps
+    # One eval job per experiment: two would race to rewrite the best models.
+    locks.acquire(exp.eval_dir, "eval job", "give this run another --exp_name")
     best_models = checkpointing.BestModels(exp.eval_dir, evaluator.checkpoint)
     writer = summaries.ScalarWriter(exp.eval_dir)
     batches = iter(_dataset(data_path, vocab, hps, single_pass=False))
@@ -202,6 +204,7 @@ def concurrent(
             done += 1
     finally:
         writer.close()
+        locks.release(exp.eval_dir)
     return running_avg
 
 
@@ -232,7 +235,10 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     hps = evaluator.hps
     path = checkpointing.latest_checkpoint(exp.train_dir)
     if path is None:
-        raise CheckpointError(f"no checkpoint in {exp.train_dir} to evaluate; train first")
+        raise CheckpointError(
+            f"no checkpoint in {exp.train_dir} to evaluate"
+            f"{checkpointing.none_intact_note(exp.train_dir)}; train first"
+        )
     evaluator.load(path)
     sums = {
         "example_loss_sum": 0.0,

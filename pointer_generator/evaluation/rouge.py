@@ -281,6 +281,21 @@ def _rouge155_class():
     return _Rouge155
 
 
+def empty_references(ref_dir: str, ids=None) -> list[str]:
+    """The example ids (`000003`) whose reference file in `ref_dir` holds no word; `ids`
+    limits the check to those examples."""
+    if ids is None:
+        if not os.path.isdir(ref_dir):
+            return []
+        ids = {m.group(1) for f in os.listdir(ref_dir) if (m := re.match(r"(\d+)_reference", f))}
+    empty = []
+    for i in sorted(ids):
+        with open(os.path.join(ref_dir, f"{i}_reference.txt"), encoding="utf-8") as f:
+            if not f.read().split():
+                empty.append(i)
+    return empty
+
+
 def _check_inputs(ref_dir: str, dec_dir: str) -> None:
     """Fail early, naming the file, where pyrouge would raise a bare Exception later."""
     for name, d in (("reference", ref_dir), ("decoded", dec_dir)):
@@ -307,6 +322,14 @@ def _check_inputs(ref_dir: str, dec_dir: str) -> None:
         raise RougeError(
             f"{len(missing)} decoded summaries have no reference in {ref_dir}, "
             f"e.g. {missing[0]}_reference.txt"
+        )
+    empty = empty_references(ref_dir, dec_ids)
+    if empty:
+        # ROUGE-1.5.5 divides by the reference's length ("Illegal division by zero").
+        raise RougeError(
+            f"{len(empty)} reference summaries in {ref_dir} are empty (e.g. "
+            f"{empty[0]}_reference.txt): ROUGE cannot score against an empty reference; give "
+            "every example an abstract (the decoded summaries are kept)"
         )
     extra = sum(
         1

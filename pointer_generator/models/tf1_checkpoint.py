@@ -55,7 +55,7 @@ def read_tf1_checkpoint(path: str, include_slots: bool = True) -> dict[str, np.n
             if include_slots or not n.endswith(ADAGRAD_SUFFIX)
         )
         return {n: np.asarray(reader.get_tensor(n)) for n in names}
-    except (tf.errors.OpError, ValueError) as e:
+    except (tf.errors.OpError, ValueError, IndexError) as e:  # IndexError: a short file
         raise CheckpointError(
             f"cannot read checkpoint {prefix!r}: {getattr(e, 'message', e)}"
         ) from None

@@ -26,6 +26,7 @@ import time
 import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, OutputError
+from pointer_generator.runtime import checkpoint_scan
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +53,32 @@ _EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARI
 _HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
 _COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
 _POINTER_KEY = re.compile(r"^model/p_gen_layer/")
-_TRAIN_NAME = re.compile(r"^" + re.escape(TRAIN_CHECKPOINT_NAME) + r"-(\d+)$")
 
 
 # --------------------------------------------------------------------------- finding
 def latest_checkpoint(directory: str, state_file: str = TRAIN_STATE_FILE) -> str | None:
-    """Newest complete checkpoint named by `directory/state_file`, or None.
+    """Newest checkpoint of `directory` that reads completely, or None.
 
-    Never raises for a missing directory, an absent state file or one that names a
-    checkpoint whose files are gone.
+    The state file is consulted first; a missing, garbled or stale one, or a damaged
+    newest checkpoint, falls back to what is on disk (`checkpoint_scan`). Never raises
+    for a missing directory or a checkpoint that vanishes while it is checked.
     """
-    try:
-        path = tf.train.latest_checkpoint(directory, latest_filename=state_file)
-    except TRANSIENT_ERRORS:
-        return None
-    except tf.errors.OpError:
-        return None
-    if path is None or not tf.io.gfile.exists(path + ".index"):
-        return None
-    return path
+    names = (
+        checkpoint_scan.BEST_NAMES if state_file == BEST_STATE_FILE else checkpoint_scan.TRAIN_NAMES
+    )
+    return checkpoint_scan.newest_intact(directory, state_file, names)
+
+
+def none_intact_note(directory: str) -> str:
+    """ " (its checkpoints are all damaged: ...)" when that is why `latest_checkpoint`
+    found none, else ""."""
+    return checkpoint_scan.none_intact_note(directory)
+
+
+def recover_train_dir(directory: str) -> str | None:
+    """For the training job (train/'s one writer): the checkpoint to resume from, with a
+    missing or wrong state file rebuilt and damaged newer checkpoints set aside."""
+    return checkpoint_scan.recover(directory, TRAIN_STATE_FILE, checkpoint_scan.TRAIN_NAMES)
 
 
 def step_of(path: str) -> str:
@@ -213,7 +221,7 @@ def saved_data_config(path: str) -> dict | None:
             return None
         value = reader.get_tensor(DATA_CONFIG_KEY)
         return json.loads(value.decode("utf-8") if isinstance(value, bytes) else value)
-    except (tf.errors.OpError, ValueError):
+    except (tf.errors.OpError, ValueError, IndexError):
         return None
 
 
@@ -266,38 +274,10 @@ class TrainCheckpoints:
         self._remove_unfinished_saves()
 
     def _remove_unfinished_saves(self) -> None:
-        """Delete what saves cut short by a kill left behind (only one job writes here).
-
-        A save writes the shards to `<prefix>_temp/`, merges them into `<prefix>.*`, and
-        only then names `<prefix>` in the state file. Cut short, it leaves the `_temp`
-        directory, or a checkpoint newer than any the state file names: the resumed job
-        would never rotate it away, and would not save that step again (an existing
-        checkpoint is never written over).
-        """
-        pattern = os.path.join(self.directory, f"{TRAIN_CHECKPOINT_NAME}-*")
-        state = tf.train.get_checkpoint_state(self.directory)
-        listed = {os.path.basename(p) for p in state.all_model_checkpoint_paths} if state else set()
-        newest = max((int(m.group(1)) for m in map(_TRAIN_NAME.match, listed) if m), default=-1)
-        for path in tf.io.gfile.glob(pattern):
-            name = os.path.basename(path)
-            if "_temp" in name:
-                log.info("Removing %s, left by a save that did not finish", path)
-                try:
-                    tf.io.gfile.rmtree(path)
-                except tf.errors.OpError:
-                    pass
-                continue
-            prefix = _TRAIN_NAME.match(name.split(".index")[0].split(".data-")[0])
-            if prefix and int(prefix.group(1)) > newest and prefix.group(0) not in listed:
-                log.info(
-                    "Removing %s, written by a save that did not finish (the state "
-                    "file does not name it)",
-                    path,
-                )
-                try:
-                    tf.io.gfile.remove(path)
-                except tf.errors.OpError:
-                    pass
+        """Remove the `<prefix>_temp/` folders of saves a kill cut short: provably
+        incomplete (only this job writes here). A complete checkpoint is never removed,
+        named by the state file or not (`recover_train_dir` adopts those)."""
+        checkpoint_scan.remove_unfinished_saves(self.directory)
 
     def _use(self, checkpoint: tf.train.Checkpoint) -> None:
         self.checkpoint = checkpoint

@@ -51,6 +51,17 @@ class Experiment:
         return os.path.join(self.eval_dir, SINGLE_PASS_LOSS)
 
 
+def check_exp_name(exp_name: str) -> None:
+    """Raise FlagError unless `exp_name` is a plain name: an experiment lives directly in
+    --log_root, so a name with a path separator, or `.` / `..`, could write anywhere."""
+    seps = [s for s in (os.sep, os.altsep, "/", "\0") if s]
+    if any(s in exp_name for s in seps) or exp_name in (".", ".."):
+        raise FlagError(
+            f"--exp_name {exp_name!r} must be a name, not a path (no '/', not '.' or '..'): "
+            "experiments are folders directly in --log_root"
+        )
+
+
 def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:
     """The experiment of `log_root/exp_name`; created in train mode, else it must exist.
 
@@ -58,6 +69,7 @@ def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:
     experiment, like the original's start-up (spec 1.2 step 3), and OutputError when the
     directory the mode writes to cannot be created.
     """
+    check_exp_name(exp_name)
     exp = Experiment(os.path.join(log_root, exp_name))
     if mode != "train" and not os.path.isdir(exp.root):
         raise FlagError(

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.runtime import checkpointing, summaries
+from pointer_generator.runtime import checkpointing, locks, summaries
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
@@ -119,10 +119,24 @@ def _worker_directory(exp: Experiment, trainer: Trainer) -> str:
 def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
     """Train mode: a one-off conversion, or the training loop."""
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
-    if cfg.convert_to_coverage_model:
-        return convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
-    if cfg.restore_best_model:
-        return restore_best_model(hps, vocab, exp)
+    try:
+        if cfg.convert_to_coverage_model:
+            lock_train_dir(exp)
+            return convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
+        if cfg.restore_best_model:
+            lock_train_dir(exp)
+            return restore_best_model(hps, vocab, exp)
+        return _train(hps, vocab, cfg, exp)
+    finally:
+        locks.release(exp.train_dir)
+
+
+def lock_train_dir(exp: Experiment) -> None:
+    """Become train/'s one writer (a second training job or conversion is refused)."""
+    locks.acquire(exp.train_dir, "training job", "give this run another --exp_name")
+
+
+def _train(hps: HParams, vocab, cfg: TrainConfig, exp: Experiment) -> None:
     strategy = distribution.make_strategy(cfg.distribution_strategy, cfg.tpu)
     keras.utils.set_random_seed(hps.seed)
     if cfg.debug:
@@ -140,7 +154,11 @@ def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
 def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
     """Restore or initialise the state; returns (iterator, checkpoints, fresh_start)."""
     chief = distribution.is_chief(trainer.strategy)
-    latest = checkpointing.latest_checkpoint(exp.train_dir)
+    if chief:
+        lock_train_dir(exp)
+        latest = checkpointing.recover_train_dir(exp.train_dir)
+    else:
+        latest = checkpointing.latest_checkpoint(exp.train_dir)
     if latest:
         checkpointing.restore(trainer.checkpoint(), latest, trainer.model)
         log.info("Resuming from %s (step %d)", latest, int(trainer.step.numpy()))

@@ -1,0 +1,122 @@
+"""What a single-pass decode folder was made from, so that a resume never mixes inputs.
+
+A single-pass decode resumes after the examples its folder already holds. That is only
+right when the folder was made from the same inputs: the same data files, vocabulary,
+checkpoint and every setting that changes a summary. The folder's name (spec 1.3) holds
+some of them but not the data files, so each folder records all of them in
+`decode_inputs.json` when it is created. A run whose inputs differ from a folder's
+record decodes into the next free folder `<name>-2`, `<name>-3`, ... (with a warning
+that says what differs) instead of resuming; nothing in the old folder is touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import logging
+import os
+
+from pointer_generator.decoding import decode_output
+
+log = logging.getLogger(__name__)
+
+RECORD_FILE = "decode_inputs.json"
+# The model and search settings a decoded summary depends on (HParams fields).
+MODEL_FIELDS = (
+    "hidden_dim",
+    "emb_dim",
+    "max_enc_steps",
+    "max_dec_steps",
+    "min_dec_steps",
+    "beam_size",
+    "pointer_gen",
+    "coverage",
+    "decode_attention",
+    "mixed_precision",
+    "max_oovs",
+)
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def describe(data_path: str, vocab, hps, checkpoint: str, search: dict) -> dict:
+    """The record of one decode's inputs (JSON-ready).
+
+    Files are identified by content (SHA-256): the data files, the vocabulary's words in
+    order, and the checkpoint's `.index` file, which holds every tensor's checksum.
+    """
+    words = "\n".join(vocab.words).encode("utf-8")
+    index = checkpoint + ".index"
+    return {
+        "data": {os.path.abspath(p): _file_digest(p) for p in sorted(glob.glob(data_path))},
+        "vocab": hashlib.sha256(words).hexdigest(),
+        "checkpoint": {
+            "path": os.path.abspath(checkpoint),
+            "index_sha256": _file_digest(index) if os.path.exists(index) else None,
+        },
+        "model": {f: getattr(hps, f) for f in MODEL_FIELDS if hasattr(hps, f)},
+        "search": search,
+    }
+
+
+def search_settings(cfg) -> dict:
+    """The decode options (a DecodeConfig) that change a summary."""
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    return {f: getattr(cfg, f) for f in ("trigram_blocking", "length_penalty") if f in fields}
+
+
+def _read(directory: str) -> dict | None:
+    try:
+        with open(os.path.join(directory, RECORD_FILE), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def differences(old: dict | None, new: dict) -> list[str]:
+    """The top-level parts of two records that differ (`data`, `checkpoint`, ...)."""
+    if old is None:
+        return ["no record of its inputs"]
+    return [k for k in new if old.get(k) != new[k]]
+
+
+def folder_for(base: str, record: dict) -> str:
+    """The folder to decode into: `base` or the first `base-N` that is new or was made
+    from the same inputs. Writes the record into a new folder."""
+    n = 1
+    while True:
+        directory = base if n == 1 else f"{base}-{n}"
+        old = _read(directory)
+        fresh = not os.path.isdir(directory) or (
+            old is None and decode_output.count_complete(directory) == 0
+        )
+        if fresh:
+            _write(directory, record)
+            return directory
+        if old == record:
+            return directory
+        log.warning(
+            "%s holds a decode of other inputs (%s differ); decoding into %s-%d instead",
+            directory,
+            ", ".join(differences(old, record)),
+            base,
+            n + 1,
+        )
+        n += 1
+
+
+def _write(directory: str, record: dict) -> None:
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, RECORD_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)

@@ -1,0 +1,284 @@
+"""Finding the newest checkpoint that reads completely, whatever the state file says.
+
+TensorFlow's `tf.train.latest_checkpoint` trusts the `checkpoint` state file: deleted,
+emptied or garbled, it hides every checkpoint; naming a file that was deleted (a user
+rolling back) or damaged (a truncated copy, a flipped byte), it sends every job into a
+traceback. Here the state file is a hint:
+
+* readers (eval, decode, summarize, inspect) take the newest checkpoint named by the
+  state file that reads completely (every tensor, checksums included), then, if none
+  does or the state file is unusable, the newest such checkpoint found on disk; each
+  damaged one is named once in a warning;
+* the writer (the training job, which holds the directory's lock) also repairs: it
+  rewrites a missing or wrong state file from what is on disk, moves damaged
+  checkpoints newer than the one it resumes from into `damaged/` (never deleting them),
+  and removes only what is provably incomplete: the `<prefix>_temp/` folder of a save
+  that was cut short.
+
+A checkpoint's check reads all of its tensors once; the result is remembered for as
+long as its files keep their sizes and modification times.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+
+import tensorflow as tf
+
+from pointer_generator.errors import CheckpointError
+
+log = logging.getLogger(__name__)
+
+DAMAGED_SUBDIR = "damaged"
+# Checkpoint names of the two kinds of directory: train/ (training checkpoints, the
+# one-off conversions `_cov_init` and `model-<step>`) and eval/ (best models).
+TRAIN_NAMES = re.compile(r"^(?:model\.ckpt|model)-(\d+)(?:_cov_init)?$")
+BEST_NAMES = re.compile(r"^bestmodel-(\d+)$")
+
+_verified: dict[tuple, str | None] = {}  # file signature -> None (intact) or the reason
+_warned: set[tuple] = set()
+_damaged: dict[str, list[tuple[str, str]]] = {}  # directory -> [(prefix, reason)] last seen
+
+
+def _signature(prefix: str) -> tuple | None:
+    """(prefix, (file, size, mtime)...) of a checkpoint's files; None if it has no index."""
+    files = sorted(tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"))
+    if prefix + ".index" not in files:
+        return None
+    stats = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            return None
+        stats.append((f, st.st_size, st.st_mtime_ns))
+    return (prefix, tuple(stats))
+
+
+def damage(prefix: str) -> str | None:
+    """Why the checkpoint at `prefix` cannot be read completely, or None when it can.
+
+    Reads every tensor (TensorFlow checks each one's length and CRC32C). A checkpoint
+    whose files vanish while it is read (rotated away by the training job) reads as
+    "missing", which callers treat as absent rather than damaged.
+    """
+    sig = _signature(prefix)
+    if sig is None:
+        return "missing"
+    if sig in _verified:
+        return _verified[sig]
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        for name, dtype in reader.get_variable_to_dtype_map().items():
+            # RestoreV2 reads any dtype (the tf.data position is a variant tensor, which
+            # get_tensor cannot return) and checks length and checksum the same way.
+            tf.raw_ops.RestoreV2(
+                prefix=prefix, tensor_names=[name], shape_and_slices=[""], dtypes=[dtype]
+            )
+        reason = None
+    except (tf.errors.OpError, ValueError, IndexError, OSError) as e:
+        if _signature(prefix) != sig:
+            return "missing"  # changed or removed under us: not a verdict on the file
+        reason = _reason(e)
+    _verified[sig] = reason
+    return reason
+
+
+def _reason(error: Exception) -> str:
+    """TensorFlow's message without its `{{function_node ...}}` and `[Op:...]` wrapping."""
+    text = (getattr(error, "message", None) or str(error)).strip()
+    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\]", "", text).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def listed(directory: str, state_file: str) -> list[str] | None:
+    """The prefixes the state file names, oldest first (its latest last); None when the
+    state file is missing, empty or unreadable."""
+    path = os.path.join(directory, state_file)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        state = tf.train.get_checkpoint_state(directory, latest_filename=state_file)
+    except (tf.errors.OpError, ValueError, UnicodeDecodeError, OSError):
+        state = None
+    if state is None or not state.model_checkpoint_path:
+        return None
+    paths = [p for p in state.all_model_checkpoint_paths if p != state.model_checkpoint_path]
+    paths.append(state.model_checkpoint_path)
+    return [p if os.path.isabs(p) else os.path.join(directory, p) for p in paths]
+
+
+def on_disk(directory: str, names: re.Pattern) -> list[str]:
+    """The checkpoint prefixes in `directory` (those with an `.index` file) whose names
+    match `names`, oldest first."""
+    prefixes = [i[: -len(".index")] for i in tf.io.gfile.glob(os.path.join(directory, "*.index"))]
+    return oldest_first([p for p in prefixes if names.match(os.path.basename(p))])
+
+
+def oldest_first(prefixes) -> list[str]:
+    """Checkpoint prefixes by the time their `.index` was written (the step in the name
+    breaks ties): "newest" means last written, so a model put back by
+    `--restore_best_model` (an older step, written later) counts as newest."""
+
+    def key(prefix):
+        m = re.search(r"-(\d+)", os.path.basename(prefix))
+        return (_mtime(prefix), int(m.group(1)) if m else -1, prefix)
+
+    return sorted(set(prefixes), key=key)
+
+
+def _warn_once(key: tuple, message: str, *args) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning(message, *args)
+
+
+def newest_intact(directory: str, state_file: str, names: re.Pattern) -> str | None:
+    """The newest checkpoint of `directory` that reads completely, or None (see module).
+
+    Checks the state file's entries newest first; when it is unusable, or none of its
+    entries is intact, every checkpoint on disk whose name matches `names`.
+    """
+    if not tf.io.gfile.isdir(directory):
+        return None
+    named = listed(directory, state_file)
+    disk = on_disk(directory, names)
+    if named is None and disk:
+        _warn_once(
+            ("state", directory, state_file),
+            "%s is missing or unreadable; using the checkpoints found on disk",
+            os.path.join(directory, state_file),
+        )
+    candidates = list(reversed(named or []))
+    candidates += [p for p in reversed(disk) if p not in candidates]
+    _damaged[directory] = []
+    for prefix in candidates:
+        reason = damage(prefix)
+        if reason is None:
+            return prefix
+        if reason != "missing":
+            _damaged[directory].append((prefix, reason))
+            _warn_once(
+                ("damaged", prefix, reason),
+                "Checkpoint %s is damaged (%s); using an older one",
+                prefix,
+                reason,
+            )
+    return None
+
+
+def recover(directory: str, state_file: str, names: re.Pattern) -> str | None:
+    """For the one job that writes `directory`: the newest intact checkpoint, with the
+    directory repaired around it (see module). Returns its prefix, or None."""
+    remove_unfinished_saves(directory)
+    named = listed(directory, state_file)
+    newest = None
+    damaged = []
+    for prefix in reversed(oldest_first(on_disk(directory, names) + (named or []))):
+        reason = damage(prefix)
+        if reason is None:
+            newest = prefix
+            break
+        if reason != "missing":
+            damaged.append((prefix, reason))
+    if newest is None and damaged:
+        raise CheckpointError(
+            f"every checkpoint in {directory} is damaged ({describe(damaged)}); put back an "
+            "intact copy, or move them away to start training afresh"
+        )
+    for prefix, reason in damaged:
+        _set_aside(prefix, reason)
+    if newest is not None and (named is None or named[-1] != newest):
+        _rewrite_state(directory, state_file, named, newest)
+    return newest
+
+
+def describe(damaged: list[tuple[str, str]]) -> str:
+    """`model.ckpt-6: <reason>; ...` for an error message."""
+    return "; ".join(f"{os.path.basename(p)}: {r}" for p, r in damaged)
+
+
+def none_intact_note(directory: str) -> str:
+    """For a "no checkpoint" message: the damaged checkpoints the last search of
+    `directory` found, if any (else "")."""
+    damaged = _damaged.get(directory)
+    return f" (its checkpoints are all damaged: {describe(damaged)})" if damaged else ""
+
+
+def remove_unfinished_saves(directory: str) -> None:
+    """Remove the `<prefix>_temp/` folders of saves that were cut short (only the
+    directory's one writer calls this, so no save is in progress)."""
+    for leftover in tf.io.gfile.glob(os.path.join(directory, "*_temp*")):
+        if not tf.io.gfile.isdir(leftover):
+            continue
+        log.info("Removing %s, left by a save that did not finish", leftover)
+        try:
+            tf.io.gfile.rmtree(leftover)
+        except tf.errors.OpError:
+            pass
+
+
+def _set_aside(prefix: str, reason: str) -> None:
+    """Move a damaged checkpoint's files into `damaged/` next to it (never deleted)."""
+    target = os.path.join(os.path.dirname(prefix), DAMAGED_SUBDIR)
+    os.makedirs(target, exist_ok=True)
+    for f in tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"):
+        dest = os.path.join(target, os.path.basename(f))
+        if os.path.exists(dest):
+            dest += ".%d" % time.time_ns()
+        os.replace(f, dest)
+    log.warning(
+        "Checkpoint %s is damaged (%s); moved its files to %s and resuming from an older one",
+        prefix,
+        reason,
+        target,
+    )
+
+
+def _rewrite_state(directory: str, state_file: str, named: list[str] | None, newest: str) -> None:
+    """Point the state file at `newest`, keeping the entries that still exist."""
+    keep = [p for p in named or [] if p != newest and tf.io.gfile.exists(p + ".index")]
+    paths = keep + [newest]
+    if named is None:
+        log.warning(
+            "%s was missing or unreadable; rebuilt it from the checkpoints on disk (newest "
+            "intact: %s)",
+            os.path.join(directory, state_file),
+            newest,
+        )
+    elif named[-1] != newest:
+        log.warning(
+            "%s named %s, which is missing or damaged; it now names %s",
+            os.path.join(directory, state_file),
+            named[-1],
+            newest,
+        )
+    # Training checkpoints stay subject to the usual rotation (timestamps after the
+    # "last preserved" time); one-off conversions are kept, as when they were written.
+    stamps = [_mtime(p) for p in paths]
+    rotating = [t for p, t in zip(paths, stamps, strict=True) if _is_rotating(p)]
+    preserved_until = (min(rotating) if rotating else time.time()) - 1.0
+    stamps = [t if _is_rotating(p) else preserved_until for p, t in zip(paths, stamps, strict=True)]
+    tf.compat.v1.train.update_checkpoint_state(
+        directory,
+        os.path.basename(newest),
+        [os.path.basename(p) for p in paths],
+        latest_filename=state_file,
+        all_model_checkpoint_timestamps=stamps,
+        last_preserved_timestamp=preserved_until,
+    )
+
+
+def _is_rotating(prefix: str) -> bool:
+    return re.match(r"^model\.ckpt-\d+$", os.path.basename(prefix)) is not None
+
+
+def _mtime(prefix: str) -> float:
+    try:
+        return os.stat(prefix + ".index").st_mtime
+    except OSError:
+        return 0.0
