@@ -194,6 +194,18 @@ def _checkpoint_step(prefix: str) -> int:
     return int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
+def _newest_complete(train_dir: str) -> int:
+    """The step of the newest `model.ckpt-N` on disk that reads completely (-1: none)."""
+    from pointer_generator.runtime import checkpoint_scan
+
+    steps = [
+        _checkpoint_step(p[: -len(".index")])
+        for p in glob.glob(os.path.join(train_dir, "model.ckpt-*.index"))
+        if checkpoint_scan.damage(p[: -len(".index")]) is None
+    ]
+    return max(steps, default=-1)
+
+
 def disk_problems(train_dir: str) -> list[str]:
     """Everything wrong with the checkpoints on disk after a kill.
 
@@ -293,6 +305,7 @@ def kill_scenario(tmp_path_factory):
                     t_kill=t_kill,
                     problems=disk_problems(exp.train_dir),
                     state_newest=int(state.model_checkpoint_path.rsplit("-", 1)[1]),
+                    complete_newest=_newest_complete(exp.train_dir),
                     start=start,
                     saved=saved,
                     steps={int(m.group(1)): t for t, m in job.matches(STEP_LINE)},
@@ -372,10 +385,12 @@ def test_killed_training_resumes_from_the_newest_checkpoint_and_continues_the_st
         _, resumed = restart.wait_for(RESUMED_LINE, 1)
         step = int(resumed.group(2))
         saved_before = max((n for t, n in rnd.saved), default=0)
-        # The newest checkpoint the state file named when the job died, which is at
-        # least the newest one the job reported saved (it may have died after updating
-        # the state file but before saying so).
-        assert step == int(resumed.group(1)) == rnd.state_newest, _where(s, r)
+        # The newest complete checkpoint when the job died: the one the state file
+        # named, or a newer one whose files were all written when the kill came before
+        # the state update. It is at least the newest one the job reported saved (it may
+        # have died after saving but before saying so).
+        newest = max(rnd.state_newest, rnd.complete_newest)
+        assert step == int(resumed.group(1)) == newest, _where(s, r)
         assert saved_before <= step <= max(rnd.steps, default=0), _where(s, r)
         # The step counter continues from there.
         _, first = restart.wait_for(STEP_LINE, 1)
@@ -556,6 +571,8 @@ def test_interrupted_single_pass_decode_resumes_to_the_same_files(tmp_path):
     assert "could not be found in the restored object" not in plain.text()
 
     want, got = _files(plain_dir), _files(killed_dir)
+    # The record of the inputs names each experiment's own checkpoint path.
+    assert want.pop("decode_inputs.json") != got.pop("decode_inputs.json")
     # A resumed run may repeat the p_gen line of an example it redid: the last one counts.
     want_p_gens, got_p_gens = _p_gens(want.pop("p_gens.tsv")), _p_gens(got.pop("p_gens.tsv"))
     assert sorted(want_p_gens) == list(range(n)) and got_p_gens == want_p_gens

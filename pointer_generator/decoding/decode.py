@@ -284,15 +284,17 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
             decode_dir = decode_inputs.folder_for(base, record)
             locks.acquire(decode_dir, "single-pass decode", "decode another checkpoint or data")
             print(f"Decoding {cfg.data_path} into {decode_dir}", flush=True)
-            with _write_errors(decode_dir, "run the same command again: it resumes"):
-                decode_single_pass(
-                    decoder,
-                    dataset,
-                    decode_dir,
-                    total=count_examples(cfg.data_path),
-                    attention_pages=cfg.attention_pages,
-                )
-            locks.release(decode_dir)
+            try:
+                with _write_errors(decode_dir, "run the same command again: it resumes"):
+                    decode_single_pass(
+                        decoder,
+                        dataset,
+                        decode_dir,
+                        total=count_examples(cfg.data_path),
+                        attention_pages=cfg.attention_pages,
+                    )
+            finally:
+                locks.release(decode_dir)
         else:
             decode_dir = os.path.join(exp.root, "decode")
             with _write_errors(decode_dir, "run it again"):

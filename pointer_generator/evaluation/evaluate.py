@@ -19,7 +19,7 @@ import time
 
 import tensorflow as tf
 
-from pointer_generator.errors import CheckpointError, DataError
+from pointer_generator.errors import CheckpointError, DataError, OutputError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
@@ -271,9 +271,12 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
         result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
     text = "".join(f"{k}: {v}\n" for k, v in result.items())
     tmp = exp.single_pass_loss + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, exp.single_pass_loss)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, exp.single_pass_loss)
+    except OSError as e:
+        raise OutputError(f"cannot write {exp.single_pass_loss}: {e.strerror or e}") from None
     line = (
         f"Single-pass eval of {os.path.basename(path)} (step {result['step']}) over "
         f"{result['examples']} examples in {time.time() - t0:.1f}s: loss {loss:.6f}"

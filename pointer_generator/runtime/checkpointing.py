@@ -349,9 +349,8 @@ def add_to_state_file(
     Earlier entries are kept (up to `max_to_keep` in all, if given). Returns the prefixes
     dropped from the list (the caller deletes their files).
     """
-    state = tf.train.get_checkpoint_state(directory, latest_filename=state_file)
-    paths = list(state.all_model_checkpoint_paths) if state else []
-    paths = [p if os.path.isabs(p) else os.path.join(directory, p) for p in paths]
+    # A missing or unreadable state file starts a new list (the files stay on disk).
+    paths = checkpoint_scan.listed(directory, state_file) or []
     paths = [p for p in paths if p != prefix] + [prefix]
     dropped = []
     if max_to_keep is not None and len(paths) > max_to_keep:

@@ -4,8 +4,9 @@ Two training jobs on one experiment would rotate each other's checkpoints away; 
 eval jobs would race on the best models; two single-pass decodes into one folder would
 interleave files. Each writer therefore takes an exclusive `flock` on `<dir>/.lock`
 before it writes. The kernel releases the lock when the process ends, however it ends
-(`kill -9` included), so a stale lock is impossible; the file itself stays, holding the
-last holder's pid, host and start time, which the refusal message quotes. Readers (an
+(`kill -9` included), so a stale lock is impossible. The file holds the holder's pid,
+host and start time, which the refusal message quotes; a job that ends normally removes
+it (a killed one leaves it, unlocked, for the next job to take). Readers (an
 eval job reading train/, a decode reading checkpoints) take no lock.
 
 Where `flock` is unavailable (Windows, some network file systems) the lock is skipped
@@ -21,7 +22,7 @@ import os
 import socket
 import sys
 
-from pointer_generator.errors import FlagError
+from pointer_generator.errors import FlagError, OutputError
 
 try:
     import fcntl
@@ -59,32 +60,55 @@ def acquire(directory: str, role: str, fix: str) -> None:
             log.warning("No file locking on this platform: nothing stops a second %s", role)
         return
     path = os.path.join(directory, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OutputError(
+                f"cannot create {path} ({e.strerror or e}); check --log_root and --exp_name"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DirectoryBusyError(
+                f"another {role} is writing {directory} ({_holder(path)}); wait for it to "
+                f"end, stop it, or {fix}"
+            ) from None
+        except OSError as e:  # e.g. ENOLCK on a network file system
+            os.close(fd)
+            log.warning("Cannot lock %s (%s): nothing stops a second %s", path, e.strerror, role)
+            return
+        # The holder before us may have removed the file on release after we opened it:
+        # a lock on a removed file protects nothing, so take the one at the path.
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
         os.close(fd)
-        raise DirectoryBusyError(
-            f"another {role} is writing {directory} ({_holder(path)}); wait for it to end, "
-            f"stop it, or {fix}"
-        ) from None
-    except OSError as e:  # e.g. ENOLCK on a network file system
-        os.close(fd)
-        log.warning("Cannot lock %s (%s): nothing stops a second %s", path, e.strerror, role)
-        return
     info = {
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv)),
     }
-    os.ftruncate(fd, 0)
-    os.write(fd, json.dumps(info).encode("utf-8"))
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(info).encode("utf-8"))
+    except OSError:
+        pass  # a full disk: the lock holds all the same, the refusal just says less
     _held[directory] = fd
 
 
 def release(directory: str) -> None:
-    """Give up the lock on `directory` early (it is released at exit anyway)."""
-    fd = _held.pop(os.path.abspath(directory), None)
+    """Give up the lock on `directory` and remove its file (a job that ends without
+    calling this, killed say, leaves the file, but not the lock)."""
+    directory = os.path.abspath(directory)
+    fd = _held.pop(directory, None)
     if fd is not None:
+        try:
+            os.remove(os.path.join(directory, LOCK_FILE))  # while still holding it
+        except OSError:
+            pass
         os.close(fd)
