@@ -193,17 +193,23 @@ time.sleep(120)
 """
 
 
-def test_one_training_job_per_experiment_and_a_killed_one_leaves_no_lock(trained, capfd):
-    train_dir = _copy(trained, "locked")
+def _lock_holder(directory: str) -> subprocess.Popen:
+    """Another process that holds `directory`'s writer lock (until killed)."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, train_dir],
+        [sys.executable, "-c", HOLD_LOCK, directory],
         stdout=subprocess.PIPE,
         text=True,
         env=helpers.subprocess_env(),
         cwd=helpers.REPO_ROOT,
     )
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_one_training_job_per_experiment_and_a_killed_one_leaves_no_lock(trained, capfd):
+    train_dir = _copy(trained, "locked")
+    holder = _lock_holder(train_dir)
     try:
-        assert holder.stdout.readline().strip() == "locked"
         before = _checkpoint_files(train_dir)
         for flags in ({"max_steps": 8}, {"restore_best_model": True}):
             assert helpers.run_main_in_process(_train_args(trained, "locked", **flags)) == 2
@@ -225,15 +231,8 @@ def test_two_eval_jobs_on_one_experiment(tmp_path):
     from pointer_generator.errors import FlagError
     from pointer_generator.runtime import locks
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(tmp_path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=helpers.subprocess_env(),
-        cwd=helpers.REPO_ROOT,
-    )
+    holder = _lock_holder(str(tmp_path))
     try:
-        assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(FlagError, match="another eval job is writing"):
             locks.acquire(str(tmp_path), "eval job", "x")
     finally:

@@ -385,27 +385,13 @@ def warn_non_utf8(path, examples):
     ok = tf.strings.regex_full_match(
         examples["article"], _VALID_UTF8
     ) & tf.strings.regex_full_match(examples["abstract"], _VALID_UTF8)
-    n_bad = tf.reduce_sum(tf.cast(tf.logical_not(ok), tf.int32))
-
-    def warn():
-        first = tf.gather(examples["record"], _first_bad(ok))
-        message = tf.strings.join(
-            [
-                "WARNING: pointer_generator input pipeline: ",
-                path,
-                ": ",
-                _str(n_bad),
-                " example(s) whose text is not valid UTF-8 (first: record ",
-                _str(first),
-                "); the bytes are used as they are (invalid ones show as U+FFFD in decoded text)",
-            ]
-        )
-        with tf.control_dependencies([tf.print(message, output_stream=sys.stderr)]):
-            return tf.constant(True)
-
-    done = tf.cond(n_bad > 0, warn, lambda: tf.constant(False))
-    with tf.control_dependencies([done]):
-        return {k: tf.identity(v) for k, v in examples.items()}
+    return _warn_about(
+        path,
+        examples,
+        ~ok,
+        "whose text is not valid UTF-8",
+        "; the bytes are used as they are (invalid ones show as U+FFFD in decoded text)",
+    )
 
 
 def warn_untagged_abstracts(path, examples):
@@ -415,20 +401,33 @@ def warn_untagged_abstracts(path, examples):
     untagged = ~tf.strings.regex_full_match(
         examples["abstract"], _NO_WORDS
     ) & ~tf.strings.regex_full_match(examples["abstract"], _HAS_SENTENCE_TAG)
-    n_bad = tf.reduce_sum(tf.cast(untagged, tf.int32))
+    return _warn_about(
+        path,
+        examples,
+        untagged,
+        "whose abstract has no <s> ... </s> sentence tags",
+        ": their target is only [STOP]; make .bin files with data_tools, which tags every "
+        "abstract sentence",
+    )
+
+
+def _warn_about(path, examples, bad, what: str, consequence: str):
+    """`examples`, after printing (to stderr, once per file and pass, only if any)
+    `WARNING: pointer_generator input pipeline: <path>: N example(s) <what> (first:
+    record R)<consequence>` for the records where `bad` [n] is true."""
+    n_bad = tf.reduce_sum(tf.cast(bad, tf.int32))
 
     def warn():
-        first = tf.gather(examples["record"], _first_bad(~untagged))
+        first = tf.gather(examples["record"], _first_bad(~bad))
         message = tf.strings.join(
             [
                 "WARNING: pointer_generator input pipeline: ",
                 path,
                 ": ",
                 _str(n_bad),
-                " example(s) whose abstract has no <s> ... </s> sentence tags (first: record ",
+                f" example(s) {what} (first: record ",
                 _str(first),
-                "): their target is only [STOP]; make .bin files with data_tools, which tags "
-                "every abstract sentence",
+                ")" + consequence,
             ]
         )
         with tf.control_dependencies([tf.print(message, output_stream=sys.stderr)]):

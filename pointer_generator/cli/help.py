@@ -1,0 +1,118 @@
+"""`pointer-generator --help`: what the command does, its subcommands, and the flags that
+matter grouped by purpose, with an example. (`--helpfull` adds absl's own flags.)"""
+
+from __future__ import annotations
+
+# Every flag of `cli/flags.py`, once, by purpose (tests/test_help.py checks both).
+FLAG_GROUPS = {
+    "experiment (where it lives, what to do)": ("mode", "log_root", "exp_name", "single_pass"),
+    "data": (
+        "data_path",
+        "vocab_path",
+        "vocab_size",
+        "max_enc_steps",
+        "max_dec_steps",
+        "static_shapes",
+        "max_oovs",
+    ),
+    "model": (
+        "hidden_dim",
+        "emb_dim",
+        "pointer_gen",
+        "coverage",
+        "rand_unif_init_mag",
+        "trunc_norm_init_std",
+        "safe_numerics",
+        "fused_recurrence",
+        "mixed_precision",
+    ),
+    "training": (
+        "batch_size",
+        "lr",
+        "adagrad_init_acc",
+        "max_grad_norm",
+        "grad_norm",
+        "cov_loss_wt",
+        "max_steps",
+        "seed",
+        "tf1_checkpoint",
+        "convert_to_coverage_model",
+        "restore_best_model",
+        "xla",
+        "debug",
+    ),
+    "devices": ("distribution_strategy", "tpu", "num_gpus", "num_cpu_devices"),
+    "eval": ("eval_interval_secs", "max_eval_iterations"),
+    "decoding": (
+        "beam_size",
+        "min_dec_steps",
+        "decode_batch_size",
+        "decode_attention",
+        "trigram_blocking",
+        "length_penalty",
+        "full_final_dist",
+        "max_decode_examples",
+        "continuous_batching",
+    ),
+    "output": (
+        "save_checkpoint_secs",
+        "checkpoint_data_position",
+        "log_every_n_steps",
+        "attention_pages",
+    ),
+}
+
+USAGE = """\
+pointer-generator: train, evaluate and decode pointer-generator summarizers
+(See et al. 2017), the original's run_summarization.py for TensorFlow 2.
+
+Usage:
+  pointer-generator --mode=train|eval|decode --log_root=DIR --exp_name=NAME [flags]
+  pointer-generator summarize [flags] [FILE ...]   summaries of your own text
+  pointer-generator quickstart [--out_dir=DIR]     the whole loop on a toy corpus
+  pointer-generator SUBCOMMAND --help              help of a subcommand
+
+An experiment remembers its model settings and vocabulary when it is first trained
+(<log_root>/<exp_name>/settings.json): later commands on it need only --mode,
+--log_root, --exp_name and --data_path.
+"""
+
+EXAMPLE = """\
+Example (the paper's model on CNN/Daily Mail):
+  pointer-generator --mode=train --data_path='finished_files/chunked/train_*' \\
+      --vocab_path=finished_files/vocab --log_root=logs --exp_name=pgen
+  pointer-generator --mode=decode --single_pass --data_path='finished_files/chunked/test_*' \\
+      --log_root=logs --exp_name=pgen
+"""
+
+
+def _describe(flag) -> str:
+    default = flag.default
+    if isinstance(default, bool):
+        default = int(default)
+    shown = "" if default in ("", None) else f" (default: {default})"
+    return f"  --{flag.name}: {flag.help}{shown}"
+
+
+def help_text(fv, groups: dict = FLAG_GROUPS) -> str:
+    """The help page: usage, flags by group, example."""
+    lines = [USAGE]
+    for title, names in groups.items():
+        lines.append(f"{title} flags:")
+        lines += [_describe(fv[name]) for name in names]
+        lines.append("")
+    lines.append(EXAMPLE)
+    return "\n".join(lines)
+
+
+HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")
+FULL_HELP_ARGS = ("--helpfull", "-helpfull")
+
+
+def wants_help(argv: list[str]) -> str | None:
+    """ "full" or "short" when the arguments ask for help (before anything else runs)."""
+    if any(a in FULL_HELP_ARGS for a in argv):
+        return "full"
+    if any(a in HELP_ARGS for a in argv):
+        return "short"
+    return None

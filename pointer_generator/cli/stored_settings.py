@@ -1,0 +1,118 @@
+"""The experiment remembers how it was made: `<log_root>/<exp_name>/settings.json`.
+
+Training writes the flags that decide the model's shape, the vocabulary (its path and
+the SHA-256 of its content) and the sequence lengths into the experiment when it starts.
+Every later command on the experiment (eval, decode, `summarize`, a resumed training
+run) takes each of them from there unless the flag is given on the command line:
+
+* the model's shape (`MODEL_FLAGS`) and the vocabulary must then agree: a flag that
+  contradicts the stored value is one error naming both values (a checkpoint would not
+  load anyway, after a longer wait and with a less direct message);
+* the sequence lengths (`LENGTH_FLAGS`) are defaults only: decoding with longer
+  summaries than training used is normal.
+
+Repeating every flag, as the original required, keeps working. Coverage is a model flag
+for eval and decode; in train mode an explicit `--coverage` may change it (the paper
+converts a model to coverage half way), and the new value is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from pointer_generator.errors import FlagError
+
+SETTINGS_FILE = "settings.json"
+MODEL_FLAGS = ("hidden_dim", "emb_dim", "vocab_size", "pointer_gen", "coverage")
+LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
+
+
+def settings_path(fv) -> str:
+    return os.path.join(fv.log_root, fv.exp_name, SETTINGS_FILE)
+
+
+def _digest(path: str) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def read(fv) -> dict | None:
+    """The stored settings of the flags' experiment, or None (no file: an experiment of
+    an older version, or none yet). An unreadable file is an error naming it."""
+    path = settings_path(fv)
+    if not fv.log_root or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            stored = json.load(f)
+        stored["flags"], stored["vocab"]  # noqa: B018  (both must be there)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise FlagError(
+            f"{path} is unreadable ({e}); remove it, and give every model flag on the "
+            "command line (the next training run writes it again)"
+        ) from None
+    return stored
+
+
+def apply(fv, mode: str) -> dict | None:
+    """Fill the flags not given on the command line from the stored settings; raise
+    FlagError for a given one that contradicts them. Returns the stored settings."""
+    stored = read(fv)
+    if stored is None:
+        return None
+    path = settings_path(fv)
+    for name, value in stored["flags"].items():
+        if name not in fv:
+            continue
+        flag = fv[name]
+        if not flag.present:
+            flag.value = value
+            continue
+        sticky = name in MODEL_FLAGS and not (mode == "train" and name == "coverage")
+        if sticky and flag.value != value:
+            raise FlagError(
+                f"--{name}={_show(flag.value)} contradicts this experiment's {name}="
+                f"{_show(value)} (stored in {path} when it was trained); drop the flag, "
+                "or train a new experiment (another --exp_name)"
+            )
+    _apply_vocab(fv, stored["vocab"], path)
+    return stored
+
+
+def _apply_vocab(fv, vocab: dict, path: str) -> None:
+    if not fv["vocab_path"].present:
+        if not os.path.isfile(vocab["path"]):
+            raise FlagError(
+                f"the vocabulary this experiment was trained with, {vocab['path']}, is gone "
+                f"(stored in {path}); give --vocab_path with a copy of it"
+            )
+        fv.vocab_path = vocab["path"]
+        return
+    given = _digest(fv.vocab_path)
+    if given is not None and given != vocab["sha256"]:
+        raise FlagError(
+            f"--vocab_path {fv.vocab_path} is not the vocabulary this experiment was trained "
+            f"with ({vocab['path']}, stored in {path}: other content); drop the flag, or "
+            "train a new experiment (another --exp_name)"
+        )
+
+
+def _show(value) -> str:
+    return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+def content(fv) -> dict:
+    """What a training run stores (`runtime.experiment.write_settings` writes it once the
+    run holds train/'s lock)."""
+    return {
+        "flags": {name: fv[name].value for name in MODEL_FLAGS + LENGTH_FLAGS},
+        "vocab": {"path": os.path.abspath(fv.vocab_path), "sha256": _digest(fv.vocab_path)},
+    }
