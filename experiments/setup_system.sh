@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # System packages the project needs beyond Python: Perl's XML::DOM for the official
-# ROUGE-1.5.5 script, and headless Chromium for the attention-page test.
+# ROUGE-1.5.5 script; with --tests also headless Chromium, which only the test that
+# renders the attention page uses.
 set -euo pipefail
 need=()
 perl -MXML::DOM -e1 2>/dev/null || need+=(libxml-dom-perl)
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
+if [ "${1:-}" = "--tests" ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq

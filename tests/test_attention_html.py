@@ -144,7 +144,7 @@ def test_index_lists_pages(tmp_path):
 def _require_chromium():
     if CHROMIUM is None:
         if os.environ.get("CI"):
-            pytest.fail("CI must provide chromium (run experiments/setup_system.sh)")
+            pytest.fail("CI must provide chromium (run experiments/setup_system.sh --tests)")
         pytest.skip(
             "chromium is not installed (apt-get install chromium); the page is "
             "checked in a headless browser"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pointer_generator.cli import stored_settings
 from pointer_generator.cli.flags import strategy_name
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.evaluation.config import EvalConfig
@@ -29,7 +30,12 @@ def hparams(fv) -> HParams:
 
 
 def train_config(fv) -> TrainConfig:
-    return _fields(TrainConfig, fv, distribution_strategy=strategy_name(fv))
+    return _fields(
+        TrainConfig,
+        fv,
+        distribution_strategy=strategy_name(fv),
+        settings=stored_settings.content(fv),
+    )
 
 
 def eval_config(fv) -> EvalConfig:

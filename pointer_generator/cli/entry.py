@@ -40,6 +40,9 @@ def run_subcommand(name: str, args: list[str]) -> int:
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     argv = list(sys.argv if argv is None else argv)
+    from pointer_generator.cli import console
+
+    console.quiet_tensorflow()
     if len(argv) > 1 and argv[1] in SUBCOMMANDS:
         from pointer_generator.runtime.process_exit import run_and_exit
 

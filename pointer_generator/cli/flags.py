@@ -339,6 +339,19 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "concurrent decode: stop after N examples (0 = run forever, like the original).",
         flag_values=fv,
     )
+    flags.DEFINE_boolean(
+        "readable_summaries",
+        False,
+        "decode --single_pass: also write each summary as readable text (brackets, "
+        "quotes, spacing and sentence case restored) in <decode dir>/readable/.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "tokens",
+        False,
+        "summarize: print the model's lower-cased PTB tokens instead of readable text.",
+        flag_values=fv,
+    )
     return fv
 
 

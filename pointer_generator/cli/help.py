@@ -59,6 +59,8 @@ FLAG_GROUPS = {
         "checkpoint_data_position",
         "log_every_n_steps",
         "attention_pages",
+        "readable_summaries",
+        "tokens",
     ),
 }
 
@@ -94,15 +96,19 @@ def _describe(flag) -> str:
     return f"  --{flag.name}: {flag.help}{shown}"
 
 
-def help_text(fv, groups: dict = FLAG_GROUPS) -> str:
-    """The help page: usage, flags by group, example."""
-    lines = [USAGE]
+def flag_lines(fv, groups: dict) -> list[str]:
+    """`<group> flags:` and one line per flag (name, help, default), for each group."""
+    lines = []
     for title, names in groups.items():
         lines.append(f"{title} flags:")
         lines += [_describe(fv[name]) for name in names]
         lines.append("")
-    lines.append(EXAMPLE)
-    return "\n".join(lines)
+    return lines
+
+
+def help_text(fv) -> str:
+    """The help page of the main command: usage, flags by group, example."""
+    return "\n".join([USAGE, *flag_lines(fv, FLAG_GROUPS), EXAMPLE])
 
 
 HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")

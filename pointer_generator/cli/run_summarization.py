@@ -17,7 +17,7 @@ from absl import flags as absl_flags
 from absl import logging as absl_logging
 
 from pointer_generator import exit_codes
-from pointer_generator.cli import configs
+from pointer_generator.cli import configs, console, stored_settings
 from pointer_generator.cli import flags as flags_lib
 
 FLAGS = flags_lib.FLAGS
@@ -45,8 +45,10 @@ def run_mode(argv: list[str]) -> None:
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.runtime.experiment import check_writable, open_experiment, output_dir
 
+    # Flags not given come from the experiment's settings.json (if it has one).
+    stored_settings.apply(FLAGS, FLAGS.mode)
     flags_lib.validate(FLAGS, argv)
-    absl_logging.set_verbosity(absl_logging.INFO)
+    console.setup_logging()
     hps = configs.hparams(FLAGS)
     if FLAGS.mode == "decode":
         hps = hps.replace(batch_size=FLAGS.beam_size)
@@ -61,6 +63,7 @@ def run_mode(argv: list[str]) -> None:
     main_fn = mode_main(FLAGS.mode)
     # Devices are fixed before TensorFlow starts using them (GPU selection, memory growth,
     # logical CPU devices for mirrored training).
+    console.import_tensorflow()
     from pointer_generator.training import distribution
 
     distribution.configure_devices(
@@ -86,11 +89,26 @@ def mode_main(mode: str):
     return main
 
 
+def print_help(kind: str) -> int:
+    """`--help`: usage, the flags by purpose, an example; `--helpfull` adds absl's own."""
+    from pointer_generator.cli import help as help_lib
+
+    print(help_lib.help_text(FLAGS))
+    if kind == "full":
+        print("All flags, absl's included:\n" + FLAGS.get_help())
+    return exit_codes.OK
+
+
 def run(argv: list[str] | None = None) -> None:
     """Parse flags and run (the console script's default command), then end the process
     without TensorFlow's slow teardown (`process_exit`)."""
+    from pointer_generator.cli.help import wants_help
     from pointer_generator.runtime.process_exit import run_and_exit
 
+    console.quiet_tensorflow()
+    kind = wants_help(list(sys.argv if argv is None else argv)[1:])
+    if kind:
+        run_and_exit(print_help, kind)
     run_and_exit(lambda: app.run(main, argv=argv, flags_parser=parse_flags))
 
 

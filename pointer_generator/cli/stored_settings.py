@@ -23,8 +23,8 @@ import json
 import os
 
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime.experiment import SETTINGS_FILE
 
-SETTINGS_FILE = "settings.json"
 MODEL_FLAGS = ("hidden_dim", "emb_dim", "vocab_size", "pointer_gen", "coverage")
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
 
@@ -113,6 +113,6 @@ def content(fv) -> dict:
     """What a training run stores (`runtime.experiment.write_settings` writes it once the
     run holds train/'s lock)."""
     return {
-        "flags": {name: fv[name].value for name in MODEL_FLAGS + LENGTH_FLAGS},
+        "flags": {name: getattr(fv, name) for name in MODEL_FLAGS + LENGTH_FLAGS},
         "vocab": {"path": os.path.abspath(fv.vocab_path), "sha256": _digest(fv.vocab_path)},
     }

@@ -1,13 +1,13 @@
 """`pointer-generator summarize`: summaries of the user's own raw text.
 
-    pointer-generator summarize --log_root=L --exp_name=E --vocab_path=V [model flags] \
-        [FILE ...]          # one article per file; no FILE or "-" reads stdin
+    pointer-generator summarize --log_root=L --exp_name=E [FILE ...]
+        # one article per file; no FILE or "-" reads stdin
 
 The texts are summarized by `pointer_generator.decoding.summarize.summarize_texts` (the
 same tokenization as the training data, the same batched beam search as `--mode=decode`)
 from the newest checkpoint of the experiment (or `--tf1_checkpoint`). The model flags
-(sizes, `--pointer_gen`, `--coverage`, `--vocab_size`, the decode flags) must be the ones
-it was trained with.
+and the vocabulary come from the experiment (`settings.json`, written when it was
+trained); an experiment of an older version needs them repeated.
 """
 
 from __future__ import annotations
@@ -62,50 +62,55 @@ HELP_FLAGS = {
         "length_penalty",
         "decode_batch_size",
     ),
+    "output": ("tokens",),
 }
 
 
 def help_text(fv) -> str:
     """`pointer-generator summarize --help`: what it does, its flags by purpose."""
-    lines = [__doc__.strip(), ""]
-    for group, names in HELP_FLAGS.items():
-        lines.append(f"{group} flags:")
-        for name in names:
-            flag = fv[name]
-            lines.append(f"  --{name}: {flag.help} (default: {flag.default!r})")
-        lines.append("")
-    lines.append(
-        "Example:\n  pointer-generator summarize --log_root=logs --exp_name=myexp "
-        "--vocab_path=finished_files/vocab article.txt"
+    from pointer_generator.cli.help import flag_lines
+
+    example = (
+        "Example:\n  pointer-generator summarize --log_root=logs --exp_name=myexp article.txt\n"
+        "  cat article.txt | pointer-generator summarize --log_root=logs --exp_name=myexp"
     )
-    return "\n".join(lines)
+    return "\n".join([__doc__.strip(), "", *flag_lines(fv, HELP_FLAGS), example])
 
 
 def main(argv: list[str]) -> int:
     from absl import flags as absl_flags
 
-    from pointer_generator.cli import configs
+    from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.cli import flags as flags_lib
 
     fv = flags_lib.FLAGS
-    if any(a in ("-h", "--help", "--helpfull", "-help", "--helpshort") for a in argv):
+    from pointer_generator.cli.help import wants_help
+
+    if wants_help(argv):
         print(help_text(fv))
         return 0
     try:
         rest = fv(["pointer-generator summarize"] + list(argv))
     except absl_flags.Error as e:
         raise FlagError(str(e)) from None
-    inputs = read_inputs(rest[1:])
-    if not fv.log_root or not fv.vocab_path:
+    console.setup_logging()
+    if not fv.log_root:
+        raise FlagError("summarize needs --log_root and --exp_name of a trained experiment")
+    stored_settings.apply(fv, "decode")  # the model flags and vocabulary it was trained with
+    if not fv.vocab_path:
         raise FlagError(
-            "summarize needs --log_root, --exp_name and --vocab_path of a trained experiment"
+            "summarize needs --vocab_path: this experiment does not record its vocabulary "
+            "(it was trained before experiments kept their settings)"
         )
+    inputs = read_inputs(rest[1:])
     names = [name for name, _ in inputs]
     texts = [text for _, text in inputs]
     from pointer_generator.data.stories import articles_of_texts
 
     examples = articles_of_texts(texts, names)  # checked before TensorFlow starts
 
+    console.import_tensorflow()
+    from pointer_generator.data.detokenize import detokenize
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.decoding import decode, decode_output
     from pointer_generator.decoding.summarize import summarize_examples
@@ -129,7 +134,10 @@ def main(argv: list[str]) -> int:
     for name, summary in zip(names, summaries, strict=True):
         if len(inputs) > 1:
             print(f"==> {name} <==")
-        print("\n".join(decode_output.split_sentences(summary.words)))
+        sentences = decode_output.split_sentences(summary.words)
+        if not fv.tokens:
+            sentences = [detokenize(s.split()) for s in sentences]
+        print("\n".join(sentences))
         if len(inputs) > 1:
             print()
     return 0

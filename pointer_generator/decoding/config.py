@@ -23,6 +23,7 @@ class DecodeConfig:
     attention_pages: single pass: attention pages for the first N examples.
     max_decode_examples: concurrent decoding stops after N examples (0 = never).
     xla: compile the whole search with XLA.
+    readable_summaries: single pass: also write detokenized summaries in `readable/`.
     """
 
     data_path: str = ""
@@ -37,3 +38,4 @@ class DecodeConfig:
     attention_pages: int = 100
     max_decode_examples: int = 0
     xla: bool = False
+    readable_summaries: bool = False

@@ -72,11 +72,13 @@ def decode_single_pass(
     attention_pages: int = 100,
     html_safe: bool = False,
     run_rouge: bool = True,
+    readable: bool = False,
 ) -> str | None:
     """Decode every example of `dataset` once into `decode_dir` and score it with ROUGE.
 
     Resumes after the examples already complete in `decode_dir`. Writes an attention page
-    for the first `attention_pages` examples. Returns the ROUGE_results.txt text (or None).
+    for the first `attention_pages` examples, and with `readable` each summary as text.
+    Returns the ROUGE_results.txt text (or None).
     """
     hps, vocab = decoder.hps, decoder.vocab
     done = decode_output.count_complete(decode_dir)
@@ -110,6 +112,8 @@ def decode_single_pass(
                     record,
                     title=f"Example {ex}: " + " ".join(summary.words[:12]),
                 )
+            if readable:
+                decode_output.write_readable(summary.words, ex, decode_dir)
             decode_output.write_for_rouge(
                 strings["abstract_sents"], summary.words, ex, decode_dir, html_safe=html_safe
             )
@@ -292,6 +296,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                         decode_dir,
                         total=count_examples(cfg.data_path),
                         attention_pages=cfg.attention_pages,
+                        readable=cfg.readable_summaries,
                     )
             finally:
                 locks.release(decode_dir)

@@ -123,6 +123,19 @@ def write_for_rouge(
     atomic_write_text(os.path.join(dec_dir, DECODED_NAME % ex_index), "\n".join(decoded_sents))
 
 
+READABLE_SUBDIR = "readable"
+
+
+def write_readable(decoded_words: list[str], ex_index: int, decode_dir: str) -> None:
+    """`readable/NNNNNN.txt`: the summary as text a reader expects (one sentence a line)."""
+    from pointer_generator.data.detokenize import detokenize
+
+    sentences = [detokenize(s.split()) for s in split_sentences(decoded_words)]
+    out = os.path.join(decode_dir, READABLE_SUBDIR)
+    os.makedirs(out, exist_ok=True)
+    atomic_write_text(os.path.join(out, "%06d.txt" % ex_index), "\n".join(sentences) + "\n")
+
+
 def count_complete(decode_dir: str) -> int:
     """Number n of examples fully written: both files exist for every index 0..n-1.
 

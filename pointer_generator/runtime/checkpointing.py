@@ -172,6 +172,26 @@ def _diagnose(shapes: dict, hps, vocab_size: int) -> list[str]:
     return problems
 
 
+def implied_settings(shapes: dict) -> dict:
+    """The model flags a checkpoint's tensor shapes imply (this implementation's keys or
+    the original's TF1 names): vocab_size, emb_dim, hidden_dim, pointer_gen, coverage."""
+    found = {}
+    for key, shape in shapes.items():
+        emb = _EMBEDDING_KEY.match(key) or key == "seq2seq/embedding/embedding"
+        if emb and len(shape) == 2:
+            found["vocab_size"], found["emb_dim"] = int(shape[0]), int(shape[1])
+        if _HIDDEN_KEY.match(key) and len(shape) == 2:
+            found["hidden_dim"] = int(shape[0])
+        if key == "seq2seq/reduce_final_st/bias_reduce_c" and len(shape) == 1:
+            found["hidden_dim"] = int(shape[0])
+    tf1 = is_tf1_checkpoint(shapes)
+    found["pointer_gen"] = any(
+        ("calculate_pgen" in k) if tf1 else bool(_POINTER_KEY.match(k)) for k in shapes
+    )
+    found["coverage"] = any(("coverage/w_c" in k) if tf1 else is_coverage_key(k) for k in shapes)
+    return found
+
+
 def check_compatible(path: str, model) -> dict:
     """Raise CheckpointError (one line per problem) if `path` does not fit `model`.
 

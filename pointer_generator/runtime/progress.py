@@ -3,6 +3,7 @@ items (decoded articles, tokenized stories: done/total, rate, ETA)."""
 
 from __future__ import annotations
 
+import collections
 import logging
 import sys
 import time
@@ -24,16 +25,23 @@ def format_duration(seconds: float) -> str:
 class Progress:
     """Measures training speed and logs one line every `log_every` steps.
 
-    Speed is an exponential moving average of the time per step, so a slow first step
-    (graph tracing and compilation) is forgotten quickly; it is not counted at all when
-    later steps exist to measure.
+    Each new batch shape compiles the step (and the fused loops) once, which takes many
+    times a normal step; early in a run most steps may do so. Speed and ETA therefore
+    come from the steady steps only: the median of the recent step times that are not
+    outliers (at most twice the lower quartile); a step much slower than that is marked
+    `compiling` on its line. Until a few steps are measured the line says so instead of
+    guessing an ETA.
 
     Args:
       start_step: the global step training starts (or resumes) from.
       max_steps: the step limit (0 = none, then no ETA).
       examples_per_step: the global batch size.
       log_every: log a line every N steps.
+      window: how many recent step times the estimate uses.
     """
+
+    MIN_STEPS = 3  # measured steps before a speed is shown
+    SLOW = 3.0  # a step this many times the steady time is counted as compiling
 
     def __init__(
         self,
@@ -41,16 +49,15 @@ class Progress:
         max_steps: int,
         examples_per_step: int,
         log_every: int = 1,
-        smoothing: float = 0.1,
+        window: int = 50,
     ):
         self.max_steps = max_steps
         self.examples_per_step = examples_per_step
         self.log_every = max(1, log_every)
-        self.smoothing = smoothing
         self._last_step = start_step
         self._last_time = time.time()
-        self._sec_per_step: float | None = None
-        self._updates = 0
+        self._times: collections.deque = collections.deque(maxlen=window)
+        self._compiling = False
 
     def update(self, step: int, metrics: dict) -> dict:
         """Record that training reached `step`; returns {steps_per_sec, examples_per_sec}.
@@ -62,31 +69,43 @@ class Progress:
         done = step - self._last_step
         if done > 0:
             sec = (now - self._last_time) / done
-            self._updates += 1
-            if self._sec_per_step is None or self._updates == 2:
-                # The second measurement replaces the first, which includes compilation.
-                self._sec_per_step = sec
-            else:
-                self._sec_per_step += self.smoothing * (sec - self._sec_per_step)
+            steady = self._steady()
+            self._compiling = (
+                steady is None
+                and not self._times
+                or (steady is not None and sec > self.SLOW * steady)
+            )
+            self._times.extend([sec] * min(done, self._times.maxlen))
             self._last_step, self._last_time = step, now
         speed = self.speed()
         if step % self.log_every == 0:
             log.info(self.line(step, metrics, speed))
         return speed
 
+    def _steady(self) -> float | None:
+        """Seconds per steady step, or None before MIN_STEPS steps are measured."""
+        if len(self._times) < self.MIN_STEPS:
+            return None
+        ordered = sorted(self._times)
+        quartile = ordered[len(ordered) // 4]
+        steady = [t for t in ordered if t <= 2.0 * quartile]
+        return steady[len(steady) // 2]
+
     def speed(self) -> dict:
-        if not self._sec_per_step:
+        sec = self._steady()
+        if not sec:
             return {"steps_per_sec": None, "examples_per_sec": None}
-        steps_per_sec = 1.0 / self._sec_per_step
+        steps_per_sec = 1.0 / sec
         return {
             "steps_per_sec": steps_per_sec,
             "examples_per_sec": steps_per_sec * self.examples_per_step,
         }
 
     def eta_seconds(self, step: int) -> float | None:
-        if not self.max_steps or not self._sec_per_step:
+        sec = self._steady()
+        if not self.max_steps or not sec:
             return None
-        return max(0, self.max_steps - step) * self._sec_per_step
+        return max(0, self.max_steps - step) * sec
 
     def line(self, step: int, metrics: dict, speed: dict | None = None) -> str:
         speed = speed or self.speed()
@@ -101,6 +120,10 @@ class Progress:
         eta = self.eta_seconds(step)
         if eta is not None:
             parts.append(f"ETA {format_duration(eta)}")
+        elif self._times or self._compiling:
+            parts.append("measuring speed")
+        if self._compiling:
+            parts.append("compiling (a new batch shape)")
         return " | ".join(parts)
 
 
@@ -131,31 +154,49 @@ class CountProgress:
         self.done = self.already = already
         self.start = time.monotonic()
         self._last = self.start
+        # (time, done) at recent updates: the rate is measured between them, so the wait
+        # for the first results (graph compilation) never enters it.
+        self._marks: collections.deque = collections.deque()
 
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        rate = (self.done - self.already) / elapsed
+    RATE_WINDOW = 60.0  # seconds of recent updates the rate is measured over
+
+    def _rate(self, final: bool) -> float | None:
+        if final:
+            return (self.done - self.already) / max(time.monotonic() - self.start, 1e-9)
+        if len(self._marks) < 2:
+            return None
+        (t0, n0), (t1, n1) = self._marks[0], self._marks[-1]
+        return (n1 - n0) / max(t1 - t0, 1e-9)
+
+    def line(self, final: bool = False) -> str:
+        rate = self._rate(final)
         unit = f" {self.unit}" if self.unit else ""
         text = f"{self.label}: {self.done}"
         if self.total is not None:
             text += f"/{self.total}"
+        if rate is None:
+            waited = format_duration(time.monotonic() - self.start)
+            return text + f"{unit} (measuring speed; started {waited} ago)"
         text += f"{unit} ({rate:.2f}{unit}/s" if rate < 10 else f"{unit} ({rate:.0f}{unit}/s"
         if self.total is not None and rate > 0 and self.done < self.total:
             text += f", ETA {format_duration((self.total - self.done) / rate)}"
         elif self.done and (self.total is None or self.done >= self.total):
-            text += f", {format_duration(elapsed)}"
+            text += f", {format_duration(time.monotonic() - self.start)}"
         return text + ")"
 
     def update(self, n: int = 1) -> None:
         self.done += n
         now = time.monotonic()
+        self._marks.append((now, self.done))
+        while len(self._marks) > 2 and now - self._marks[1][0] >= self.RATE_WINDOW:
+            self._marks.popleft()
         if now - self._last >= self.interval:
             self._last = now
             self._write(self.line(), final=False)
 
     def close(self) -> None:
         if self.done > self.already:  # nothing done: nothing to report
-            self._write(self.line(), final=True)
+            self._write(self.line(final=True), final=True)
 
     def _write(self, text: str, final: bool) -> None:
         if self.tty:

@@ -23,6 +23,8 @@ class TrainConfig:
     tf1_checkpoint: start from an original TF1 checkpoint when train/ has none.
     convert_to_coverage_model, restore_best_model: the one-off operations.
     debug: stop at the first inf/NaN (numeric checks); xla: compile the step with XLA.
+    settings: what the experiment stores about how it was made (`settings.json`: model
+      flags, vocabulary), written once the run holds train/'s lock; None = nothing.
     """
 
     data_path: str = ""
@@ -39,3 +41,4 @@ class TrainConfig:
     restore_best_model: bool = False
     debug: bool = False
     xla: bool = False
+    settings: dict | None = None

@@ -22,7 +22,7 @@ import tensorflow as tf
 from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.runtime import checkpointing, locks, summaries
-from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
+from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment, write_settings
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
@@ -121,19 +121,21 @@ def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
     try:
         if cfg.convert_to_coverage_model:
-            lock_train_dir(exp)
+            lock_train_dir(exp, cfg)
             return convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
         if cfg.restore_best_model:
-            lock_train_dir(exp)
+            lock_train_dir(exp, cfg)
             return restore_best_model(hps, vocab, exp)
         return _train(hps, vocab, cfg, exp)
     finally:
         locks.release(exp.train_dir)
 
 
-def lock_train_dir(exp: Experiment) -> None:
-    """Become train/'s one writer (a second training job or conversion is refused)."""
+def lock_train_dir(exp: Experiment, cfg: TrainConfig) -> None:
+    """Become train/'s one writer (a second training job or conversion is refused), then
+    store how the experiment is made (settings.json)."""
     locks.acquire(exp.train_dir, "training job", "give this run another --exp_name")
+    write_settings(exp, cfg.settings)
 
 
 def _train(hps: HParams, vocab, cfg: TrainConfig, exp: Experiment) -> None:
@@ -155,7 +157,7 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
     """Restore or initialise the state; returns (iterator, checkpoints, fresh_start)."""
     chief = distribution.is_chief(trainer.strategy)
     if chief:
-        lock_train_dir(exp)
+        lock_train_dir(exp, cfg)
         latest = checkpointing.recover_train_dir(exp.train_dir)
     else:
         latest = checkpointing.latest_checkpoint(exp.train_dir)
@@ -318,6 +320,10 @@ def _run_steps(
     hps = trainer.hps
     step = int(trainer.step.numpy())
     progress = Progress(step, cfg.max_steps, hps.batch_size, cfg.log_every_n_steps)
+    log.info(
+        "Compiling the training step: the first step of each new batch shape is slow%s",
+        "" if hps.static_shapes else " (--static_shapes=1 pads every batch to one shape)",
+    )
     while True:
         metrics = trainer.train_step(iterator)
         if not metrics["finite"]:
