@@ -266,13 +266,14 @@ def _stories_of_sets(
         raise DataError(f"{url_lists_dir} holds none of all_test.txt, all_val.txt, all_train.txt")
     if missing:
         where = " or ".join(repr(d) for d, _ in dirs)
-        parts = []
-        for s, (n, hs, us) in missing.items():
-            examples = "; ".join(f"{h}.story ({u})" for h, u in zip(hs, us, strict=True))
-            parts.append(f"{s}: {n} of {summary.listed[s]} missing, e.g. {examples}")
+        # The first few of each set, one a line, above the one error line.
+        for s, (_, hs, us) in missing.items():
+            for h, u in zip(hs, us, strict=True):
+                print(f"missing ({s}): {h}.story  {u}", file=stream)
+        counts = ", ".join(f"{s}: {n} of {summary.listed[s]}" for s, (n, _, _) in missing.items())
         raise DataError(
-            f"stories listed in the url lists are not in {where} — nothing was "
-            "written. " + " | ".join(parts)
+            f"stories the url lists name are not in {where} ({counts}; the first are listed "
+            "above); nothing was written: download them or fix the url lists"
         )
     return jobs
 

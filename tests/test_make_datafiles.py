@@ -150,11 +150,16 @@ def test_parallel_workers_keep_list_order(dmqa):
 def test_a_missing_story_fails_before_anything_is_written(dmqa):
     with open(os.path.join(dmqa, "lists", "all_val.txt"), "a") as f:
         f.write("http://nowhere.com/gone\n")
+    stream = io.StringIO()
     with pytest.raises(DataError) as e:
-        run(dmqa)
+        md.make_datafiles(
+            *(os.path.join(dmqa, d) for d in ("cnn", "dm", "lists", "out")), stream=stream
+        )
     msg = str(e.value)
-    assert "val: 1 of 2 missing" in msg and sha1("http://nowhere.com/gone") in msg
-    assert "http://nowhere.com/gone" in msg and "nothing was written" in msg
+    assert "(val: 1 of 2; the first are listed above)" in msg and "nothing was written" in msg
+    assert "\n" not in msg and len(msg) < 300
+    listed = f"missing (val): {sha1('http://nowhere.com/gone')}.story  http://nowhere.com/gone"
+    assert listed in stream.getvalue().splitlines()
     assert not os.path.exists(os.path.join(dmqa, "out"))
 
 

@@ -1,7 +1,7 @@
 """`pointer-generator quickstart`: the whole loop on a built-in toy corpus, on a CPU.
 
 Builds a synthetic news-like dataset (no download), trains a small pointer-generator for
-a few hundred steps, evaluates it on the validation split, decodes the test split with
+1,000 steps (about 1.5 minutes on a 2-core CPU), evaluates it on the validation split, decodes the test split with
 beam search, scores it with the official ROUGE-1.5.5 and writes the attention pages.
 Every step runs the same command a user would type; the commands are printed.
 """

@@ -60,10 +60,10 @@ def run_mode(argv: list[str]) -> None:
     # A read-only or otherwise unwritable directory is reported now, not at the first save.
     check_writable(output_dir(exp, FLAGS.mode))
     vocab = Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
+    console.import_tensorflow()  # before the mode's modules import it
     main_fn = mode_main(FLAGS.mode)
     # Devices are fixed before TensorFlow starts using them (GPU selection, memory growth,
     # logical CPU devices for mirrored training).
-    console.import_tensorflow()
     from pointer_generator.training import distribution
 
     distribution.configure_devices(

@@ -28,8 +28,8 @@ class Progress:
     Each new batch shape compiles the step (and the fused loops) once, which takes many
     times a normal step; early in a run most steps may do so. Speed and ETA therefore
     come from the steady steps only: the median of the recent step times that are not
-    outliers (at most twice the lower quartile); a step much slower than that is marked
-    `compiling` on its line. Until a few steps are measured the line says so instead of
+    outliers (at most twice the lower quartile); a step over 3 times the fastest recent
+    one is marked `compiling` on its line. Until a few steps are measured the line says so instead of
     guessing an ETA.
 
     Args:
@@ -69,12 +69,9 @@ class Progress:
         done = step - self._last_step
         if done > 0:
             sec = (now - self._last_time) / done
-            steady = self._steady()
-            self._compiling = (
-                steady is None
-                and not self._times
-                or (steady is not None and sec > self.SLOW * steady)
-            )
+            # Compared with the fastest recent step, which needs no steady estimate yet.
+            fastest = min(self._times, default=None)
+            self._compiling = fastest is None or sec > self.SLOW * fastest
             self._times.extend([sec] * min(done, self._times.maxlen))
             self._last_step, self._last_time = step, now
         speed = self.speed()
