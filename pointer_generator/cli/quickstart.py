@@ -1,8 +1,9 @@
 """`pointer-generator quickstart`: the whole loop on a built-in toy corpus, on a CPU.
 
 Builds a synthetic news-like dataset (no download), trains a small pointer-generator for
-1,000 steps (about 1.5 minutes on a 2-core CPU), evaluates it on the validation split, decodes the test split with
-beam search, scores it with the official ROUGE-1.5.5 and writes the attention pages.
+1,000 steps (about 1.5 minutes on a 2-core CPU), evaluates it on the validation split,
+decodes the test split with beam search, scores it with the official ROUGE-1.5.5 and
+writes the attention pages.
 Every step runs the same command a user would type; the commands are printed.
 """
 
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 
-# Small enough for a few minutes on a laptop CPU, big enough to learn to copy names.
+# Small enough for about 2 minutes on a 2-core CPU, big enough to learn to copy names.
 MODEL_FLAGS = [
     "--hidden_dim=64",
     "--emb_dim=64",

@@ -29,8 +29,8 @@ class Progress:
     times a normal step; early in a run most steps may do so. Speed and ETA therefore
     come from the steady steps only: the median of the recent step times that are not
     outliers (at most twice the lower quartile); a step over 3 times the fastest recent
-    one is marked `compiling` on its line. Until a few steps are measured the line says so instead of
-    guessing an ETA.
+    one is marked `compiling` on its line. Until a few steps are measured the line says
+    so instead of guessing an ETA.
 
     Args:
       start_step: the global step training starts (or resumes) from.
