@@ -125,8 +125,10 @@ def test_mismatching_flags_fail_at_start_up_with_one_line(killed_run, data, caps
     assert helpers.run_main_in_process(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert err.startswith("error: checkpoint ") and "does not match the flags" in err
-    assert "emb_dim=8 but --emb_dim=6" in err and "hidden_dim=8 but --hidden_dim=16" in err
+    # The experiment remembers its model flags (settings.json): both contradictions
+    # are named before the checkpoint is even opened.
+    assert err.startswith("error: --emb_dim=6 contradicts this experiment's emb_dim=8; ")
+    assert "--hidden_dim=16 contradicts this experiment's hidden_dim=8 (stored in " in err
 
 
 # ------------------------------------------------------------------------------ atomicity

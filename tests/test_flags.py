@@ -4,8 +4,7 @@ import os
 
 import pytest
 
-from pointer_generator.cli import configs
-from pointer_generator.cli import flags as flags_lib
+from pointer_generator.cli import configs, flag_checks
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from tests import helpers
@@ -102,7 +101,7 @@ def _flags(setup, **overrides):
 
 
 def test_valid_train_flags_pass(setup):
-    flags_lib.validate(_flags(setup), ["prog"])
+    flag_checks.validate(_flags(setup), ["prog"])
 
 
 @pytest.mark.parametrize(
@@ -135,21 +134,21 @@ def test_valid_train_flags_pass(setup):
 )
 def test_contradictions_are_one_flag_error(setup, overrides, message):
     with pytest.raises(FlagError, match=message):
-        flags_lib.validate(_flags(setup, **overrides), ["prog"])
+        flag_checks.validate(_flags(setup, **overrides), ["prog"])
 
 
 def test_leftover_arguments_are_rejected(setup):
     with pytest.raises(FlagError, match="unexpected command-line arguments"):
-        flags_lib.validate(_flags(setup), ["prog", "stray"])
+        flag_checks.validate(_flags(setup), ["prog", "stray"])
 
 
 def test_one_off_operations_need_no_data(setup):
-    flags_lib.validate(_flags(setup, data_path="", restore_best_model=True), ["prog"])
+    flag_checks.validate(_flags(setup, data_path="", restore_best_model=True), ["prog"])
 
 
 def test_eval_single_pass_is_allowed_once_the_experiment_exists(setup):
     os.makedirs(os.path.join(setup.log_root, setup.exp_name, "train"))
-    flags_lib.validate(_flags(setup, mode="eval", single_pass=True), ["prog"])
+    flag_checks.validate(_flags(setup, mode="eval", single_pass=True), ["prog"])
 
 
 # ------------------------------------------------------------------------------ the CLI

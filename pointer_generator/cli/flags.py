@@ -1,7 +1,7 @@
 """Command-line flags: the original release's (spec 1.1) plus this implementation's.
 
 The original's flags keep their names, defaults and meanings. Everything is checked by
-`validate` before TensorFlow is imported, so a wrong command line costs one clear line
+`flag_checks.validate` before TensorFlow is imported, so a wrong command line costs one clear line
 (`FlagError`) and no start-up time. Checks that need TensorFlow (does a checkpoint match
 the flags, does the batch divide over the replicas) happen later, with the same kind of
 error.
@@ -9,19 +9,14 @@ error.
 
 from __future__ import annotations
 
-import glob
 import os
 
 from absl import flags
 
-from pointer_generator.errors import FlagError
 from pointer_generator.hparams import (
     DECODE_ATTENTION_MODES,
     GRAD_NORM_MODES,
-    MODES,
-    POSITIVE_FIELDS,
 )
-from pointer_generator.runtime.experiment import check_exp_name
 
 FLAGS = flags.FLAGS
 
@@ -364,151 +359,8 @@ def experiment_dir(fv) -> str:
     return os.path.join(fv.log_root, fv.exp_name)
 
 
-def validate(fv, argv: list[str] | None = None) -> None:
-    """Reject missing, unknown or contradictory flags with one FlagError line.
-
-    Args:
-      fv: parsed FlagValues (or any object with the flag attributes).
-      argv: leftover positional arguments after flag parsing (argv[0] is the program).
-    """
-    if argv is not None and len(argv) > 1:
-        raise FlagError(
-            f"unexpected command-line arguments {argv[1:]!r} (flags are written --name=value)"
-        )
-    if fv.mode not in MODES:
-        raise FlagError(f"--mode must be one of {', '.join(MODES)}, got {fv.mode!r}")
-    _validate_mode_options(fv)
-    _validate_paths(fv)
-    _validate_numbers(fv)
-    _validate_distribution(fv)
-    if fv.tf1_checkpoint:
-        path = fv.tf1_checkpoint
-        if not (os.path.isdir(path) or os.path.isfile(path + ".index")):
-            raise FlagError(
-                f"--tf1_checkpoint {path!r} is neither a checkpoint prefix "
-                f"(no {path}.index) nor a directory"
-            )
-    if fv.debug and fv.xla:
-        raise FlagError(
-            "--debug cannot be combined with --xla (numeric checks are not "
-            "available inside XLA clusters)"
-        )
-
-
-def _validate_mode_options(fv) -> None:
-    """Options that belong to one mode, and one-off operations that exclude each other."""
-    mode = fv.mode
-    if fv.single_pass and mode == "train":
-        raise FlagError(
-            "--single_pass is for decode (and eval) mode; it cannot be used in train mode"
-        )
-    for name in ("convert_to_coverage_model", "restore_best_model"):
-        if getattr(fv, name) and mode != "train":
-            raise FlagError(f"--{name} runs in train mode only (got --mode={mode})")
-    if fv.convert_to_coverage_model and fv.restore_best_model:
-        raise FlagError(
-            "--convert_to_coverage_model and --restore_best_model are separate "
-            "one-off operations; run them one at a time"
-        )
-    if fv.convert_to_coverage_model and not fv.coverage:
-        raise FlagError(
-            "--convert_to_coverage_model needs --coverage=1 (it makes a "
-            "coverage model from a checkpoint trained without coverage)"
-        )
-
-
-def _validate_paths(fv) -> None:
-    """The experiment, vocabulary and data paths exist where the mode needs them."""
-    if not fv.log_root:
-        raise FlagError("--log_root is required (the root directory of experiments)")
-    check_exp_name(fv.exp_name)
-    exp_dir = experiment_dir(fv)
-    if fv.mode != "train" and not os.path.isdir(exp_dir):
-        raise FlagError(
-            f"experiment directory {exp_dir!r} does not exist; run in train mode "
-            "to create it (check --log_root and --exp_name)"
-        )
-    if not fv.vocab_path:
-        raise FlagError("--vocab_path is required")
-    if not os.path.isfile(fv.vocab_path):
-        raise FlagError(f"--vocab_path {fv.vocab_path!r} is not a file")
-    one_off = fv.convert_to_coverage_model or fv.restore_best_model
-    if not one_off:
-        if not fv.data_path:
-            raise FlagError(
-                "--data_path is required (a glob of .bin files, e.g. "
-                "'finished_files/chunked/train_*')"
-            )
-        if not [f for f in glob.glob(fv.data_path) if os.path.isfile(f)]:
-            raise FlagError(f"--data_path {fv.data_path!r} matches no files")
-
-
-def _validate_numbers(fv) -> None:
-    positive = POSITIVE_FIELDS + (
-        "save_checkpoint_secs",
-        "log_every_n_steps",
-        "num_cpu_devices",
-        "decode_batch_size",
-    )
-    for name in positive:
-        if getattr(fv, name) <= 0:
-            raise FlagError(f"--{name} must be positive, got {getattr(fv, name)}")
-    non_negative = (
-        "min_dec_steps",
-        "vocab_size",
-        "max_steps",
-        "max_eval_iterations",
-        "eval_interval_secs",
-        "cov_loss_wt",
-        "length_penalty",
-        "attention_pages",
-        "max_decode_examples",
-    )
-    for name in non_negative:
-        if getattr(fv, name) < 0:
-            raise FlagError(f"--{name} must be >= 0, got {getattr(fv, name)}")
-    for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
-        if not getattr(fv, name) > 0:
-            raise FlagError(f"--{name} must be > 0, got {getattr(fv, name)}")
-    if 0 < fv.vocab_size < 5:
-        raise FlagError(
-            f"--vocab_size {fv.vocab_size} leaves no room for words after the 4 "
-            "special tokens (use 0 for the whole file)"
-        )
-    if fv.static_shapes and fv.max_oovs <= 0:
-        raise FlagError(f"--max_oovs must be positive with --static_shapes, got {fv.max_oovs}")
-    if fv.decode_attention not in DECODE_ATTENTION_MODES:
-        raise FlagError(
-            f"--decode_attention must be one of "
-            f"{', '.join(DECODE_ATTENTION_MODES)}, got {fv.decode_attention!r}"
-        )
-
-
 def strategy_name(fv) -> str:
     """The distribution strategy the flags ask for (`--tpu` alone implies tpu)."""
     if fv.tpu and fv.distribution_strategy == "default":
         return "tpu"
     return fv.distribution_strategy
-
-
-def _validate_distribution(fv) -> None:
-    name = strategy_name(fv)
-    if fv.tpu and name != "tpu":
-        raise FlagError(
-            f"--tpu is given but --distribution_strategy={name}; use "
-            "--distribution_strategy=tpu (or leave it at default)"
-        )
-    if name == "tpu":
-        if not fv.tpu:
-            raise FlagError(
-                "--distribution_strategy=tpu needs --tpu (an address, a TPU name or 'local')"
-            )
-        if not fv.static_shapes:
-            raise FlagError(
-                "--distribution_strategy=tpu needs --static_shapes=1 (TPUs "
-                "compile for fixed shapes)"
-            )
-    if fv.num_cpu_devices > 1 and name != "mirrored":
-        raise FlagError("--num_cpu_devices > 1 is only used by --distribution_strategy=mirrored")
-    if fv.num_gpus < -1:
-        raise FlagError(f"--num_gpus must be -1 (all), 0 or positive, got {fv.num_gpus}")

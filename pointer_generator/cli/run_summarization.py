@@ -17,7 +17,7 @@ from absl import flags as absl_flags
 from absl import logging as absl_logging
 
 from pointer_generator import exit_codes
-from pointer_generator.cli import configs, console, stored_settings
+from pointer_generator.cli import configs, console, flag_checks, stored_settings
 from pointer_generator.cli import flags as flags_lib
 
 FLAGS = flags_lib.FLAGS
@@ -47,7 +47,7 @@ def run_mode(argv: list[str]) -> None:
 
     # Flags not given come from the experiment's settings.json (if it has one).
     stored_settings.apply(FLAGS, FLAGS.mode)
-    flags_lib.validate(FLAGS, argv)
+    flag_checks.validate(FLAGS, argv)
     console.setup_logging()
     hps = configs.hparams(FLAGS)
     if FLAGS.mode == "decode":

@@ -69,6 +69,7 @@ def apply(fv, mode: str) -> dict | None:
     if stored is None:
         return None
     path = settings_path(fv)
+    contradictions = []
     for name, value in stored["flags"].items():
         if name not in fv:
             continue
@@ -78,11 +79,14 @@ def apply(fv, mode: str) -> dict | None:
             continue
         sticky = name in MODEL_FLAGS and not (mode == "train" and name == "coverage")
         if sticky and flag.value != value:
-            raise FlagError(
-                f"--{name}={_show(flag.value)} contradicts this experiment's {name}="
-                f"{_show(value)} (stored in {path} when it was trained); drop the flag, "
-                "or train a new experiment (another --exp_name)"
+            contradictions.append(
+                f"--{name}={_show(flag.value)} contradicts this experiment's {name}={_show(value)}"
             )
+    if contradictions:
+        raise FlagError(
+            "; ".join(contradictions) + f" (stored in {path} when it was trained); drop the "
+            "flag, or train a new experiment (another --exp_name)"
+        )
     _apply_vocab(fv, stored["vocab"], path)
     return stored
 

@@ -285,5 +285,4 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
         line += f", coverage loss {result['coverage_loss']:.6f}"
     print(line, flush=True)
     print(f"Written to {exp.single_pass_loss}", flush=True)
-    log.info(line)
     return result

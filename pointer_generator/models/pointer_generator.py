@@ -11,8 +11,6 @@ decoding uses XLA for the attention and the final distribution (docs/performance
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import keras
 import tensorflow as tf
 
@@ -30,34 +28,7 @@ from pointer_generator.layers.final_distribution import decode_final_distributio
 from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.layers.recurrent import keras_cell_step
 from pointer_generator.models import final_candidates
-
-# Batch fields the model reads (the input pipeline yields these and some strings).
-MODEL_INPUT_KEYS = (
-    "enc_batch",
-    "enc_lens",
-    "enc_padding_mask",
-    "enc_batch_extend_vocab",
-    "max_art_oovs",
-    "dec_batch",
-    "target_batch",
-    "dec_padding_mask",
-)
-
-
-class EncoderOutput(NamedTuple):
-    """What the decoder needs from the encoder.
-
-    states: [batch, enc_len, 2*hidden] h_i (zero at padded positions).
-    features: [batch, enc_len, attn_dim] W_h h_i.
-    padding_mask: [batch, enc_len] float.
-    c, h: [batch, hidden] reduced initial decoder state.
-    """
-
-    states: tf.Tensor
-    features: tf.Tensor
-    padding_mask: tf.Tensor
-    c: tf.Tensor
-    h: tf.Tensor
+from pointer_generator.models.model_io import EncoderOutput
 
 
 def _cell_weights(cell: keras.layers.LSTMCell):

@@ -121,21 +121,22 @@ def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
     try:
         if cfg.convert_to_coverage_model:
-            lock_train_dir(exp, cfg)
-            return convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
-        if cfg.restore_best_model:
-            lock_train_dir(exp, cfg)
-            return restore_best_model(hps, vocab, exp)
-        return _train(hps, vocab, cfg, exp)
+            lock_train_dir(exp)
+            path = convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
+        elif cfg.restore_best_model:
+            lock_train_dir(exp)
+            path = restore_best_model(hps, vocab, exp)
+        else:
+            return _train(hps, vocab, cfg, exp)
+        write_settings(exp, cfg.settings)  # the model now in train/ is made with these
+        return path
     finally:
         locks.release(exp.train_dir)
 
 
-def lock_train_dir(exp: Experiment, cfg: TrainConfig) -> None:
-    """Become train/'s one writer (a second training job or conversion is refused), then
-    store how the experiment is made (settings.json)."""
+def lock_train_dir(exp: Experiment) -> None:
+    """Become train/'s one writer (a second training job or conversion is refused)."""
     locks.acquire(exp.train_dir, "training job", "give this run another --exp_name")
-    write_settings(exp, cfg.settings)
 
 
 def _train(hps: HParams, vocab, cfg: TrainConfig, exp: Experiment) -> None:
@@ -145,8 +146,8 @@ def _train(hps: HParams, vocab, cfg: TrainConfig, exp: Experiment) -> None:
         tf.debugging.enable_check_numerics()
     try:
         trainer = Trainer(hps, vocab.size(), strategy, jit_compile=cfg.xla)
-        log.info("%s; %s", trainer.model.parameter_summary(), distribution.describe(strategy))
         print(trainer.model.parameter_summary(), flush=True)
+        log.info("Devices: %s", distribution.describe(strategy))
         train_loop(trainer, vocab, exp, cfg)
     finally:
         if cfg.debug:
@@ -157,7 +158,7 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
     """Restore or initialise the state; returns (iterator, checkpoints, fresh_start)."""
     chief = distribution.is_chief(trainer.strategy)
     if chief:
-        lock_train_dir(exp, cfg)
+        lock_train_dir(exp)
         latest = checkpointing.recover_train_dir(exp.train_dir)
     else:
         latest = checkpointing.latest_checkpoint(exp.train_dir)
@@ -168,6 +169,9 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
             log.warning("--tf1_checkpoint ignored: train/ already has checkpoints")
     elif cfg.tf1_checkpoint:
         trainer.load_tf1(cfg.tf1_checkpoint)
+    if chief:
+        # Only now: the flags have passed the checkpoint's checks.
+        write_settings(exp, cfg.settings)
     keep_data = cfg.checkpoint_data_position and trainer.num_workers == 1
     iterator, data_config = training_data(trainer, vocab, cfg, latest if keep_data else None)
     directory = _worker_directory(exp, trainer)
