@@ -1,0 +1,174 @@
+"""ABS (Rush, Chopra & Weston 2015): a feed-forward language model over the last C
+summary words plus an encoder of the input sentence (spec abs-ras.md §2).
+
+    log p(y_{i+1} | x, y_c) = log_softmax(V tanh(U [E y_c]) + W enc(x, y_c))
+
+`encoder` picks enc1 (bag of words), enc2 (convolutional) or enc3 (attention, the ABS
+model). One vocabulary for input and summary (the project's `Vocab`; NAMAS builds two,
+which the config can grow into); the window starts as C copies of [START] and the
+summary ends with [STOP], a training target like every word (NAMAS's implicit `</s>`).
+
+The model reads the input pipeline's batches made with `pointer_gen=False` (article
+OOVs are [UNK]): `enc_batch`, `enc_padding_mask`, `dec_batch` ([START] + summary),
+`target_batch` (summary + [STOP]) and `dec_padding_mask`. `decode_step` is a step
+function for `decoding.beam_search.batched_beam_search`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from pointer_generator.data.vocab import START_ID
+from pointer_generator.layers.abs_layers import (
+    ABSOutput,
+    AttentionEncoder,
+    BagOfWordsEncoder,
+    ConvEncoder,
+    NNLMHidden,
+)
+
+ENCODERS = ("bow", "conv", "attention")
+
+
+@dataclasses.dataclass(frozen=True)
+class ABSConfig:
+    """ABS's sizes and switches (paper values in spec §2.8; [R] = recalled, unverified).
+
+    window: C, the summary words the language model sees (5 [R]).
+    emb_dim: D, the E and G embeddings (200 [R]). hidden_dim: H, the language model's
+    hidden layer and the encoder's size (400 [R]). smoothing: Q (2 [R]);
+    smoothing_divisor: "Q" as printed or "2Q+1". conv_layers: L (3 [R]).
+    namas: the official code's departures (biases, learned smoothing, extra linear
+    layers; spec §2.9) instead of the paper's equations.
+    """
+
+    encoder: str = "attention"
+    window: int = 5  # the paper configuration ("abs_paper") is the default
+    emb_dim: int = 200
+    hidden_dim: int = 400
+    smoothing: int = 2
+    smoothing_divisor: str = "Q"
+    conv_layers: int = 3
+    namas: bool = False
+
+    def __post_init__(self):
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}")
+
+
+def context_windows(dec_batch, window: int):
+    """[B, T, C]: for each decoder step t the last C summary tokens up to y_t, where
+    dec_batch[:, t] = y_t ([START] at t = 0) and positions before the start are [START]."""
+    start = tf.fill([tf.shape(dec_batch)[0], window - 1], tf.constant(START_ID, dec_batch.dtype))
+    padded = tf.concat([start, dec_batch], axis=1)
+    return tf.signal.frame(padded, window, 1, axis=1)
+
+
+@keras.saving.register_keras_serializable(package="pointer_generator")
+class ABSModel(keras.Model):
+    """The ABS family: three embeddings (E for the language model, G for the attention
+    query, F for the input), the NNLM hidden layer, one encoder, the output layer."""
+
+    def __init__(self, config: ABSConfig, vocab_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.config, self.vocab_size = config, vocab_size
+        c = config
+        self.e = keras.layers.Embedding(vocab_size, c.emb_dim, name="E")
+        self.f = keras.layers.Embedding(vocab_size, c.hidden_dim, name="F")
+        self.g = (
+            keras.layers.Embedding(vocab_size, c.emb_dim, name="G")
+            if c.encoder == "attention"
+            else None
+        )
+        self.nnlm = NNLMHidden(c.hidden_dim, use_bias=c.namas, name="nnlm")
+        if c.encoder == "bow":
+            self.encoder = BagOfWordsEncoder(extra_linear=c.namas, name="encoder")
+        elif c.encoder == "conv":
+            self.encoder = ConvEncoder(c.conv_layers, c.smoothing, name="encoder")
+        else:
+            self.encoder = AttentionEncoder(
+                c.smoothing,
+                c.smoothing_divisor,
+                p_bias=c.namas,
+                learned_smoothing=c.namas,
+                extra_linear=c.namas,
+                name="encoder",
+            )
+        self.out = ABSOutput(vocab_size, use_bias=c.namas, name="output")
+
+    def build_weights(self):
+        """Create every weight by running a one-token batch."""
+        ids = tf.zeros([1, 2], tf.int32)
+        self.log_probs(ids, tf.ones([1, 2]), ids)
+        self.built = True
+        return self
+
+    def _encode(self, enc_batch, enc_padding_mask, windows):
+        """enc [N, H] for each row of `windows` [N, C] (N = B*T rows, article b repeated
+        T times), and the attention [N, M] (enc3) or None."""
+        x = self.f(enc_batch)
+        if self.g is None:
+            return self.encoder(x, enc_padding_mask), None
+        reps = tf.shape(windows)[0] // tf.shape(enc_batch)[0]
+        x = tf.repeat(x, reps, axis=0)
+        mask = tf.repeat(enc_padding_mask, reps, axis=0)
+        return self.encoder(x, mask, self.g(windows))
+
+    def log_probs(self, enc_batch, enc_padding_mask, dec_batch):
+        """log p(y_{t+1} | x, y_c) for every decoder step: [B, T, V]."""
+        windows = context_windows(dec_batch, self.config.window)  # [B, T, C]
+        b, t = tf.shape(windows)[0], tf.shape(windows)[1]
+        flat = tf.reshape(windows, [b * t, self.config.window])
+        h = self.nnlm(self.e(flat))
+        enc, _ = self._encode(enc_batch, enc_padding_mask, flat)
+        if self.g is None:
+            enc = tf.repeat(enc, t, axis=0)
+        return tf.reshape(self.out(h, enc), [b, t, self.vocab_size])
+
+    def call(self, batch, training=False):
+        """{"loss": mean NLL per real target token (perplexity = exp(loss)),
+        "log_probs": [B, T, V]}."""
+        lp = self.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
+        gold = tf.gather(lp, batch["target_batch"], batch_dims=2)
+        mask = tf.cast(batch["dec_padding_mask"], gold.dtype)
+        loss = -tf.reduce_sum(gold * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+        return {"loss": loss, "log_probs": lp}
+
+    # ------------------------------------------------------------------ decoding
+    def initial_carry(self, batch_size):
+        """The window of a new summary: C copies of [START] (the search feeds [START] as
+        the first token, which shifts in as the newest)."""
+        return {"window": tf.fill([batch_size, self.config.window], START_ID)}
+
+    def decode_step(self, tokens, carry, articles, beam_size: int = 1):
+        """One search step for `decoding.beam_search.batched_beam_search`: (probs [N, V],
+        attn [N, M] (zeros for enc1/enc2), p_gen [N] (ones), new carry), N = S * K rows.
+
+        tokens [N]: each hypothesis' latest token; carry {"window": [N, C]};
+        articles {"enc": [S, M] ids, "mask": [S, M]}, one row per article, tiled here to
+        its `beam_size` hypotheses (row s*K + k).
+        """
+        window = tf.concat([carry["window"][:, 1:], tokens[:, None]], axis=1)
+        enc_ids = tf.repeat(articles["enc"], beam_size, axis=0)
+        mask = tf.repeat(articles["mask"], beam_size, axis=0)
+        h = self.nnlm(self.e(window))
+        enc, attn = self._encode(enc_ids, mask, window)
+        log_p = self.out(h, enc)
+        if attn is None:
+            attn = tf.zeros_like(mask)
+        return tf.exp(log_p), attn, tf.ones_like(log_p[:, 0]), {"window": window}
+
+    def get_config(self):
+        return {
+            "config": dataclasses.asdict(self.config),
+            "vocab_size": self.vocab_size,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(ABSConfig(**config.pop("config")), **config)
