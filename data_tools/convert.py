@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
+from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter, add_output_arguments
 from data_tools.progress import Issue, ordered_map, plural
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator import exit_codes
@@ -356,26 +356,13 @@ def build_arg_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--input", required=True, help="input file, folder (text), or - (stdin)")
     p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("--out_dir", required=True, help="output folder (finished_files layout)")
-    p.add_argument(
-        "--set_name",
-        default="train",
-        help="name of the output set: {set}.bin, chunked/{set}_NNN.bin",
-    )
-    p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE)
-    p.add_argument(
-        "--write_vocab",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="write a vocab file (default: only when --set_name is train)",
-    )
+    add_output_arguments(p)
     p.add_argument(
         "--tokenized",
         action="store_true",
         help="the text is already PTB-tokenized and lower-cased: use it verbatim",
     )
     p.add_argument("--num_workers", type=int, default=1, help="tokenizer processes")
-    p.add_argument("--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE)
     p.add_argument(
         "--unicode_text", action="store_true", help="Python 3 text semantics (Unicode lower-casing)"
     )

@@ -8,6 +8,7 @@ earlier, larger run (otherwise a stale `train_287.bin` would silently join a new
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import re
@@ -166,3 +167,21 @@ class FinishedFilesWriter:
         else:
             self.abort()
         return False
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of a converter's output set: folder, set name, chunks, vocabulary."""
+    parser.add_argument("--out_dir", required=True, help="output folder (finished_files layout)")
+    parser.add_argument(
+        "--set_name",
+        default="train",
+        help="name of the output set: {set}.bin, chunked/{set}_NNN.bin",
+    )
+    parser.add_argument("--chunk_size", type=int, default=CHUNK_SIZE, help="records per chunk file")
+    parser.add_argument(
+        "--write_vocab",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write a vocab file (default: only when --set_name is train)",
+    )
+    parser.add_argument("--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE)

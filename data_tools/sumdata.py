@@ -33,9 +33,10 @@ import os
 import sys
 from collections.abc import Iterator
 
-from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
+from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter, add_output_arguments
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator import exit_codes
+from pointer_generator.data.text_files import read_text
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, UNK_TOKEN
 from pointer_generator.errors import DataError
 
@@ -45,15 +46,7 @@ REFERENCES_SUFFIX = ".references"
 
 
 def _lines(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text ({e})") from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror})") from None
+    return read_text(path).splitlines()
 
 
 def normalize(line: str) -> str:
@@ -133,16 +126,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         nargs="+",
         help="*.title*.txt, or task1_ref0.txt [task1_ref1.txt ...] (several references)",
     )
-    p.add_argument("--out_dir", required=True, help="output folder (finished_files layout)")
-    p.add_argument("--set_name", default="train", help="{set}.bin, chunked/{set}_NNN.bin")
-    p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE)
-    p.add_argument(
-        "--write_vocab",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="write a vocab file (default: only when --set_name is train)",
-    )
-    p.add_argument("--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE)
+    add_output_arguments(p)
     return p
 
 

@@ -139,6 +139,20 @@ def cli_args(**flags) -> list[str]:
     return [f"--{k}={int(v) if isinstance(v, bool) else v}" for k, v in values.items()]
 
 
+def run_args(data, exp_name: str, mode: str = "train", **flags) -> list[str]:
+    """`cli_args` of a tiny run on `data` (a `tiny_setup`) in experiment `exp_name`:
+    the training split for train mode, the validation split otherwise; no timed saves."""
+    values = dict(
+        data_path=data.train_path if mode == "train" else data.val_path,
+        vocab_path=data.vocab_path,
+        log_root=data.log_root,
+        exp_name=exp_name,
+        save_checkpoint_secs=3600,
+    )
+    values.update(flags)
+    return cli_args(mode=mode, **values)
+
+
 # ------------------------------------------------------------------------------ batches
 def numpy_batch(
     batch_size: int,

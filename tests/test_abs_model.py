@@ -53,7 +53,7 @@ def test_log_probs_are_the_printed_equations_composed():
     e, f, g = (layer.embeddings.numpy() for layer in (model.e, model.f, model.g))
     u = model.nnlm.u.kernel.numpy()
     p_matrix = model.encoder.p.kernel.numpy()
-    v, w = model.out.v.numpy(), model.out.w.numpy()
+    v, w = model.out.a.numpy(), model.out.b.numpy()
     for b, n in enumerate((6, 4)):
         x = f[batch["enc_batch"][b, :n]]
         history = [START_ID] * 2 + batch["dec_batch"][b].tolist()

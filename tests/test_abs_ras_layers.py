@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pointer_generator.layers import abs_layers, ras_layers
+from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
 from tests import numpy_abs_ras as ref
 
 LENGTHS = [5, 3, 1]  # padded to 5: the short rows must give what they give alone
@@ -119,12 +120,17 @@ def test_attention_encoder_namas_switches(rng):
 
 def test_abs_output_is_log_softmax_of_vh_plus_w_enc(rng):
     h, enc = rng.normal(size=(2, H)), rng.normal(size=(2, 5))
-    layer = abs_layers.ABSOutput(11, dtype="float64")
+    layer = LogSoftmaxOutput(11, ("V", "W"), dtype="float64")
     out = layer(h, enc)
     for b in range(2):
-        _close(out[b], ref.abs_output(h[b], enc[b], layer.v.numpy(), layer.w.numpy()))
+        _close(out[b], ref.abs_output(h[b], enc[b], layer.a.numpy(), layer.b.numpy()))
     assert layer.count_params() == 11 * H + 11 * 5  # |V| + |W|, no bias (paper)
-    assert abs_layers.ABSOutput(11, use_bias=True).get_config()["use_bias"] is True
+    biased = LogSoftmaxOutput(11, ("V", "W"), use_bias=True, dtype="float64")
+    biased(h, enc)
+    biased.a.assign(layer.a), biased.b.assign(layer.b), biased.bias.assign(np.full(11, 0.2))
+    _close(biased(h, enc), out)  # a constant bias cancels in the softmax
+    assert [w.name for w in layer.weights] == ["V", "W"]
+    _roundtrip(biased)
 
 
 # ------------------------------------------------------------------------------ RAS
@@ -206,9 +212,8 @@ def test_the_standard_switch_is_the_only_difference_from_keras_lstm(rng):
 
 def test_ras_output_is_log_softmax_of_the_state_and_context(rng):
     h, c = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
-    layer = ras_layers.RASOutput(9, dtype="float64")
+    layer = LogSoftmaxOutput(9, ("W4", "W5"), dtype="float64")
     out = layer(h, c)
     for b in range(2):
-        _close(out[b], ref.ras_output(h[b], c[b], layer.w4.numpy(), layer.w5.numpy()))
+        _close(out[b], ref.ras_output(h[b], c[b], layer.a.numpy(), layer.b.numpy()))
     assert layer.count_params() == 2 * 4 * 9
-    _roundtrip(layer)

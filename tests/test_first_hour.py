@@ -30,17 +30,7 @@ def trained(tmp_path_factory):
     """A tiny experiment trained with explicit model flags (settings.json written)."""
     root = tmp_path_factory.mktemp("first_hour")
     data = helpers.tiny_setup(root, n_train=12, n_val=6)
-    args = helpers.cli_args(
-        mode="train",
-        data_path=data.train_path,
-        vocab_path=data.vocab_path,
-        log_root=data.log_root,
-        exp_name="exp",
-        max_steps=3,
-        save_checkpoint_secs=3600,
-        hidden_dim=12,
-        emb_dim=6,
-    )
+    args = helpers.run_args(data, "exp", max_steps=3, hidden_dim=12, emb_dim=6)
     assert helpers.run_main_in_process(args) == 0
     data.exp_dir = os.path.join(data.log_root, "exp")
     return data
@@ -183,14 +173,7 @@ def test_the_suggested_tensorboard_command_finds_the_event_files(trained):
 # -------------------------------------------------------------------------- quiet, honest
 def test_a_training_run_prints_the_projects_lines_once_and_nothing_of_tensorflows(tmp_path):
     data = helpers.tiny_setup(tmp_path, n_train=8, n_val=4)
-    args = helpers.cli_args(
-        mode="train",
-        data_path=data.train_path,
-        vocab_path=data.vocab_path,
-        log_root=data.log_root,
-        exp_name="quiet",
-        max_steps=3,
-    )
+    args = helpers.run_args(data, "quiet", max_steps=3)
     env = helpers.subprocess_env()
     env.pop("TF_CPP_MIN_LOG_LEVEL")
     proc = subprocess.run(

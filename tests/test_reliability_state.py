@@ -42,15 +42,7 @@ def trained(tmp_path_factory):
 
 
 def _train_args(data, exp_name, mode="train", **flags):
-    values = dict(
-        data_path=data.train_path if mode != "decode" else data.val_path,
-        vocab_path=data.vocab_path,
-        log_root=data.log_root,
-        exp_name=exp_name,
-        save_checkpoint_secs=3600,
-    )
-    values.update(flags)
-    return helpers.cli_args(mode=mode, **values)
+    return helpers.run_args(data, exp_name, mode, **flags)
 
 
 def _copy(data, name: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from pointer_generator.data.text_files import read_text
 from pointer_generator.errors import DataError, FlagError
 
 
@@ -24,15 +25,7 @@ def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
         if path == "-":
             out.append(("<stdin>", _read_stdin()))
             continue
-        try:
-            with open(path, encoding="utf-8") as f:
-                out.append((path, f.read()))
-        except FileNotFoundError:
-            raise DataError(f"{path}: no such file") from None
-        except UnicodeDecodeError as e:
-            raise DataError(f"{path}: not UTF-8 text ({e})") from None
-        except OSError as e:
-            raise DataError(f"{path}: cannot read ({e.strerror})") from None
+        out.append((path, read_text(path)))
     return out
 
 

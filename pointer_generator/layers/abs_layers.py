@@ -9,7 +9,7 @@ embedding size, H hidden / encoder size.
 * `BagOfWordsEncoder` enc1 = mean of the input embeddings F x_j (§2.3)
 * `ConvEncoder`       enc2: L x (conv width 2Q+1, max-pool 2, tanh), max over time (§2.3)
 * `AttentionEncoder`  enc3 = p^T x̄, p = softmax(x̃ P ỹ'_c), x̄ the ±Q-smoothed x̃ (§2.3)
-* `ABSOutput`         log p = log_softmax(V h + W enc) (§2.4)
+* the output, log p = log_softmax(V h + W enc) (§2.4), is `log_softmax_output.py`
 
 Padding: every encoder gives for a padded row exactly what it gives for the same row
 unpadded (padded positions are zeroed before every window and excluded from every
@@ -225,32 +225,3 @@ class AttentionEncoder(keras.layers.Layer):
             "learned_smoothing": self.learned_smoothing,
             "extra_linear": self.extra_linear,
         }
-
-
-@keras.saving.register_keras_serializable(package="pointer_generator")
-class ABSOutput(keras.layers.Layer):
-    """log p(y_{i+1} | x, y_c) = log_softmax(V h + W enc) over the summary vocabulary
-    (spec §2.4). Call: h [B, H_lm], enc [B, H_enc] -> [B, V].
-
-    use_bias: NAMAS's output layer is one Linear on [h; enc] with a bias (paper: none).
-    """
-
-    def __init__(self, vocab_size: int, use_bias: bool = False, **kwargs):
-        super().__init__(**kwargs)
-        self.vocab_size, self.use_bias = vocab_size, use_bias
-
-    def build(self, h_shape, enc_shape=None):
-        self.v = self.add_weight(name="V", shape=(h_shape[-1], self.vocab_size))
-        self.w = self.add_weight(name="W", shape=(enc_shape[-1], self.vocab_size))
-        if self.use_bias:
-            self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
-        self.built = True
-
-    def call(self, h, enc):
-        logits = tf.matmul(h, self.v) + tf.matmul(enc, self.w)
-        if self.use_bias:
-            logits = logits + self.bias
-        return tf.nn.log_softmax(logits, axis=-1)
-
-    def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size, "use_bias": self.use_bias}

@@ -11,7 +11,7 @@ attention is a dot product z_j · h_{t-1}), q the convolution width.
 * `RASLSTMCell`  the printed LSTM: c_t enters all four gates, h_t = m_t ⊙ o_t with no
                  tanh (§3.3); `standard=True` gives o_t ⊙ tanh(m_t), the only difference
                  from Keras' LSTMCell
-* `RASOutput`    log ρ(W4 h_t + W5 c_t) (§3.2)
+* the output, log ρ(W4 h_t + W5 c_t) (§3.2), is `log_softmax_output.py`
 
 No biases: the printed equations have none (`use_bias` adds them, as a switch).
 """
@@ -139,29 +139,3 @@ class RASLSTMCell(keras.layers.Layer):
             "standard": self.standard,
             "use_bias": self.use_bias,
         }
-
-
-@keras.saving.register_keras_serializable(package="pointer_generator")
-class RASOutput(keras.layers.Layer):
-    """log P_t = log_softmax(W4 h_t + W5 c_t) over the summary vocabulary.
-    Call: h [B, d], context [B, d] -> [B, V]."""
-
-    def __init__(self, vocab_size: int, use_bias: bool = False, **kwargs):
-        super().__init__(**kwargs)
-        self.vocab_size, self.use_bias = vocab_size, use_bias
-
-    def build(self, h_shape, context_shape=None):
-        self.w4 = _matrix(self, "W4", h_shape[-1], self.vocab_size)
-        self.w5 = _matrix(self, "W5", context_shape[-1], self.vocab_size)
-        if self.use_bias:
-            self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
-        self.built = True
-
-    def call(self, h, context):
-        logits = tf.matmul(h, self.w4) + tf.matmul(context, self.w5)
-        if self.use_bias:
-            logits = logits + self.bias
-        return tf.nn.log_softmax(logits, axis=-1)
-
-    def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size, "use_bias": self.use_bias}

@@ -23,12 +23,12 @@ import tensorflow as tf
 
 from pointer_generator.data.vocab import START_ID
 from pointer_generator.layers.abs_layers import (
-    ABSOutput,
     AttentionEncoder,
     BagOfWordsEncoder,
     ConvEncoder,
     NNLMHidden,
 )
+from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
 
 ENCODERS = ("bow", "conv", "attention")
 
@@ -97,7 +97,7 @@ class ABSModel(keras.Model):
                 extra_linear=c.namas,
                 name="encoder",
             )
-        self.out = ABSOutput(vocab_size, use_bias=c.namas, name="output")
+        self.out = LogSoftmaxOutput(vocab_size, ("V", "W"), use_bias=c.namas, name="output")
 
     def build_weights(self):
         """Create every weight by running a one-token batch."""
