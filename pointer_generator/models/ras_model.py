@@ -1,0 +1,146 @@
+"""RAS-Elman and RAS-LSTM (Chopra, Auli & Rush 2016; spec abs-ras.md §3): a recurrent
+decoder that attends, with its previous state, over convolutional keys of the input.
+
+    z = conv_q(x + l)                      keys: words plus absolute positions
+    α_t ∝ exp(z_j · h_{t-1}),  c_t = Σ_j α_tj x_j   (plain word embeddings)
+    h_t = Elman(y_{t-1}, h_{t-1}, c_t)  or  the printed LSTM
+    log P_t = log_softmax(W4 h_t + W5 c_t)
+
+d (the embedding size) equals the decoder state size: the attention is a dot product.
+One vocabulary for input and summary (as ABS here). Batches as for ABS (`pointer_gen=False`
+pipeline); `decode_step` is a step function for the batched beam search, over the
+`search_articles` of a batch (keys computed once per article).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
+from pointer_generator.layers.ras_layers import ElmanCell, RASEncoder, RASLSTMCell, ras_attention
+
+DECODERS = ("elman", "lstm")
+
+
+@dataclasses.dataclass(frozen=True)
+class RASConfig:
+    """RAS's sizes (paper: d = 512; q = 5 is recalled, unverified [R]).
+
+    decoder: "elman" (sigmoid recurrence) or "lstm" (the printed cell; `standard_lstm`
+    puts the tanh back). width: q, the convolution width (odd). max_positions: how many
+    absolute positions have an embedding (inputs must not be longer).
+    """
+
+    decoder: str = "elman"
+    dim: int = 512
+    width: int = 5
+    max_positions: int = 100
+    standard_lstm: bool = False
+
+    def __post_init__(self):
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
+
+
+@keras.saving.register_keras_serializable(package="pointer_generator")
+class RASModel(keras.Model):
+    """The RAS family: input and output word embeddings, the convolutional encoder, an
+    Elman or LSTM decoder cell, the output layer."""
+
+    def __init__(self, config: RASConfig, vocab_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.config, self.vocab_size = config, vocab_size
+        d = config.dim
+        self.x_emb = keras.layers.Embedding(vocab_size, d, name="x")
+        self.y_emb = keras.layers.Embedding(vocab_size, d, name="y")
+        self.encoder = RASEncoder(config.width, config.max_positions, name="encoder")
+        if config.decoder == "elman":
+            self.cell = ElmanCell(d, name="elman")
+        else:
+            self.cell = RASLSTMCell(d, standard=config.standard_lstm, name="lstm")
+        self.out = LogSoftmaxOutput(vocab_size, ("W4", "W5"), name="output")
+
+    @property
+    def lstm(self) -> bool:
+        return self.config.decoder == "lstm"
+
+    def build_weights(self):
+        ids = tf.zeros([1, 2], tf.int32)
+        self.log_probs(ids, tf.ones([1, 2]), ids)
+        self.built = True
+        return self
+
+    def search_articles(self, enc_batch, enc_padding_mask) -> dict:
+        """What every decoder step reads of the articles: words x, keys z [B, M, d], mask."""
+        length = enc_batch.shape[1]
+        if length is not None and length > self.config.max_positions:
+            raise ValueError(
+                f"inputs of {length} tokens are longer than the {self.config.max_positions} "
+                "positions RAS has embeddings for (max_positions)"
+            )
+        x = self.x_emb(enc_batch)
+        mask = tf.cast(enc_padding_mask, x.dtype)
+        return {"x": x, "z": self.encoder(x, mask), "mask": mask}
+
+    def initial_carry(self, batch_size) -> dict:
+        """h_0 (and m_0) = zeros (the paper is silent; spec §3.4)."""
+        zeros = tf.zeros([batch_size, self.config.dim])
+        return {"h": zeros, "m": zeros} if self.lstm else {"h": zeros}
+
+    def _step(self, y, carry, art):
+        """One decoder step: (log P_t [N, V], α_t [N, M], new carry)."""
+        context, alpha = ras_attention(art["z"], art["x"], art["mask"], carry["h"])
+        if self.lstm:
+            h, m = self.cell(y, carry["h"], carry["m"], context)
+            new = {"h": h, "m": m}
+        else:
+            h = self.cell(y, carry["h"], context)
+            new = {"h": h}
+        return self.out(h, context), alpha, new
+
+    def log_probs(self, enc_batch, enc_padding_mask, dec_batch):
+        """log P(y_{t+1} | y_1..y_t, x) for every decoder step: [B, T, V]."""
+        art = self.search_articles(enc_batch, enc_padding_mask)
+        ys = tf.transpose(self.y_emb(dec_batch), [1, 0, 2])  # [T, B, d]
+
+        def body(state, y):
+            log_p, _, new = self._step(y, state[1], art)
+            return log_p, new
+
+        first = (
+            tf.zeros([tf.shape(dec_batch)[0], self.vocab_size]),
+            self.initial_carry(tf.shape(dec_batch)[0]),
+        )
+        outs, _ = tf.scan(body, ys, initializer=first)
+        return tf.transpose(outs, [1, 0, 2])
+
+    def call(self, batch, training=False):
+        """{"loss": mean NLL per real target token, "log_probs": [B, T, V]}."""
+        lp = self.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
+        gold = tf.gather(lp, batch["target_batch"], batch_dims=2)
+        mask = tf.cast(batch["dec_padding_mask"], gold.dtype)
+        loss = -tf.reduce_sum(gold * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+        return {"loss": loss, "log_probs": lp}
+
+    def decode_step(self, tokens, carry, articles, beam_size: int = 1):
+        """A step function for `batched_beam_search`: (probs [N, V], α [N, M], p_gen [N]
+        (ones), new carry); `articles` from `search_articles`, one row per article,
+        tiled here to its `beam_size` hypotheses."""
+        art = {k: tf.repeat(v, beam_size, axis=0) for k, v in articles.items()}
+        log_p, alpha, new = self._step(self.y_emb(tokens), carry, art)
+        return tf.exp(log_p), alpha, tf.ones_like(log_p[:, 0]), new
+
+    def get_config(self):
+        return {
+            "config": dataclasses.asdict(self.config),
+            "vocab_size": self.vocab_size,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(RASConfig(**config.pop("config")), **config)

@@ -1,0 +1,114 @@
+"""The RAS models: their log-probabilities against the NumPy composition of the printed
+equations, the search step against the training pass, overfitting, the closed-form sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
+from pointer_generator.decoding.beam_search import batched_beam_search
+from pointer_generator.models.ras_model import RASConfig, RASModel
+from tests import numpy_abs_ras as ref
+from tests.test_abs_model import _batch
+
+V = 30
+
+
+def _model(decoder="elman", **kw):
+    tf.keras.utils.set_random_seed(4)
+    config = RASConfig(decoder=decoder, **{"dim": 6, "width": 3, "max_positions": 12, **kw})
+    return RASModel(config, V).build_weights()
+
+
+@pytest.mark.parametrize("decoder", ["elman", "lstm"])
+def test_log_probs_are_the_printed_equations_composed(decoder):
+    rng = np.random.default_rng(0)
+    batch = _batch(rng)
+    model = _model(decoder)
+    lp = model.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
+    x_emb, y_emb = model.x_emb.embeddings.numpy(), model.y_emb.embeddings.numpy()
+    positions, kernel = model.encoder.positions.numpy(), model.encoder.conv.kernel.numpy()
+    w4, w5 = model.out.a.numpy(), model.out.b.numpy()
+    d = 6
+    for b, n in enumerate((6, 4)):
+        x = x_emb[batch["enc_batch"][b, :n]]
+        z = ref.ras_keys(x, positions[:n], kernel)
+        h, m = np.zeros(d), np.zeros(d)
+        for t in range(5):
+            c, _ = ref.ras_context(z, x, h)
+            y = y_emb[batch["dec_batch"][b, t]]
+            if decoder == "elman":
+                cell = model.cell
+                h = ref.elman_step(y, h, c, cell.w1.numpy(), cell.w2.numpy(), cell.w3.numpy())
+            else:
+                ks = [model.cell.kernel, model.cell.recurrent_kernel, model.cell.context_kernel]
+                ks = [k.numpy() for k in ks]
+                w = {g: tuple(k[:, j * d : (j + 1) * d] for k in ks) for j, g in enumerate("ifgo")}
+                h, m = ref.ras_lstm_step(y, h, m, c, w)
+            np.testing.assert_allclose(lp[b, t], ref.ras_output(h, c, w4, w5), atol=2e-5)
+
+
+@pytest.mark.parametrize("decoder", ["elman", "lstm"])
+def test_the_decode_step_equals_the_training_forward_pass(decoder):
+    rng = np.random.default_rng(1)
+    batch = _batch(rng)
+    model = _model(decoder)
+    out = batched_beam_search(
+        lambda tok, carry, art: model.decode_step(tok, carry, art, 1),
+        model.initial_carry(2),
+        batch_size=2,
+        beam_size=1,
+        vocab_size=V,
+        max_dec_steps=4,
+        min_dec_steps=4,
+        start_id=START_ID,
+        stop_id=STOP_ID,
+        unk_id=UNK_ID,
+        articles=model.search_articles(batch["enc_batch"], batch["enc_padding_mask"]),
+        min_compact_size=None,
+    )
+    for b in range(2):
+        prefix = [START_ID]
+        for tok in out["tokens"][b].numpy().tolist()[:4]:
+            lp = model.log_probs(
+                batch["enc_batch"][b : b + 1],
+                batch["enc_padding_mask"][b : b + 1],
+                np.array([prefix], np.int32),
+            )[0, -1].numpy()
+            lp[STOP_ID] = -np.inf
+            assert tok == int(np.argmax(lp))
+            prefix.append(tok)
+
+
+@pytest.mark.parametrize("decoder", ["elman", "lstm"])
+def test_ras_overfits_a_few_pairs(decoder):
+    rng = np.random.default_rng(2)
+    batch = _batch(rng, lengths=(8, 8, 6, 5), dec_len=4)
+    model = _model(decoder, dim=24)
+    optimizer = tf.keras.optimizers.Adam(0.05)
+    first = None
+    for _ in range(150):
+        with tf.GradientTape() as tape:
+            loss = model(batch)["loss"]
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        first = float(loss) if first is None else first
+    assert first > 3.0 and float(loss) < 0.1
+
+
+@pytest.mark.parametrize("decoder, size", [("elman", 143_460_352), ("lstm", 145_819_648)])
+def test_the_paper_configuration_has_the_closed_form_size(decoder, size):
+    """Spec §8.2: d = 512, q = 5, P_max = 100, V_x = V_y = 69,000."""
+    model = RASModel(RASConfig(decoder=decoder), 69_000).build_weights()
+    assert model.count_params() == size
+
+
+def test_config_round_trip_and_errors():
+    model = _model("lstm")
+    assert RASModel.from_config(model.get_config()).get_config() == model.get_config()
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        RASConfig(decoder="gru")
+    with pytest.raises(ValueError, match="longer than the 12 positions"):
+        model.search_articles(tf.zeros([1, 13], tf.int32), tf.ones([1, 13]))
