@@ -455,7 +455,7 @@ def test_empty_references_skip_rouge_in_decode_and_are_an_error_for_rouge(
         capfd, setup, mode="decode", data_path=str(path), exp_name="mixed", single_pass=True
     )
     assert status == 0 and errors == [], err[-2000:]
-    assert "ROUGE not run: 2 of the references are empty (e.g. example 000000)" in caplog.text
+    assert "ROUGE not run: 2 of the references are empty (e.g. 000000_reference.txt)" in caplog.text
     ref, dec = tmp_path / "ref", tmp_path / "dec"
     ref.mkdir(), dec.mkdir()
     (ref / "000000_reference.txt").write_text("\n")

@@ -296,3 +296,55 @@ def test_script_interpreter_must_exist(tmp_path):
         pytest.skip("perl is not installed")
     with pytest.raises(rouge.RougeError, match="#!/nonexistent/perl, which does not exist"):
         rouge.check_perl(str(tmp_path))
+
+
+# ------------------------------------------------------------------ DUC-style (issue 20)
+def _duc_recall(peer: str, refs: list[str], n: int, limit: int = 75) -> float:
+    """Independent ROUGE-N recall with pooled references (ROUGE's `-f A`): the first
+    `limit` bytes of every text, Σ over references of the clipped n-gram hits divided by
+    Σ of the references' n-grams. (Short lower-case words: no stemming effect.)"""
+
+    def grams(text):
+        words = text.encode()[:limit].decode().split()
+        out: dict = {}
+        for i in range(len(words) - n + 1):
+            g = tuple(words[i : i + n])
+            out[g] = out.get(g, 0) + 1
+        return out
+
+    p = grams(peer)
+    hits = total = 0
+    for ref in refs:
+        r = grams(ref)
+        hits += sum(min(c, p.get(g, 0)) for g, c in r.items())
+        total += sum(r.values())
+    return hits / total
+
+
+def test_duc_style_pools_four_references_and_scores_the_first_75_bytes(rouge_home, tmp_path):
+    docs = [
+        (
+            # The first 75 bytes end with "ok ": the tail ("mat", "fox", ...) cannot count.
+            "the cat sat on the mat and the dog ran to the red car in a big old town ok mat "
+            "fox owl bee",
+            ["the cat sat on a mat", "a dog ran to the car", "cat and dog in town", "the mat"],
+        ),
+        ("a red fox ran", ["the red fox ran far", "a fox ran", "red fox", "fox ran to a den"]),
+    ]
+    ref_dir, dec_dir = tmp_path / "reference", tmp_path / "decoded"
+    ref_dir.mkdir(), dec_dir.mkdir()
+    for k, (peer, refs) in enumerate(docs):
+        (dec_dir / ("%06d_decoded.txt" % k)).write_text(peer + "\n")
+        for j, ref_text in enumerate(refs):
+            (ref_dir / ("%06d_reference_%d.txt" % (k, j))).write_text(ref_text + "\n")
+    assert docs[0][0].encode()[:75].decode().split()[-1] == "ok"
+    results = rouge.rouge_eval(str(ref_dir), str(dec_dir), rouge_home, style="duc")
+    for n in (1, 2):
+        want = sum(_duc_recall(peer, refs, n) for peer, refs in docs) / len(docs)
+        assert results[f"rouge_{n}_recall"] == pytest.approx(want, abs=TOL)
+    # The peer's tail beyond 75 bytes does not count: cut, it scores the same.
+    (dec_dir / "000000_decoded.txt").write_text(docs[0][0].encode()[:75].decode() + "\n")
+    again = rouge.rouge_eval(str(ref_dir), str(dec_dir), rouge_home, style="duc")
+    assert again["rouge_1_recall"] == pytest.approx(results["rouge_1_recall"], abs=TOL)
+    with pytest.raises(rouge.RougeError, match="style must be one of"):
+        rouge.rouge_eval(str(ref_dir), str(dec_dir), rouge_home, style="bleu")

@@ -131,7 +131,7 @@ def decode_single_pass(
         # Test data without abstracts (e.g. `data_tools.convert --format text`): the
         # summaries are the result; there is nothing to score them against.
         log.warning(
-            "ROUGE not run: %d of the references are empty (e.g. example %s), as in data "
+            "ROUGE not run: %d of the references are empty (e.g. %s.txt), as in data "
             "made without abstracts; the decoded summaries are in %s",
             len(empty),
             empty[0],

@@ -281,18 +281,42 @@ def _rouge155_class():
     return _Rouge155
 
 
+# ROUGE-1.5.5 arguments of each way of scoring (spec abs-ras.md §4.4). "original": the
+# pointer-generator release's (pyrouge's defaults); "duc": DUC-2004 as ABS and RAS were
+# scored (recall of the first 75 bytes, stemming, ROUGE-1/2/L); "gigaword": full length,
+# stemming, the F1 the later literature reports.
+STYLES = {
+    "original": None,
+    "duc": "-m -b 75 -n 2 -w 1.2 -a",
+    "gigaword": "-m -n 2 -w 1.2 -a",
+}
+# NNNNNN_reference.txt, or NNNNNN_reference_K.txt for several references of one example.
+_REFERENCE_RE = re.compile(r"(\d+)_reference(?:_(\d+))?\.txt$")
+MULTI_MODEL_PATTERN = r"#ID#_reference_\d+\.txt"
+
+
+def reference_files(ref_dir: str) -> dict[str, list[str]]:
+    """{example id: its reference file names} of a reference directory."""
+    found: dict[str, list[str]] = {}
+    for name in sorted(os.listdir(ref_dir)):
+        m = _REFERENCE_RE.match(name)
+        if m:
+            found.setdefault(m.group(1), []).append(name)
+    return found
+
+
 def empty_references(ref_dir: str, ids=None) -> list[str]:
     """The example ids (`000003`) whose reference file in `ref_dir` holds no word; `ids`
     limits the check to those examples."""
-    if ids is None:
-        if not os.path.isdir(ref_dir):
-            return []
-        ids = {m.group(1) for f in os.listdir(ref_dir) if (m := re.match(r"(\d+)_reference", f))}
+    if not os.path.isdir(ref_dir):
+        return []
+    files = reference_files(ref_dir)
     empty = []
-    for i in sorted(ids):
-        with open(os.path.join(ref_dir, f"{i}_reference.txt"), encoding="utf-8") as f:
-            if not f.read().split():
-                empty.append(i)
+    for i in sorted(files if ids is None else ids):
+        for name in files.get(i, []):
+            with open(os.path.join(ref_dir, name), encoding="utf-8") as f:
+                if not f.read().split():
+                    empty.append(name.split(".")[0])
     return empty
 
 
@@ -316,8 +340,8 @@ def _check_inputs(ref_dir: str, dec_dir: str) -> None:
     dec_ids = {m.group(1) for f in os.listdir(dec_dir) if (m := re.match(SYSTEM_PATTERN, f))}
     if not dec_ids:
         raise RougeError(f"no decoded summaries matching {SYSTEM_PATTERN!r} in {dec_dir}")
-    ref_files = set(os.listdir(ref_dir))
-    missing = sorted(i for i in dec_ids if f"{i}_reference.txt" not in ref_files)
+    refs = reference_files(ref_dir)
+    missing = sorted(i for i in dec_ids if i not in refs)
     if missing:
         raise RougeError(
             f"{len(missing)} decoded summaries have no reference in {ref_dir}, "
@@ -328,27 +352,27 @@ def _check_inputs(ref_dir: str, dec_dir: str) -> None:
         # ROUGE-1.5.5 divides by the reference's length ("Illegal division by zero").
         raise RougeError(
             f"{len(empty)} reference summaries in {ref_dir} are empty (e.g. "
-            f"{empty[0]}_reference.txt): ROUGE cannot score against an empty reference; give "
+            f"{empty[0]}.txt): ROUGE cannot score against an empty reference; give "
             "every example an abstract (the decoded summaries are kept)"
         )
-    extra = sum(
-        1
-        for f in ref_files
-        if (m := re.match(r"(\d+)_reference.txt", f)) and m.group(1) not in dec_ids
-    )
+    extra = sum(1 for i in refs if i not in dec_ids)
     if extra:
         log.warning(
             "%d reference files in %s have no decoded summary and are not scored", extra, ref_dir
         )
 
 
-def rouge_eval(ref_dir: str, dec_dir: str, rouge_dir: str | None = None) -> dict:
+def rouge_eval(
+    ref_dir: str, dec_dir: str, rouge_dir: str | None = None, style: str = "original"
+) -> dict:
     """Score `dec_dir` against `ref_dir` with official ROUGE-1.5.5, as the original did.
 
     Returns pyrouge's dict: keys like `rouge_1_f_score`, `rouge_1_f_score_cb` (95 % CI low),
     `rouge_1_f_score_ce` (CI high), for ROUGE-1..4, -L, -W-1.2, -SU4; averages are macro
     averages of per-document scores. `rouge_dir` defaults to `ensure_rouge()`.
     """
+    if style not in STYLES:
+        raise RougeError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
     _check_inputs(ref_dir, dec_dir)
     if rouge_dir is None:
         rouge_dir = ensure_rouge()
@@ -356,11 +380,17 @@ def rouge_eval(ref_dir: str, dec_dir: str, rouge_dir: str | None = None) -> dict
     r = _rouge155_class()(rouge_dir=rouge_dir)
     r.model_dir = ref_dir
     r.system_dir = dec_dir
-    r.model_filename_pattern = MODEL_PATTERN
+    several = any(
+        len(names) > 1 or "_reference_" in names[0] for names in reference_files(ref_dir).values()
+    )
+    r.model_filename_pattern = MULTI_MODEL_PATTERN if several else MODEL_PATTERN
     r.system_filename_pattern = SYSTEM_PATTERN
+    args = STYLES[style]
+    if args is not None:
+        args = f"-e {os.path.join(rouge_dir, 'data')} -c 95 -r 1000 {args}"
     log.info("Running ROUGE-1.5.5 (%s) on %s against %s", rouge_dir, dec_dir, ref_dir)
     try:
-        output = r.convert_and_evaluate()
+        output = r.convert_and_evaluate(rouge_args=args)
     except subprocess.CalledProcessError as e:
         raise RougeError(
             f"{os.path.join(rouge_dir, ROUGE_SCRIPT)} failed with exit status "
@@ -435,9 +465,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference_dir", required=True)
     parser.add_argument("--decoded_dir", required=True)
     parser.add_argument("--out_dir", default=None, help="also write ROUGE_results.txt here")
+    parser.add_argument(
+        "--style",
+        choices=list(STYLES),
+        default="original",
+        help="original: the pointer-generator release's arguments; duc: recall of the first "
+        "75 bytes against every NNNNNN_reference_K.txt (-m -b 75 -n 2 -w 1.2 -a), as ABS "
+        "and RAS were scored on DUC-2004; gigaword: full-length F1 (-m -n 2 -w 1.2 -a)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    results = rouge_eval(args.reference_dir, args.decoded_dir)
+    results = rouge_eval(args.reference_dir, args.decoded_dir, style=args.style)
     if args.out_dir:
         os.makedirs(args.out_dir, exist_ok=True)
     text = rouge_log(results, args.out_dir)
