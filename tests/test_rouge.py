@@ -348,3 +348,49 @@ def test_duc_style_pools_four_references_and_scores_the_first_75_bytes(rouge_hom
     assert again["rouge_1_recall"] == pytest.approx(results["rouge_1_recall"], abs=TOL)
     with pytest.raises(rouge.RougeError, match="style must be one of"):
         rouge.rouge_eval(str(ref_dir), str(dec_dir), rouge_home, style="bleu")
+
+
+def test_prefix_baseline_scores_the_first_75_characters_against_four_references(
+    rouge_home, tmp_path
+):
+    """experiments.prefix on a DUC-like set written by data_tools.sumdata (short words:
+    ROUGE's stemming and token rules change nothing, so the independent count holds)."""
+    from data_tools import sumdata
+    from experiments import prefix
+
+    inputs = [
+        "the cat sat on the mat and the dog ran to the red car in a big old town ok mat fox",
+        "a red fox ran to the den at dawn and a cat saw it",
+    ]
+    refs = [
+        ["the cat sat on a mat", "a dog ran to the car", "cat and dog in town", "the mat"],
+        ["the red fox ran far", "a fox ran", "red fox", "fox ran to a den"],
+    ]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "input.txt").write_text("".join(line + "\n" for line in inputs))
+    titles = []
+    for k in range(4):
+        (data / f"task1_ref{k}.txt").write_text("".join(r[k] + "\n" for r in refs))
+        titles.append(str(data / f"task1_ref{k}.txt"))
+    sumdata.convert(str(data / "input.txt"), titles, str(tmp_path / "giga"), "duc2004")
+    out = tmp_path / "prefix"
+    status = prefix.main(
+        [
+            "--data_path",
+            str(tmp_path / "giga" / "chunked" / "duc2004_*"),
+            "--out_dir",
+            str(out),
+            "--references_dir",
+            str(tmp_path / "giga" / "duc2004.references"),
+        ]
+    )
+    assert status == 0
+    assert (out / "decoded" / "000000_decoded.txt").read_text() == inputs[0][:75]
+    assert sorted(os.listdir(out / "reference"))[:4] == [
+        f"000000_reference_{k}.txt" for k in range(4)
+    ]
+    text = (out / "ROUGE_results.txt").read_text()
+    recall = float(text.split("rouge_1_recall: ")[1].split()[0])
+    want = sum(_duc_recall(i[:75], r, 1) for i, r in zip(inputs, refs, strict=True)) / 2
+    assert recall == pytest.approx(want, abs=5e-5)  # the file has 4 decimals
