@@ -14,6 +14,10 @@ from pointer_generator.errors import FlagError
 MODES = ("train", "eval", "decode")
 DECODE_ATTENTION_MODES = ("original", "train_consistent")
 GRAD_NORM_MODES = ("original", "dense")
+# The model families (issue 20): the pointer-generator, and the earlier sentence
+# summarizers it builds on, ABS (Rush et al. 2015) and RAS (Chopra et al. 2016).
+MODEL_FAMILIES = ("pointer_generator", "abs", "ras_elman", "ras_lstm")
+ABS_ENCODERS = ("bow", "conv", "attention")
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
     "hidden_dim",
@@ -68,6 +72,16 @@ class HParams:
     # them, where the embedding's gradient is one row per looked-up token (duplicates not
     # summed); "dense" = the norm of the summed (dense) embedding gradient.
     grad_norm: str = "original"
+    # ---- the earlier families (models/families.py) -------------------------------------
+    # Which model: the pointer-generator, ABS, RAS-Elman or RAS-LSTM. ABS reads
+    # hidden_dim as its H and emb_dim as its D; RAS reads hidden_dim as its d (the
+    # embedding and state size). They have no pointer and no coverage.
+    model: str = "pointer_generator"
+    abs_encoder: str = "attention"  # ABS's encoder: bag of words, convolutional, attention
+    context_window: int = 5  # ABS: C, the summary words its language model sees [R]
+    smoothing_window: int = 2  # ABS: Q, the ±Q smoothing (enc3) and conv width 2Q+1 (enc2)
+    conv_width: int = 5  # RAS: q, its encoder's convolution width (odd) [R]
+    max_positions: int = 400  # RAS: input positions with an embedding (>= max_enc_steps)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -81,6 +95,14 @@ class HParams:
             raise FlagError(
                 f"--decode_attention must be one of "
                 f"{', '.join(DECODE_ATTENTION_MODES)}, got {self.decode_attention!r}"
+            )
+        if self.model not in MODEL_FAMILIES:
+            raise FlagError(
+                f"--model must be one of {', '.join(MODEL_FAMILIES)}, got {self.model!r}"
+            )
+        if self.abs_encoder not in ABS_ENCODERS:
+            raise FlagError(
+                f"--abs_encoder must be one of {', '.join(ABS_ENCODERS)}, got {self.abs_encoder!r}"
             )
         if self.grad_norm not in GRAD_NORM_MODES:
             raise FlagError(

@@ -41,11 +41,17 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
     with open(os.path.join(trained.exp_dir, "settings.json"), encoding="utf-8") as f:
         stored = json.load(f)
     assert stored["flags"] == {
+        "model": "pointer_generator",
         "hidden_dim": 12,
         "emb_dim": 6,
         "vocab_size": 100,
         "pointer_gen": True,
         "coverage": False,
+        "abs_encoder": "attention",
+        "context_window": 5,
+        "smoothing_window": 2,
+        "conv_width": 5,
+        "max_positions": 400,
         "max_enc_steps": 20,
         "max_dec_steps": 8,
     }

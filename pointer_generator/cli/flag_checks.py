@@ -153,3 +153,19 @@ def _validate_distribution(fv) -> None:
         raise FlagError("--num_cpu_devices > 1 is only used by --distribution_strategy=mirrored")
     if fv.num_gpus < -1:
         raise FlagError(f"--num_gpus must be -1 (all), 0 or positive, got {fv.num_gpus}")
+
+
+def apply_model_family(fv) -> None:
+    """The earlier families (--model=abs|ras_elman|ras_lstm) have no pointer and no
+    coverage: those flags default to off for them, and turning one on is an error.
+    `fv`: absl FlagValues (whether a flag was given is read from it)."""
+    if fv.model == "pointer_generator":
+        return
+    for name, what in (("pointer_gen", "pointer"), ("coverage", "coverage")):
+        if fv[name].present and fv[name].value:
+            raise FlagError(f"--model={fv.model} has no {what}: drop --{name}")
+        fv[name].value = False
+    if fv.tf1_checkpoint:
+        raise FlagError(
+            "--tf1_checkpoint holds a pointer-generator; it cannot start --model=" + fv.model
+        )

@@ -14,8 +14,10 @@ import os
 from absl import flags
 
 from pointer_generator.hparams import (
+    ABS_ENCODERS,
     DECODE_ATTENTION_MODES,
     GRAD_NORM_MODES,
+    MODEL_FAMILIES,
 )
 
 FLAGS = flags.FLAGS
@@ -250,6 +252,48 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "the embedding gradient as one row per looked-up token (repeated "
         "words not summed); 'dense' = the norm of the summed embedding "
         "gradient.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "model",
+        "pointer_generator",
+        MODEL_FAMILIES,
+        "Model family: the pointer-generator (See et al. 2017), or the sentence summarizers "
+        "it builds on: abs (Rush et al. 2015), ras_elman, ras_lstm (Chopra et al. 2016). "
+        "ABS reads --hidden_dim as H and --emb_dim as D, RAS --hidden_dim as d; they have "
+        "no pointer and no coverage.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "abs_encoder",
+        "attention",
+        ABS_ENCODERS,
+        "--model=abs: the encoder (enc1 bag of words, enc2 convolutional, enc3 attention).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "context_window",
+        5,
+        "--model=abs: C, the summary words its language model sees.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "smoothing_window",
+        2,
+        "--model=abs: Q, the attention encoder's +-Q smoothing and the convolutional "
+        "encoder's width 2Q+1.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "conv_width",
+        5,
+        "--model=ras_*: q, the encoder's convolution width (odd).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_positions",
+        400,
+        "--model=ras_*: input positions with a learned embedding (at least --max_enc_steps).",
         flag_values=fv,
     )
     flags.DEFINE_float(

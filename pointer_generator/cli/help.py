@@ -16,6 +16,7 @@ FLAG_GROUPS = {
         "max_oovs",
     ),
     "model": (
+        "model",
         "hidden_dim",
         "emb_dim",
         "pointer_gen",
@@ -25,6 +26,11 @@ FLAG_GROUPS = {
         "safe_numerics",
         "fused_recurrence",
         "mixed_precision",
+        "abs_encoder",
+        "context_window",
+        "smoothing_window",
+        "conv_width",
+        "max_positions",
     ),
     "training": (
         "batch_size",

@@ -47,6 +47,7 @@ def run_mode(argv: list[str]) -> None:
 
     # Flags not given come from the experiment's settings.json (if it has one).
     stored_settings.apply(FLAGS, FLAGS.mode)
+    flag_checks.apply_model_family(FLAGS)
     flag_checks.validate(FLAGS, argv)
     console.setup_logging()
     hps = configs.hparams(FLAGS)

@@ -25,7 +25,19 @@ import os
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime.experiment import SETTINGS_FILE
 
-MODEL_FLAGS = ("hidden_dim", "emb_dim", "vocab_size", "pointer_gen", "coverage")
+MODEL_FLAGS = (
+    "model",
+    "hidden_dim",
+    "emb_dim",
+    "vocab_size",
+    "pointer_gen",
+    "coverage",
+    "abs_encoder",
+    "context_window",
+    "smoothing_window",
+    "conv_width",
+    "max_positions",
+)
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
 
 

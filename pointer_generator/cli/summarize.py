@@ -90,6 +90,9 @@ def main(argv: list[str]) -> int:
     if not fv.log_root:
         raise FlagError("summarize needs --log_root and --exp_name of a trained experiment")
     stored_settings.apply(fv, "decode")  # the model flags and vocabulary it was trained with
+    from pointer_generator.cli.flag_checks import apply_model_family
+
+    apply_model_family(fv)
     if not fv.vocab_path:
         raise FlagError(
             "summarize needs --vocab_path: this experiment does not record its vocabulary "
@@ -107,13 +110,13 @@ def main(argv: list[str]) -> int:
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.decoding import decode, decode_output
     from pointer_generator.decoding.summarize import summarize_examples
-    from pointer_generator.models.pointer_generator import PointerGeneratorModel
+    from pointer_generator.models.families import build_model
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(fv.log_root, fv.exp_name, "decode")
     hps = configs.hparams(fv).replace(mode="decode")
     vocab = Vocab(fv.vocab_path, fv.vocab_size)
-    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    model = build_model(hps, vocab.size())
     decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
     decoder = decode.BeamSearchDecoder(
         model,

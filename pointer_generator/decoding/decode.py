@@ -27,7 +27,7 @@ from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.models.families import build_model
 from pointer_generator.runtime import interrupts, locks
 from pointer_generator.runtime.progress import CountProgress
 
@@ -176,7 +176,7 @@ WAIT_SECS = 10  # and retries every 10 s while there is none
 
 
 def load_weights(
-    model: PointerGeneratorModel,
+    model,
     train_dir: str,
     tf1_path: str | None = None,
     wait: bool = True,
@@ -258,7 +258,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
-    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    model = build_model(hps, vocab.size())
     print(model.parameter_summary(), flush=True)
     ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass)
     decoder = BeamSearchDecoder(

@@ -23,7 +23,7 @@ from pointer_generator.decoding.search_rules import search_settings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import final_candidates
-from pointer_generator.models.pointer_generator import EncoderOutput, PointerGeneratorModel
+from pointer_generator.models.model_io import EncoderOutput
 
 
 class Summary(NamedTuple):
@@ -43,7 +43,7 @@ class BeamSearchDecoder:
     """Runs batched beam search for batches of distinct articles.
 
     Args:
-      model: a built PointerGeneratorModel with weights loaded.
+      model: a built model of any family (`models/families.py`) with weights loaded.
       vocab: the vocabulary the model was trained with.
       hps: beam_size, max_dec_steps, min_dec_steps, pointer_gen are read.
       trigram_blocking, length_penalty: optional extras (off = the original's search).
@@ -64,7 +64,7 @@ class BeamSearchDecoder:
 
     def __init__(
         self,
-        model: PointerGeneratorModel,
+        model,
         vocab: Vocab,
         hps: HParams,
         *,
@@ -129,8 +129,29 @@ class BeamSearchDecoder:
 
         return step_fn
 
+    def _family_search(self, enc_batch, enc_padding_mask, batch_size):
+        """The search for the earlier families (ABS, RAS): their own step function."""
+        model, k = self.model, self.hps.beam_size
+        rows = batch_size * k
+        return batched_beam_search(
+            lambda tokens, carry, art: model.decode_step(tokens, carry, art, k),
+            model.initial_carry(rows),
+            batch_size=batch_size,
+            **search_settings(self.hps, self.vocab.size()),
+            trigram_blocking=self.trigram_blocking,
+            length_penalty=self.length_penalty,
+            top_k=self.top_k,
+            articles=model.search_articles(enc_batch, enc_padding_mask),
+            min_compact_size=self.min_compact_size,
+        )
+
     def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
         model, hps, k = self.model, self.hps, self.hps.beam_size
+        if hps.model != "pointer_generator":
+            batch_size = enc_batch.shape[0]
+            if batch_size is None:
+                batch_size = tf.shape(enc_batch)[0]
+            return self._family_search(enc_batch, enc_padding_mask, batch_size)
         enc = model.encode(enc_batch, enc_padding_mask)
         carry = tile_beams(model.initial_carry(enc), k)
         articles = self._articles(enc, enc_batch_extend_vocab, enc_padding_mask)

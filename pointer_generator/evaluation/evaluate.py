@@ -22,7 +22,7 @@ import tensorflow as tf
 from pointer_generator.errors import CheckpointError, DataError, OutputError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.models.families import build_model
 from pointer_generator.runtime import checkpointing, interrupts, locks, summaries
 from pointer_generator.runtime.experiment import Experiment
 
@@ -59,7 +59,7 @@ class Evaluator:
 
     def __init__(self, hps: HParams, vocab_size: int, jit_compile: bool = False):
         self.hps = hps
-        self.model = PointerGeneratorModel(hps, vocab_size).build_weights()
+        self.model = build_model(hps, vocab_size)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(model=self.model, step=self.step)
         self._jit_compile = jit_compile

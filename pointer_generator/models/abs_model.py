@@ -29,6 +29,7 @@ from pointer_generator.layers.abs_layers import (
     NNLMHidden,
 )
 from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
+from pointer_generator.models.families import nll_outputs, parameter_summary
 
 ENCODERS = ("bow", "conv", "attention")
 
@@ -99,6 +100,9 @@ class ABSModel(keras.Model):
             )
         self.out = LogSoftmaxOutput(vocab_size, ("V", "W"), use_bias=c.namas, name="output")
 
+    def parameter_summary(self) -> str:
+        return parameter_summary(self, f"ABS ({self.config.encoder} encoder)")
+
     def build_weights(self):
         """Create every weight by running a one-token batch."""
         ids = tf.zeros([1, 2], tf.int32)
@@ -129,15 +133,16 @@ class ABSModel(keras.Model):
         return tf.reshape(self.out(h, enc), [b, t, self.vocab_size])
 
     def call(self, batch, training=False):
-        """{"loss": mean NLL per real target token (perplexity = exp(loss)),
-        "log_probs": [B, T, V]}."""
+        """`families.nll_outputs`: "loss" (mean NLL per real target token; perplexity
+        = exp(loss)), "step_nll", "log_probs" [B, T, V], ..."""
         lp = self.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
-        gold = tf.gather(lp, batch["target_batch"], batch_dims=2)
-        mask = tf.cast(batch["dec_padding_mask"], gold.dtype)
-        loss = -tf.reduce_sum(gold * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-        return {"loss": loss, "log_probs": lp}
+        return nll_outputs(lp, batch)
 
     # ------------------------------------------------------------------ decoding
+    def search_articles(self, enc_batch, enc_padding_mask) -> dict:
+        """What every search step reads of the articles (one row per article)."""
+        return {"enc": enc_batch, "mask": tf.cast(enc_padding_mask, tf.float32)}
+
     def initial_carry(self, batch_size):
         """The window of a new summary: C copies of [START] (the search feeds [START] as
         the first token, which shifts in as the newest)."""

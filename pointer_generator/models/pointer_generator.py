@@ -28,6 +28,7 @@ from pointer_generator.layers.final_distribution import decode_final_distributio
 from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.layers.recurrent import keras_cell_step
 from pointer_generator.models import final_candidates
+from pointer_generator.models.families import parameter_summary
 from pointer_generator.models.model_io import EncoderOutput
 
 
@@ -133,11 +134,10 @@ class PointerGeneratorModel(keras.Model):
         self.build_weights()
 
     def parameter_summary(self) -> str:
-        n = sum(int(tf.size(v)) for v in self.trainable_variables)
         kind = "pointer-generator" if self.hps.pointer_gen else "baseline"
         if self.hps.coverage:
             kind += " + coverage"
-        return f"{kind} model with {n:,} trainable parameters (vocab {self.vocab_size:,})"
+        return parameter_summary(self, kind)
 
     # ------------------------------------------------------------------ encoder
     def encode(self, enc_batch, enc_padding_mask) -> EncoderOutput:

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
 from pointer_generator.layers.ras_layers import ElmanCell, RASEncoder, RASLSTMCell, ras_attention
+from pointer_generator.models.families import nll_outputs, parameter_summary
 
 DECODERS = ("elman", "lstm")
 
@@ -66,6 +67,11 @@ class RASModel(keras.Model):
     @property
     def lstm(self) -> bool:
         return self.config.decoder == "lstm"
+
+    def parameter_summary(self) -> str:
+        return parameter_summary(
+            self, "RAS-" + {"elman": "Elman", "lstm": "LSTM"}[self.config.decoder]
+        )
 
     def build_weights(self):
         ids = tf.zeros([1, 2], tf.int32)
@@ -118,12 +124,10 @@ class RASModel(keras.Model):
         return tf.transpose(outs, [1, 0, 2])
 
     def call(self, batch, training=False):
-        """{"loss": mean NLL per real target token, "log_probs": [B, T, V]}."""
+        """`families.nll_outputs`: "loss" (mean NLL per real target token), "step_nll",
+        "log_probs" [B, T, V], ..."""
         lp = self.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
-        gold = tf.gather(lp, batch["target_batch"], batch_dims=2)
-        mask = tf.cast(batch["dec_padding_mask"], gold.dtype)
-        loss = -tf.reduce_sum(gold * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-        return {"loss": loss, "log_probs": lp}
+        return nll_outputs(lp, batch)
 
     def decode_step(self, tokens, carry, articles, beam_size: int = 1):
         """A step function for `batched_beam_search`: (probs [N, V], α [N, M], p_gen [N]

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.models.families import build_model
 from pointer_generator.training import distribution, grad_norm
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class Trainer:
                 f"--batch_size={hps.batch_size} does not divide evenly over the {n} replicas"
             )
         with self.strategy.scope():
-            self.model = PointerGeneratorModel(hps, vocab_size).build_weights()
+            self.model = build_model(hps, vocab_size)
             self.optimizer = Adagrad(hps.lr, hps.adagrad_init_acc)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

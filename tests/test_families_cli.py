@@ -1,0 +1,66 @@
+"""`--model=abs|ras_elman|ras_lstm` through the command line: train (and resume), eval,
+single-pass decode with ROUGE, summarize — the same pipeline, checkpoints and search as
+the pointer-generator."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from pointer_generator.cli import entry
+from pointer_generator.runtime import checkpointing
+from tests import helpers
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return helpers.tiny_setup(tmp_path_factory.mktemp("families"), n_train=12, n_val=4)
+
+
+@pytest.mark.parametrize(
+    "family, flags",
+    [
+        ("abs", {"abs_encoder": "attention", "context_window": 3}),
+        ("abs", {"abs_encoder": "bow", "context_window": 3}),
+        ("ras_elman", {"conv_width": 3, "max_positions": 40}),
+        ("ras_lstm", {"conv_width": 3, "max_positions": 40}),
+    ],
+    ids=["abs_attention", "abs_bow", "ras_elman", "ras_lstm"],
+)
+def test_a_family_trains_evaluates_and_decodes_from_the_command_line(
+    data, capfd, tmp_path, family, flags
+):
+    exp = f"{family}_{flags.get('abs_encoder', 'x')}"
+    common = {"model": family, **flags}
+    assert helpers.run_main_in_process(helpers.run_args(data, exp, max_steps=2, **common)) == 0
+    # Resumed, with the flags taken from the experiment's settings.
+    args = [f"--log_root={data.log_root}", f"--exp_name={exp}", f"--data_path={data.train_path}"]
+    assert helpers.run_main_in_process(["--mode=train", "--max_steps=3", *args]) == 0
+    train_dir = os.path.join(data.log_root, exp, "train")
+    assert checkpointing.latest_checkpoint(train_dir).endswith("model.ckpt-3")
+    with open(os.path.join(data.log_root, exp, "settings.json"), encoding="utf-8") as f:
+        stored = json.load(f)["flags"]
+    assert stored["model"] == family and stored["pointer_gen"] is False
+    capfd.readouterr()
+    val = [f"--log_root={data.log_root}", f"--exp_name={exp}", f"--data_path={data.val_path}"]
+    assert helpers.run_main_in_process(["--mode=eval", "--single_pass", *val]) == 0
+    assert "Single-pass eval of model.ckpt-3 (step 3) over 4 examples" in capfd.readouterr().out
+    assert helpers.run_main_in_process(["--mode=decode", "--single_pass", *val]) == 0
+    (folder,) = [d for d in os.listdir(os.path.join(data.log_root, exp)) if d.startswith("decode")]
+    folder = os.path.join(data.log_root, exp, folder)
+    assert len(os.listdir(os.path.join(folder, "decoded"))) == 4
+    assert os.path.exists(os.path.join(folder, "ROUGE_results.txt"))
+    article = tmp_path / "a.txt"
+    article.write_text("W3 w4 w5 w6 said . w7 w8 w9 .\n")
+    status = entry.run_subcommand(
+        "summarize", [f"--log_root={data.log_root}", f"--exp_name={exp}", str(article)]
+    )
+    assert status == 0 and capfd.readouterr().out.strip()
+
+
+def test_the_families_have_no_pointer_or_coverage(data, capfd):
+    args = helpers.run_args(data, "abs_cov", model="abs", coverage=True)
+    assert helpers.run_main_in_process(args) == 2
+    assert "error: --model=abs has no coverage: drop --coverage" in capfd.readouterr().err
