@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
-from pointer_generator.decoding.beam_search import batched_beam_search
 from pointer_generator.models.ras_model import RASConfig, RASModel
 from tests import numpy_abs_ras as ref
-from tests.test_abs_model import _batch
+from tests.test_abs_model import _batch, check_greedy_search_matches_log_probs, check_overfits
 
 V = 30
 
@@ -52,50 +50,12 @@ def test_log_probs_are_the_printed_equations_composed(decoder):
 
 @pytest.mark.parametrize("decoder", ["elman", "lstm"])
 def test_the_decode_step_equals_the_training_forward_pass(decoder):
-    rng = np.random.default_rng(1)
-    batch = _batch(rng)
-    model = _model(decoder)
-    out = batched_beam_search(
-        lambda tok, carry, art: model.decode_step(tok, carry, art, 1),
-        model.initial_carry(2),
-        batch_size=2,
-        beam_size=1,
-        vocab_size=V,
-        max_dec_steps=4,
-        min_dec_steps=4,
-        start_id=START_ID,
-        stop_id=STOP_ID,
-        unk_id=UNK_ID,
-        articles=model.search_articles(batch["enc_batch"], batch["enc_padding_mask"]),
-        min_compact_size=None,
-    )
-    for b in range(2):
-        prefix = [START_ID]
-        for tok in out["tokens"][b].numpy().tolist()[:4]:
-            lp = model.log_probs(
-                batch["enc_batch"][b : b + 1],
-                batch["enc_padding_mask"][b : b + 1],
-                np.array([prefix], np.int32),
-            )[0, -1].numpy()
-            lp[STOP_ID] = -np.inf
-            assert tok == int(np.argmax(lp))
-            prefix.append(tok)
+    check_greedy_search_matches_log_probs(_model(decoder), _batch(np.random.default_rng(1)))
 
 
 @pytest.mark.parametrize("decoder", ["elman", "lstm"])
 def test_ras_overfits_a_few_pairs(decoder):
-    rng = np.random.default_rng(2)
-    batch = _batch(rng, lengths=(8, 8, 6, 5), dec_len=4)
-    model = _model(decoder, dim=24)
-    optimizer = tf.keras.optimizers.Adam(0.05)
-    first = None
-    for _ in range(150):
-        with tf.GradientTape() as tape:
-            loss = model(batch)["loss"]
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        first = float(loss) if first is None else first
-    assert first > 3.0 and float(loss) < 0.1
+    check_overfits(_model(decoder, dim=24))
 
 
 @pytest.mark.parametrize("decoder, size", [("elman", 143_460_352), ("lstm", 145_819_648)])
