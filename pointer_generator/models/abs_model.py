@@ -29,7 +29,7 @@ from pointer_generator.layers.abs_layers import (
     NNLMHidden,
 )
 from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
-from pointer_generator.models.families import nll_outputs, parameter_summary
+from pointer_generator.models.sentence_model import SentenceSummarizer
 
 ENCODERS = ("bow", "conv", "attention")
 
@@ -69,13 +69,17 @@ def context_windows(dec_batch, window: int):
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")
-class ABSModel(keras.Model):
+class ABSModel(SentenceSummarizer):
     """The ABS family: three embeddings (E for the language model, G for the attention
     query, F for the input), the NNLM hidden layer, one encoder, the output layer."""
 
+    CONFIG = ABSConfig
+
+    def kind(self) -> str:
+        return f"ABS ({self.config.encoder} encoder)"
+
     def __init__(self, config: ABSConfig, vocab_size: int, **kwargs):
-        super().__init__(**kwargs)
-        self.config, self.vocab_size = config, vocab_size
+        super().__init__(config, vocab_size, **kwargs)
         c = config
         self.e = keras.layers.Embedding(vocab_size, c.emb_dim, name="E")
         self.f = keras.layers.Embedding(vocab_size, c.hidden_dim, name="F")
@@ -100,16 +104,6 @@ class ABSModel(keras.Model):
             )
         self.out = LogSoftmaxOutput(vocab_size, ("V", "W"), use_bias=c.namas, name="output")
 
-    def parameter_summary(self) -> str:
-        return parameter_summary(self, f"ABS ({self.config.encoder} encoder)")
-
-    def build_weights(self):
-        """Create every weight by running a one-token batch."""
-        ids = tf.zeros([1, 2], tf.int32)
-        self.log_probs(ids, tf.ones([1, 2]), ids)
-        self.built = True
-        return self
-
     def _encode(self, enc_batch, enc_padding_mask, windows):
         """enc [N, H] for each row of `windows` [N, C] (N = B*T rows, article b repeated
         T times), and the attention [N, M] (enc3) or None."""
@@ -131,12 +125,6 @@ class ABSModel(keras.Model):
         if self.g is None:
             enc = tf.repeat(enc, t, axis=0)
         return tf.reshape(self.out(h, enc), [b, t, self.vocab_size])
-
-    def call(self, batch, training=False):
-        """`families.nll_outputs`: "loss" (mean NLL per real target token; perplexity
-        = exp(loss)), "step_nll", "log_probs" [B, T, V], ..."""
-        lp = self.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
-        return nll_outputs(lp, batch)
 
     # ------------------------------------------------------------------ decoding
     def search_articles(self, enc_batch, enc_padding_mask) -> dict:
@@ -165,15 +153,3 @@ class ABSModel(keras.Model):
         if attn is None:
             attn = tf.zeros_like(mask)
         return tf.exp(log_p), attn, tf.ones_like(log_p[:, 0]), {"window": window}
-
-    def get_config(self):
-        return {
-            "config": dataclasses.asdict(self.config),
-            "vocab_size": self.vocab_size,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(ABSConfig(**config.pop("config")), **config)

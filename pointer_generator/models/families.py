@@ -52,21 +52,3 @@ def parameter_summary(model, kind: str) -> str:
     """`<kind> model with N trainable parameters (vocab V)`, the start-up line."""
     n = sum(int(tf.size(v)) for v in model.trainable_variables)
     return f"{kind} model with {n:,} trainable parameters (vocab {model.vocab_size:,})"
-
-
-def nll_outputs(log_probs, batch) -> dict:
-    """The trainer's and eval job's outputs from per-step log-probabilities [B, T, V]:
-    the mean NLL per real target token (like the original's baseline sequence loss)."""
-    gold = tf.gather(log_probs, batch["target_batch"], batch_dims=2)
-    mask = tf.cast(batch["dec_padding_mask"], gold.dtype)
-    loss = -tf.reduce_sum(gold * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-    zero = tf.zeros([], gold.dtype)
-    return {
-        "loss": loss,
-        "step_nll": -gold,
-        "coverage_loss": zero,
-        "total_loss": loss,
-        "p_gens": tf.ones_like(gold),
-        "p_gen_mean": tf.ones([], gold.dtype),
-        "log_probs": log_probs,
-    }

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
 from pointer_generator.layers.ras_layers import ElmanCell, RASEncoder, RASLSTMCell, ras_attention
-from pointer_generator.models.families import nll_outputs, parameter_summary
+from pointer_generator.models.sentence_model import SentenceSummarizer
 
 DECODERS = ("elman", "lstm")
 
@@ -47,13 +47,17 @@ class RASConfig:
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")
-class RASModel(keras.Model):
+class RASModel(SentenceSummarizer):
     """The RAS family: input and output word embeddings, the convolutional encoder, an
     Elman or LSTM decoder cell, the output layer."""
 
+    CONFIG = RASConfig
+
+    def kind(self) -> str:
+        return "RAS-" + {"elman": "Elman", "lstm": "LSTM"}[self.config.decoder]
+
     def __init__(self, config: RASConfig, vocab_size: int, **kwargs):
-        super().__init__(**kwargs)
-        self.config, self.vocab_size = config, vocab_size
+        super().__init__(config, vocab_size, **kwargs)
         d = config.dim
         self.x_emb = keras.layers.Embedding(vocab_size, d, name="x")
         self.y_emb = keras.layers.Embedding(vocab_size, d, name="y")
@@ -67,17 +71,6 @@ class RASModel(keras.Model):
     @property
     def lstm(self) -> bool:
         return self.config.decoder == "lstm"
-
-    def parameter_summary(self) -> str:
-        return parameter_summary(
-            self, "RAS-" + {"elman": "Elman", "lstm": "LSTM"}[self.config.decoder]
-        )
-
-    def build_weights(self):
-        ids = tf.zeros([1, 2], tf.int32)
-        self.log_probs(ids, tf.ones([1, 2]), ids)
-        self.built = True
-        return self
 
     def search_articles(self, enc_batch, enc_padding_mask) -> dict:
         """What every decoder step reads of the articles: words x, keys z [B, M, d], mask."""
@@ -123,12 +116,6 @@ class RASModel(keras.Model):
         outs, _ = tf.scan(body, ys, initializer=first)
         return tf.transpose(outs, [1, 0, 2])
 
-    def call(self, batch, training=False):
-        """`families.nll_outputs`: "loss" (mean NLL per real target token), "step_nll",
-        "log_probs" [B, T, V], ..."""
-        lp = self.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
-        return nll_outputs(lp, batch)
-
     def decode_step(self, tokens, carry, articles, beam_size: int = 1):
         """A step function for `batched_beam_search`: (probs [N, V], α [N, M], p_gen [N]
         (ones), new carry); `articles` from `search_articles`, one row per article,
@@ -136,15 +123,3 @@ class RASModel(keras.Model):
         art = {k: tf.repeat(v, beam_size, axis=0) for k, v in articles.items()}
         log_p, alpha, new = self._step(self.y_emb(tokens), carry, art)
         return tf.exp(log_p), alpha, tf.ones_like(log_p[:, 0]), new
-
-    def get_config(self):
-        return {
-            "config": dataclasses.asdict(self.config),
-            "vocab_size": self.vocab_size,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(RASConfig(**config.pop("config")), **config)
