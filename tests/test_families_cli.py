@@ -8,8 +8,10 @@ import json
 import os
 
 import pytest
+import tensorflow as tf
 
 from pointer_generator.cli import entry
+from pointer_generator.data.vocab import UNK_TOKEN
 from pointer_generator.runtime import checkpointing
 from tests import helpers
 
@@ -64,3 +66,32 @@ def test_the_families_have_no_pointer_or_coverage(data, capfd):
     args = helpers.run_args(data, "abs_cov", model="abs", coverage=True)
     assert helpers.run_main_in_process(args) == 2
     assert "error: --model=abs has no coverage: drop --coverage" in capfd.readouterr().err
+
+
+def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
+    """A model whose output bias makes [UNK] the likeliest word everywhere writes it,
+    unless --block_unk."""
+    from pointer_generator.data import input_pipeline
+    from pointer_generator.data.vocab import UNK_ID, Vocab
+    from pointer_generator.decoding.decoder import BeamSearchDecoder
+    from pointer_generator.errors import FlagError
+    from pointer_generator.models.abs_model import ABSConfig, ABSModel
+    from pointer_generator.models.families import build_model
+
+    hps = helpers.hparams(model="abs", pointer_gen=False, beam_size=2, min_dec_steps=2)
+    vocab = Vocab(data.vocab_path, 100)
+    config = ABSConfig(window=3, emb_dim=8, hidden_dim=8, namas=True)  # an output bias
+    model = ABSModel(config, vocab.size()).build_weights()
+    model.hps = hps
+    model.out.bias.assign(tf.one_hot(UNK_ID, vocab.size()) * 50.0)
+    ds = input_pipeline.make_dataset(
+        data.val_path, vocab, hps.replace(batch_size=2), "decode", True
+    )
+    batch = next(iter(ds))
+    for block in (False, True):
+        decoder = BeamSearchDecoder(model, vocab, hps, block_unk=block)
+        words = [w for summary in decoder.decode_batch(batch) for w in summary.words]
+        assert words and (UNK_TOKEN in words) != block, words
+    with pytest.raises(FlagError, match="--block_unk is for"):
+        pg = helpers.hparams()
+        BeamSearchDecoder(build_model(pg, vocab.size()), vocab, pg, block_unk=True)

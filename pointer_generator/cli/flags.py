@@ -379,6 +379,13 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         flag_values=fv,
     )
     flags.DEFINE_boolean(
+        "block_unk",
+        False,
+        "decode, --model=abs|ras_*: never generate [UNK] (the ABS papers' decoding; "
+        "the pointer-generator copies instead).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
         "readable_summaries",
         False,
         "decode --single_pass: also write each summary as readable text (brackets, "

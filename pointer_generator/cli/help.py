@@ -57,6 +57,7 @@ FLAG_GROUPS = {
         "trigram_blocking",
         "length_penalty",
         "full_final_dist",
+        "block_unk",
         "max_decode_examples",
         "continuous_batching",
     ),

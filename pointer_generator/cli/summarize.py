@@ -123,6 +123,7 @@ def main(argv: list[str]) -> int:
         vocab,
         hps,
         trigram_blocking=fv.trigram_blocking,
+        block_unk=fv.block_unk,
         length_penalty=fv.length_penalty or None,
         full_final_dist=fv.full_final_dist,
     )

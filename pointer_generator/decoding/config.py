@@ -24,6 +24,7 @@ class DecodeConfig:
     max_decode_examples: concurrent decoding stops after N examples (0 = never).
     xla: compile the whole search with XLA.
     readable_summaries: single pass: also write detokenized summaries in `readable/`.
+    block_unk: the earlier families never generate [UNK].
     """
 
     data_path: str = ""
@@ -39,3 +40,4 @@ class DecodeConfig:
     max_decode_examples: int = 0
     xla: bool = False
     readable_summaries: bool = False
+    block_unk: bool = False

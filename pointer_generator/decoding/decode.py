@@ -266,6 +266,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
         vocab,
         hps,
         trigram_blocking=cfg.trigram_blocking,
+        block_unk=cfg.block_unk,
         length_penalty=cfg.length_penalty or None,
         jit_compile=cfg.xla,
         full_final_dist=cfg.full_final_dist,
@@ -279,7 +280,12 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
             base = os.path.join(
                 exp.root,
                 decode_output.decode_dir_name(
-                    cfg.data_path, hps, ckpt, decoder.trigram_blocking, decoder.length_penalty
+                    cfg.data_path,
+                    hps,
+                    ckpt,
+                    decoder.trigram_blocking,
+                    decoder.length_penalty,
+                    decoder.block_unk,
                 ),
             )
             record = decode_inputs.describe(

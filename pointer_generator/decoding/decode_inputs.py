@@ -70,7 +70,8 @@ def describe(data_path: str, vocab, hps, checkpoint: str, search: dict) -> dict:
 def search_settings(cfg) -> dict:
     """The decode options (a DecodeConfig) that change a summary."""
     fields = {f.name for f in dataclasses.fields(cfg)}
-    return {f: getattr(cfg, f) for f in ("trigram_blocking", "length_penalty") if f in fields}
+    names = ("trigram_blocking", "length_penalty", "block_unk")
+    return {f: getattr(cfg, f) for f in names if f in fields}
 
 
 def _read(directory: str) -> dict | None:

@@ -184,13 +184,14 @@ def decode_dir_name(
     ckpt_name: str,
     trigram_blocking: bool = False,
     length_penalty: float | None = None,
+    block_unk: bool = False,
 ) -> str:
     """`decode_<ds>_<E>maxenc_<B>beam_<m>mindec_<M>maxdec_ckpt-<N>` (spec 1.3).
 
     `hps` needs max_enc_steps, beam_size, min_dec_steps, max_dec_steps; `ckpt_name` is the
     loaded checkpoint path (or just its name). Decoding options the original lacked are
     appended so their outputs never mix with faithful ones: `_triblock`, `_lp<value>`,
-    `_bf16` (hps.mixed_precision).
+    `_bf16` (hps.mixed_precision), `_blockunk`.
     """
     name = "decode_%s_%imaxenc_%ibeam_%imindec_%imaxdec_ckpt-%s" % (
         dataset_label(data_path),
@@ -206,6 +207,8 @@ def decode_dir_name(
         name += "_lp%r" % float(length_penalty)
     if getattr(hps, "mixed_precision", False):
         name += "_bf16"
+    if block_unk:
+        name += "_blockunk"
     return name
 
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from pointer_generator.data.vocab import (
     STOP_DECODING,
+    UNK_ID,
     Vocab,
     outputids2words,
 )
@@ -54,6 +55,7 @@ class BeamSearchDecoder:
         and search it, as the original; by default (and unless trigram blocking needs
         it) only the entries that can be in its top 2K are computed
         (final_candidates.py: same summaries up to float rounding, faster).
+      block_unk: (the earlier families) the search never generates [UNK].
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
@@ -74,6 +76,7 @@ class BeamSearchDecoder:
         top_k=None,
         full_final_dist: bool = False,
         min_compact_size: int | None = MIN_COMPACT_SIZE,
+        block_unk: bool = False,
     ):
         if 2 * hps.beam_size > vocab.size():
             # Each step takes the top 2K words of a distribution over the vocabulary.
@@ -89,6 +92,9 @@ class BeamSearchDecoder:
         self.full_final_dist = full_final_dist or trigram_blocking
         self.trigram_blocking = trigram_blocking
         self.length_penalty = length_penalty
+        if block_unk and hps.model == "pointer_generator":
+            raise FlagError("--block_unk is for --model=abs|ras_*: the pointer-generator copies")
+        self.block_unk = block_unk
         self._search = tf.function(
             self._search_graph, reduce_retracing=True, jit_compile=jit_compile
         )
@@ -133,8 +139,16 @@ class BeamSearchDecoder:
         """The search for the earlier families (ABS, RAS): their own step function."""
         model, k = self.model, self.hps.beam_size
         rows = batch_size * k
+        keep = tf.one_hot(UNK_ID, self.vocab.size(), on_value=0.0, off_value=1.0)
+
+        def step(tokens, carry, art):
+            probs, attn, p_gen, new = model.decode_step(tokens, carry, art, k)
+            if self.block_unk:  # the ABS papers' search never writes <unk>
+                probs = probs * keep
+            return probs, attn, p_gen, new
+
         return batched_beam_search(
-            lambda tokens, carry, art: model.decode_step(tokens, carry, art, k),
+            step,
             model.initial_carry(rows),
             batch_size=batch_size,
             **search_settings(self.hps, self.vocab.size()),
