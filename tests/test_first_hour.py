@@ -36,6 +36,18 @@ def trained(tmp_path_factory):
     return data
 
 
+def _eval_args(trained) -> list[str]:
+    """A single-pass eval of the trained experiment naming no model flag or vocabulary."""
+    return [
+        "--mode=eval",
+        "--single_pass",
+        f"--data_path={trained.val_path}",
+        f"--log_root={trained.log_root}",
+        "--exp_name=exp",
+        "--fused_recurrence=0",
+    ]
+
+
 # ---------------------------------------------------------------------- remembered settings
 def test_training_stores_the_model_flags_and_the_vocabulary(trained):
     with open(os.path.join(trained.exp_dir, "settings.json"), encoding="utf-8") as f:
@@ -61,14 +73,7 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
 
 def test_later_commands_take_the_stored_settings(trained, capfd):
     # Only what the mode needs: no model flag, no vocabulary (the TINY sizes are not given).
-    args = [
-        "--mode=eval",
-        "--single_pass",
-        f"--data_path={trained.val_path}",
-        f"--log_root={trained.log_root}",
-        "--exp_name=exp",
-        "--fused_recurrence=0",
-    ]
+    args = _eval_args(trained)
     assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
     assert "Single-pass eval of model.ckpt-3 (step 3)" in capfd.readouterr().out
 
@@ -100,14 +105,7 @@ def test_another_vocabulary_is_refused_and_the_original_habit_still_works(traine
     helpers.write_vocab(str(other), 120)
     with open(other, "a", encoding="utf-8") as f:
         f.write("extra 1\n")
-    base = [
-        "--mode=eval",
-        "--single_pass",
-        f"--data_path={trained.val_path}",
-        f"--log_root={trained.log_root}",
-        "--exp_name=exp",
-        "--fused_recurrence=0",
-    ]
+    base = _eval_args(trained)
     assert helpers.run_main_in_process([*base, f"--vocab_path={other}"]) == 2
     errors = _errors(capfd.readouterr().err)
     assert errors[0].startswith(f"error: --vocab_path {other} is not the vocabulary this ")

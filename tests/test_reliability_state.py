@@ -34,15 +34,11 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("state")
     data = helpers.tiny_setup(root, n_train=12, n_val=6)
     for steps in (3, 6):
-        args = _train_args(data, "exp", max_steps=steps)
+        args = helpers.run_args(data, "exp", max_steps=steps)
         assert helpers.run_main_in_process(args) == 0
     train_dir = os.path.join(data.log_root, "exp", "train")
     assert helpers.checkpoint_steps(train_dir) == [0, 3, 6]
     return data
-
-
-def _train_args(data, exp_name, mode="train", **flags):
-    return helpers.run_args(data, exp_name, mode, **flags)
 
 
 def _copy(data, name: str) -> str:
@@ -71,7 +67,7 @@ def test_a_broken_state_file_loses_no_checkpoint_and_is_rebuilt(trained, state, 
     assert checkpointing.latest_checkpoint(train_dir).endswith("model.ckpt-6")
     caplog.set_level(logging.INFO)
 
-    assert helpers.run_main_in_process(_train_args(trained, name, max_steps=8)) == 0
+    assert helpers.run_main_in_process(helpers.run_args(trained, name, max_steps=8)) == 0
 
     assert "Resuming from" in caplog.text and "model.ckpt-6 (step 6)" in caplog.text
     assert "rebuilt it from the checkpoints on disk" in caplog.text
@@ -87,7 +83,7 @@ def test_rolling_back_by_deleting_the_newest_checkpoint_resumes_from_the_one_bef
         if f.startswith("model.ckpt-6."):
             os.remove(os.path.join(train_dir, f))
     caplog.set_level(logging.INFO)
-    assert helpers.run_main_in_process(_train_args(trained, "rollback", max_steps=4)) == 0
+    assert helpers.run_main_in_process(helpers.run_args(trained, "rollback", max_steps=4)) == 0
     assert "model.ckpt-3 (step 3)" in caplog.text
     assert checkpointing.latest_checkpoint(train_dir).endswith("model.ckpt-4")
 
@@ -108,7 +104,7 @@ def test_a_complete_checkpoint_the_state_file_does_not_name_is_adopted(trained, 
         )
     os.makedirs(os.path.join(train_dir, "model.ckpt-7_temp"))
     caplog.set_level(logging.INFO)
-    assert helpers.run_main_in_process(_train_args(trained, "unlisted", max_steps=7)) == 0
+    assert helpers.run_main_in_process(helpers.run_args(trained, "unlisted", max_steps=7)) == 0
     assert "model.ckpt-6 (step 6)" in caplog.text
     assert "model.ckpt-7_temp, left by a save that did not finish" in caplog.text
     assert {"model.ckpt-6.index", "model.ckpt-7.index"} <= _checkpoint_files(train_dir)
@@ -144,17 +140,17 @@ def test_a_damaged_newest_checkpoint_falls_back_in_every_mode(trained, how, capf
     with pytest.raises(Exception, match="cannot read checkpoint"):
         inspect_checkpoint.inspect(bad)
     # eval (single pass) and decode read model.ckpt-3.
-    args = _train_args(trained, name, mode="eval", single_pass=True)
+    args = helpers.run_args(trained, name, mode="eval", single_pass=True)
     assert helpers.run_main_in_process(args) == 0
     assert "Single-pass eval of model.ckpt-3 (step 3)" in capfd.readouterr().out
-    args = _train_args(trained, name, mode="decode", single_pass=True)
+    args = helpers.run_args(trained, name, mode="decode", single_pass=True)
     assert helpers.run_main_in_process(args) == 0
     decoded = [d for d in os.listdir(os.path.dirname(train_dir)) if d.startswith("decode_")]
     assert decoded and all(d.endswith("ckpt-3") for d in decoded), decoded
     # train resumes from model.ckpt-3 and sets the damaged one aside (kept, not deleted).
     caplog.clear()
     caplog.set_level(logging.INFO)
-    assert helpers.run_main_in_process(_train_args(trained, name, max_steps=4)) == 0
+    assert helpers.run_main_in_process(helpers.run_args(trained, name, max_steps=4)) == 0
     assert "model.ckpt-3 (step 3)" in caplog.text
     aside = os.path.join(train_dir, checkpoint_scan.DAMAGED_SUBDIR)
     assert sorted(os.listdir(aside)) == ["model.ckpt-6.data-00000-of-00001", "model.ckpt-6.index"]
@@ -167,7 +163,10 @@ def test_only_damaged_checkpoints_is_one_error_and_nothing_is_moved(trained, cap
         _damage(train_dir, step, "truncated")
     before = _checkpoint_files(train_dir)
     for mode, flags in (("train", {"max_steps": 7}), ("decode", {"single_pass": True})):
-        assert helpers.run_main_in_process(_train_args(trained, "all_damaged", mode, **flags)) == 2
+        assert (
+            helpers.run_main_in_process(helpers.run_args(trained, "all_damaged", mode, **flags))
+            == 2
+        )
         err = capfd.readouterr().err
         errors = _errors(err)
         assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
@@ -204,19 +203,19 @@ def test_one_training_job_per_experiment_and_a_killed_one_leaves_no_lock(trained
     try:
         before = _checkpoint_files(train_dir)
         for flags in ({"max_steps": 8}, {"restore_best_model": True}):
-            assert helpers.run_main_in_process(_train_args(trained, "locked", **flags)) == 2
+            assert helpers.run_main_in_process(helpers.run_args(trained, "locked", **flags)) == 2
             errors = _errors(capfd.readouterr().err)
             assert len(errors) == 1, errors
             assert errors[0].startswith(f"error: another training job is writing {train_dir}")
             assert f"pid {holder.pid} on " in errors[0] and "--exp_name" in errors[0]
         assert _checkpoint_files(train_dir) == before
         # Readers take no lock: a single-pass eval runs beside the writer.
-        args = _train_args(trained, "locked", mode="eval", single_pass=True)
+        args = helpers.run_args(trained, "locked", mode="eval", single_pass=True)
         assert helpers.run_main_in_process(args) == 0
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
-    assert helpers.run_main_in_process(_train_args(trained, "locked", max_steps=7)) == 0
+    assert helpers.run_main_in_process(helpers.run_args(trained, "locked", max_steps=7)) == 0
 
 
 def test_two_eval_jobs_on_one_experiment(tmp_path):
@@ -239,7 +238,7 @@ def test_single_pass_decode_never_resumes_a_folder_made_from_other_inputs(traine
     train_dir = _copy(trained, "resume")
     exp_dir = os.path.dirname(train_dir)
     other = helpers.write_data(os.path.join(exp_dir, "other"), "val", 3, trained.words, seed=5)
-    first = _train_args(trained, "resume", mode="decode", single_pass=True)
+    first = helpers.run_args(trained, "resume", mode="decode", single_pass=True)
     assert helpers.run_main_in_process(first) == 0
     (folder,) = [d for d in os.listdir(exp_dir) if d.startswith("decode_")]
     folder = os.path.join(exp_dir, folder)
@@ -249,14 +248,14 @@ def test_single_pass_decode_never_resumes_a_folder_made_from_other_inputs(traine
     caplog.set_level(logging.WARNING)
 
     # Same folder name (same split name, settings, checkpoint), other data files.
-    second = _train_args(trained, "resume", mode="decode", single_pass=True, data_path=other)
+    second = helpers.run_args(trained, "resume", mode="decode", single_pass=True, data_path=other)
     assert helpers.run_main_in_process(second) == 0
     assert f"{folder} holds a decode of other inputs (data differ)" in caplog.text
     assert len(os.listdir(os.path.join(folder + "-2", "decoded"))) == 3
     assert "decoded: 3/3 articles" in capfd.readouterr().err.splitlines()[-1]
     assert {f: os.path.getmtime(os.path.join(folder, f)) for f in os.listdir(folder)} == snapshot
     # The original's attention at decode time is a setting a summary depends on, too.
-    third = _train_args(
+    third = helpers.run_args(
         trained, "resume", mode="decode", single_pass=True, decode_attention="train_consistent"
     )
     assert helpers.run_main_in_process(third) == 0
@@ -271,7 +270,7 @@ def test_single_pass_decode_never_resumes_a_folder_made_from_other_inputs(traine
 def test_single_pass_decode_without_any_checkpoint_is_an_error_at_once(trained, capfd):
     os.makedirs(os.path.join(trained.log_root, "untrained", "train"))
     start = time.monotonic()
-    args = _train_args(trained, "untrained", mode="decode", single_pass=True)
+    args = helpers.run_args(trained, "untrained", mode="decode", single_pass=True)
     assert helpers.run_main_in_process(args) == 2
     assert time.monotonic() - start < 60
     errors = _errors(capfd.readouterr().err)

@@ -128,8 +128,13 @@ class ABSModel(SentenceSummarizer):
 
     # ------------------------------------------------------------------ decoding
     def search_articles(self, enc_batch, enc_padding_mask) -> dict:
-        """What every search step reads of the articles (one row per article)."""
-        return {"enc": enc_batch, "mask": tf.cast(enc_padding_mask, tf.float32)}
+        """What every search step reads of the articles (one row per article). enc1 and
+        enc2 ignore the summary so far: their encoding is computed here, once."""
+        mask = tf.cast(enc_padding_mask, tf.float32)
+        articles = {"enc": enc_batch, "mask": mask}
+        if self.g is None:
+            articles["encoded"] = self.encoder(self.f(enc_batch), mask)
+        return articles
 
     def initial_carry(self, batch_size):
         """The window of a new summary: C copies of [START] (the search feeds [START] as
@@ -141,14 +146,18 @@ class ABSModel(SentenceSummarizer):
         attn [N, M] (zeros for enc1/enc2), p_gen [N] (ones), new carry), N = S * K rows.
 
         tokens [N]: each hypothesis' latest token; carry {"window": [N, C]};
-        articles {"enc": [S, M] ids, "mask": [S, M]}, one row per article, tiled here to
-        its `beam_size` hypotheses (row s*K + k).
+        articles: `search_articles` ({"enc": [S, M] ids, "mask": [S, M], "encoded": [S, H]
+        for enc1/enc2}), one row per article, tiled here to its `beam_size` hypotheses
+        (row s*K + k).
         """
         window = tf.concat([carry["window"][:, 1:], tokens[:, None]], axis=1)
-        enc_ids = tf.repeat(articles["enc"], beam_size, axis=0)
         mask = tf.repeat(articles["mask"], beam_size, axis=0)
         h = self.nnlm(self.e(window))
-        enc, attn = self._encode(enc_ids, mask, window)
+        if "encoded" in articles:
+            enc, attn = tf.repeat(articles["encoded"], beam_size, axis=0), None
+        else:
+            enc_ids = tf.repeat(articles["enc"], beam_size, axis=0)
+            enc, attn = self._encode(enc_ids, mask, window)
         log_p = self.out(h, enc)
         if attn is None:
             attn = tf.zeros_like(mask)
