@@ -66,6 +66,7 @@ class Record:
     name: str
     article: str
     highlights: list[str] | None
+    id: str | None = None  # the input's `id` field, where it has one
 
 
 class _CheckedGzip(gzip.GzipFile):
@@ -130,7 +131,8 @@ def _record(obj, where: str, tokenized: bool) -> Record:
     keys = ("abstract", "highlights") if tokenized else ("highlights", "abstract")
     key = next((k for k in keys if k in obj), keys[0])
     name = f"{where} (id {obj['id']})" if "id" in obj else where
-    return Record(name, article, _sentences(obj.get(key), where, tokenized))
+    ident = str(obj["id"]) if obj.get("id") is not None else None
+    return Record(name, article, _sentences(obj.get(key), where, tokenized), ident)
 
 
 def read_csv(path: str, tokenized: bool = False) -> Iterator[Record]:

@@ -18,6 +18,21 @@ GRAD_NORM_MODES = ("original", "dense")
 # summarizers it builds on, ABS (Rush et al. 2015) and RAS (Chopra et al. 2016).
 MODEL_FAMILIES = ("pointer_generator", "abs", "ras_elman", "ras_lstm")
 ABS_ENCODERS = ("bow", "conv", "attention")
+OPTIMIZERS = ("adagrad", "sgd")
+# Learning-rate annealing on validation (SGD): "plateau" divides the rate when the
+# validation perplexity is no better than the best so far (the papers' wording);
+# "previous" when it is worse than the previous epoch's (what NAMAS's code does).
+LR_DECAYS = ("none", "plateau", "previous")
+# Fields with a fixed set of values.
+_CHOICES = {
+    "mode": MODES,
+    "decode_attention": DECODE_ATTENTION_MODES,
+    "model": MODEL_FAMILIES,
+    "abs_encoder": ABS_ENCODERS,
+    "grad_norm": GRAD_NORM_MODES,
+    "optimizer": OPTIMIZERS,
+    "lr_decay": LR_DECAYS,
+}
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
     "hidden_dim",
@@ -82,31 +97,34 @@ class HParams:
     smoothing_window: int = 2  # ABS: Q, the ±Q smoothing (enc3) and conv width 2Q+1 (enc2)
     conv_width: int = 5  # RAS: q, its encoder's convolution width (odd) [R]
     max_positions: int = 400  # RAS: input positions with an embedding (>= max_enc_steps)
+    abs_namas: bool = False  # ABS: the official code's departures (spec §2.9), not the paper's
+    # ---- how the earlier families were trained (training/optimizers.py, epochs.py) -----
+    optimizer: str = "adagrad"  # "sgd": plain SGD (ABS, RAS) with an annealed rate
+    lr_decay: str = "none"  # annealing on validation perplexity, see LR_DECAYS
+    lr_decay_factor: float = 2.0  # the rate is divided by this ("annealing 2")
+    embedding_max_norm: float = 0.0  # > 0: renormalise embedding rows each epoch (ABS: 1)
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise FlagError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise FlagError(
+                    f"--{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
+                )
         for name in POSITIVE_FIELDS:
             if getattr(self, name) <= 0:
                 raise FlagError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.min_dec_steps < 0:
             raise FlagError(f"--min_dec_steps must be >= 0, got {self.min_dec_steps}")
-        if self.decode_attention not in DECODE_ATTENTION_MODES:
+        if self.lr_decay != "none" and self.optimizer != "sgd":
             raise FlagError(
-                f"--decode_attention must be one of "
-                f"{', '.join(DECODE_ATTENTION_MODES)}, got {self.decode_attention!r}"
+                f"--lr_decay={self.lr_decay} anneals plain SGD's rate: add --optimizer=sgd "
+                "(Adagrad adapts its own step sizes)"
             )
-        if self.model not in MODEL_FAMILIES:
+        if self.lr_decay_factor <= 1:
+            raise FlagError(f"--lr_decay_factor must be > 1, got {self.lr_decay_factor}")
+        if self.embedding_max_norm < 0:
             raise FlagError(
-                f"--model must be one of {', '.join(MODEL_FAMILIES)}, got {self.model!r}"
-            )
-        if self.abs_encoder not in ABS_ENCODERS:
-            raise FlagError(
-                f"--abs_encoder must be one of {', '.join(ABS_ENCODERS)}, got {self.abs_encoder!r}"
-            )
-        if self.grad_norm not in GRAD_NORM_MODES:
-            raise FlagError(
-                f"--grad_norm must be one of {', '.join(GRAD_NORM_MODES)}, got {self.grad_norm!r}"
+                f"--embedding_max_norm must be >= 0 (0 = off), got {self.embedding_max_norm}"
             )
 
     @property

@@ -3,6 +3,7 @@
     pointer-generator [flags]              = python -m pointer_generator.cli.run_summarization
     pointer-generator summarize ARGS...    -> pointer_generator.decoding.summarize.main(ARGS)
     pointer-generator quickstart ARGS...   -> pointer_generator.cli.quickstart.main(ARGS)
+    pointer-generator tune_features ARGS... -> pointer_generator.cli.tune_features.main(ARGS)
 
 Subcommand modules are imported only when used; they receive the arguments after the
 subcommand's name. Exit statuses are those of `pointer_generator.exit_codes` (a
@@ -28,8 +29,18 @@ def _quickstart(args: list[str]) -> int:
     return quickstart.main(args)
 
 
+def _tune_features(args: list[str]) -> int:
+    from pointer_generator.cli import tune_features
+
+    return tune_features.main(args)
+
+
 # Imported only when used; each gets the arguments after the subcommand's name.
-SUBCOMMANDS = {"summarize": _summarize, "quickstart": _quickstart}
+SUBCOMMANDS = {
+    "summarize": _summarize,
+    "quickstart": _quickstart,
+    "tune_features": _tune_features,
+}
 
 
 def run_subcommand(name: str, args: list[str]) -> int:

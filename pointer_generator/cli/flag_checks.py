@@ -89,6 +89,30 @@ def _validate_paths(fv) -> None:
             )
         if not [f for f in glob.glob(fv.data_path) if os.path.isfile(f)]:
             raise FlagError(f"--data_path {fv.data_path!r} matches no files")
+    _validate_epochs(fv)
+
+
+def _validate_epochs(fv) -> None:
+    """The in-training validation and what depends on it (train mode only)."""
+    if fv.mode != "train":
+        for name in ("valid_data_path", "epoch_steps"):
+            if getattr(fv, name):
+                raise FlagError(f"--{name} is a train mode flag (got --mode={fv.mode})")
+        return
+    if fv.valid_data_path and not [f for f in glob.glob(fv.valid_data_path) if os.path.isfile(f)]:
+        raise FlagError(f"--valid_data_path {fv.valid_data_path!r} matches no files")
+    if fv.lr_decay != "none" and fv.optimizer != "sgd":
+        raise FlagError(
+            f"--lr_decay={fv.lr_decay} anneals plain SGD's rate: add --optimizer=sgd "
+            "(Adagrad adapts its own step sizes)"
+        )
+    if fv.lr_decay != "none" and not fv.valid_data_path:
+        raise FlagError(
+            f"--lr_decay={fv.lr_decay} decides on validation perplexity: give "
+            "--valid_data_path (validation .bin files)"
+        )
+    if fv.epoch_steps < 0:
+        raise FlagError(f"--epoch_steps must be >= 0 (0 = one pass), got {fv.epoch_steps}")
 
 
 def _validate_numbers(fv) -> None:

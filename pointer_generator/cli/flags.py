@@ -17,7 +17,9 @@ from pointer_generator.hparams import (
     ABS_ENCODERS,
     DECODE_ATTENTION_MODES,
     GRAD_NORM_MODES,
+    LR_DECAYS,
     MODEL_FAMILIES,
+    OPTIMIZERS,
 )
 
 FLAGS = flags.FLAGS
@@ -296,6 +298,55 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "--model=ras_*: input positions with a learned embedding (at least --max_enc_steps).",
         flag_values=fv,
     )
+    flags.DEFINE_boolean(
+        "abs_namas",
+        False,
+        "--model=abs: the official NAMAS code's departures from the paper's equations "
+        "(biases, learned smoothing, extra linear layers) instead of the printed forms.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "optimizer",
+        "adagrad",
+        OPTIMIZERS,
+        "adagrad (the original's) or sgd (plain SGD, as ABS and RAS were trained; "
+        "--lr is then its rate).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "lr_decay",
+        "none",
+        LR_DECAYS,
+        "With --optimizer=sgd: divide the rate by --lr_decay_factor after an epoch whose "
+        "validation perplexity (--valid_data_path) is no better than the best (plateau, "
+        "the papers) or worse than the previous epoch's (previous, NAMAS's code).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "lr_decay_factor", 2.0, "What --lr_decay divides the rate by.", flag_values=fv
+    )
+    flags.DEFINE_float(
+        "embedding_max_norm",
+        0.0,
+        "> 0: at the start of every epoch, rescale each embedding row longer than this to "
+        "this L2 norm (ABS: 1). 0 = never.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "valid_data_path",
+        "",
+        "Train mode: validation .bin files; at the end of every epoch training measures "
+        "their perplexity (TensorBoard valid/perplexity in eval/), keeps the best model in "
+        "eval/ like the eval job, and anneals the rate (--lr_decay).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "epoch_steps",
+        0,
+        "Training steps per epoch (validation, annealing, embedding renormalisation); "
+        "0 = one pass over --data_path.",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
         "eval_interval_secs",
         10.0,
@@ -383,6 +434,53 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         False,
         "decode, --model=abs|ras_*: never generate [UNK] (the ABS papers' decoding; "
         "the pointer-generator copies instead).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "feature_weights",
+        "",
+        "decode/summarize/tune_features, --model=abs|ras_*: ABS+ -- add the extractive "
+        "features (unigram, bigram, trigram match, out of order, length) to every word's "
+        "score with the weights of this file ('<feature> <weight>' lines, as "
+        "tune_features writes them).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "namas_features",
+        False,
+        "With --feature_weights: the official ABS code's features (input padded with "
+        "<s>/</s>, its off-by-one skip-gram tables) instead of the paper's adjacent n-grams.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "weights_out", "", "tune_features: where to write the tuned weights.", flag_values=fv
+    )
+    flags.DEFINE_enum(
+        "objective",
+        "rouge1_recall",
+        ("rouge1_recall", "bleu4"),
+        "tune_features: what MERT maximises on --data_path: ROUGE-1 recall of the first "
+        "--objective_bytes bytes (the papers' evaluation) or BLEU-4 (NAMAS's Z-MERT set-up).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "objective_bytes",
+        75,
+        "tune_features: rouge1_recall reads the first N bytes of each summary and "
+        "reference (DUC's limit; 0 = all).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "mert_iterations",
+        5,
+        "tune_features: decode-and-optimise rounds (fewer when no new hypothesis appears).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "random_starts",
+        10,
+        "tune_features: random starting points of each optimisation besides the current "
+        "weights (Z-MERT uses 20).",
         flag_values=fv,
     )
     flags.DEFINE_boolean(

@@ -37,6 +37,8 @@ MODEL_FLAGS = (
     "smoothing_window",
     "conv_width",
     "max_positions",
+    "abs_namas",
+    "optimizer",
 )
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
 

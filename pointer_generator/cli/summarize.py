@@ -54,6 +54,8 @@ HELP_FLAGS = {
         "trigram_blocking",
         "length_penalty",
         "decode_batch_size",
+        "block_unk",
+        "feature_weights",
     ),
     "output": ("tokens",),
 }
@@ -109,6 +111,7 @@ def main(argv: list[str]) -> int:
     from pointer_generator.data.detokenize import detokenize
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.decoding import decode, decode_output
+    from pointer_generator.decoding.extractive_features import read_weights
     from pointer_generator.decoding.summarize import summarize_examples
     from pointer_generator.models.families import build_model
     from pointer_generator.runtime.experiment import open_experiment
@@ -126,6 +129,8 @@ def main(argv: list[str]) -> int:
         block_unk=fv.block_unk,
         length_penalty=fv.length_penalty or None,
         full_final_dist=fv.full_final_dist,
+        feature_weights=read_weights(fv.feature_weights) if fv.feature_weights else None,
+        namas_features=fv.namas_features,
     )
     summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
     for name, summary in zip(names, summaries, strict=True):

@@ -86,6 +86,7 @@ def batched_beam_search(
     top_k: Callable | None = None,
     articles: Any = None,
     min_compact_size: int | None = MIN_COMPACT_SIZE,
+    n_best: bool = False,
 ) -> dict[str, tf.Tensor]:
     """Beam search for a batch of articles in one `tf.while_loop` (N = B*K rows).
 
@@ -120,6 +121,8 @@ def batched_beam_search(
       max_dec_steps / min_dec_steps: at most this many steps; a [STOP] produced at step
         index < min_dec_steps is discarded.
       trigram_blocking, length_penalty: optional extras, off = the original.
+      n_best: also return every article's final hypotheses (for ABS+'s tuning): its
+        results (hypotheses ended by [STOP]), or its last beam when it has none.
 
     Returns:
       tokens      int32   [B, max_dec_steps]  generated ids (after [START], the final
@@ -128,6 +131,11 @@ def batched_beam_search(
       scores      float32 [B]                 score of the chosen hypothesis
       attn_dists  float32 [B, max_dec_steps, T]  attention per generated id, 0 after
       p_gens      float32 [B, max_dec_steps]     p_gen per generated id, 0 after
+    and with `n_best`:
+      nbest_tokens  int32   [B, K, max_dec_steps]  each final hypothesis, as `tokens`
+      nbest_lengths int32   [B, K]
+      nbest_sums    float32 [B, K]   summed log-probabilities (not length-normalised)
+      nbest_valid   bool    [B, K]
     """
     cfg = search_rules.SearchConfig(
         beam_size,
@@ -152,9 +160,11 @@ def batched_beam_search(
     else:
         call = step_fn
     if tf.inside_function():
-        return _batched_graph(call, init_carry, articles, batch_size, sizes, cfg, pad_id)
+        return _batched_graph(call, init_carry, articles, batch_size, sizes, cfg, pad_id, n_best)
     fn = tf.function(
-        lambda carry, arts: _batched_graph(call, carry, arts, batch_size, sizes, cfg, pad_id),
+        lambda carry, arts: _batched_graph(
+            call, carry, arts, batch_size, sizes, cfg, pad_id, n_best
+        ),
         jit_compile=jit_compile,
     )
     return fn(init_carry, articles)
@@ -308,6 +318,7 @@ def _batched_graph(
     sizes: list,
     cfg: search_rules.SearchConfig,
     pad_id: int,
+    n_best: bool = False,
 ) -> dict[str, tf.Tensor]:
     """The graph of `batched_beam_search`: one `tf.while_loop` per batch size in `sizes`.
 
@@ -382,10 +393,42 @@ def _batched_graph(
     tokens, attn, p_gens = search_state.backtrack(
         tas, it, last, has_result, end_parent, kb, cfg.stop_id, pad_id, m
     )
-    return {
+    out = {
         "tokens": tokens,
         "lengths": last + 1,
         "scores": score,
         "attn_dists": attn,
         "p_gens": p_gens,
+    }
+    if n_best:
+        out.update(_final_hypotheses(final, tas, it, cfg, pad_id))
+    return out
+
+
+def _final_hypotheses(final: dict, tas, steps_run, cfg, pad_id: int) -> dict:
+    """Every article's K final hypotheses: result r, or (when the article has no result)
+    last-beam slot r; with their token ids and summed log-probabilities."""
+    k, m = cfg.beam_size, cfg.max_dec_steps
+    norm = tf.constant(cfg.norm_table())
+    res_count = final["res_count"]
+    no_result = res_count == 0
+    toks, lens, sums, valid = [], [], [], []
+    for r in range(k):
+        has = r < res_count
+        end = final["res_end"][:, r]
+        last = tf.where(has, end, final["n_steps"] - 1)
+        slot = tf.fill(tf.shape(res_count), r)
+        tokens, _, _ = search_state.backtrack(
+            tas, steps_run, last, has, final["res_parent"][:, r], slot, cfg.stop_id, pad_id, m
+        )
+        toks.append(tokens)
+        lens.append(last + 1)
+        result_sum = final["res_score"][:, r] * tf.gather(norm, tf.minimum(end + 1, m))
+        sums.append(tf.where(has, result_sum, final["beam_sum"][:, r]))
+        valid.append(has | (no_result & final["alive"][:, r] & (final["n_steps"] > 0)))
+    return {
+        "nbest_tokens": tf.stack(toks, axis=1),
+        "nbest_lengths": tf.stack(lens, axis=1),
+        "nbest_sums": tf.stack(sums, axis=1),
+        "nbest_valid": tf.stack(valid, axis=1),
     }

@@ -25,6 +25,7 @@ class DecodeConfig:
     xla: compile the whole search with XLA.
     readable_summaries: single pass: also write detokenized summaries in `readable/`.
     block_unk: the earlier families never generate [UNK].
+    feature_weights: ABS+'s weight file ("" = none); namas_features: NAMAS's tables.
     """
 
     data_path: str = ""
@@ -41,3 +42,5 @@ class DecodeConfig:
     xla: bool = False
     readable_summaries: bool = False
     block_unk: bool = False
+    feature_weights: str = ""
+    namas_features: bool = False

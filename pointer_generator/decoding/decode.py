@@ -25,6 +25,7 @@ from pointer_generator.data.vocab import (
 from pointer_generator.decoding import attention_html, decode_inputs, decode_output
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
+from pointer_generator.decoding.extractive_features import features_suffix, read_weights
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
@@ -261,12 +262,15 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     model = build_model(hps, vocab.size())
     print(model.parameter_summary(), flush=True)
     ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass)
+    weights = read_weights(cfg.feature_weights) if cfg.feature_weights else None
     decoder = BeamSearchDecoder(
         model,
         vocab,
         hps,
         trigram_blocking=cfg.trigram_blocking,
         block_unk=cfg.block_unk,
+        feature_weights=weights,
+        namas_features=cfg.namas_features,
         length_penalty=cfg.length_penalty or None,
         jit_compile=cfg.xla,
         full_final_dist=cfg.full_final_dist,
@@ -286,6 +290,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                     decoder.trigram_blocking,
                     decoder.length_penalty,
                     decoder.block_unk,
+                    features_suffix(weights, cfg.namas_features),
                 ),
             )
             record = decode_inputs.describe(

@@ -185,13 +185,15 @@ def decode_dir_name(
     trigram_blocking: bool = False,
     length_penalty: float | None = None,
     block_unk: bool = False,
+    features: str = "",
 ) -> str:
     """`decode_<ds>_<E>maxenc_<B>beam_<m>mindec_<M>maxdec_ckpt-<N>` (spec 1.3).
 
     `hps` needs max_enc_steps, beam_size, min_dec_steps, max_dec_steps; `ckpt_name` is the
     loaded checkpoint path (or just its name). Decoding options the original lacked are
     appended so their outputs never mix with faithful ones: `_triblock`, `_lp<value>`,
-    `_bf16` (hps.mixed_precision), `_blockunk`.
+    `_bf16` (hps.mixed_precision), `_blockunk`, and `features` (ABS+'s
+    `_absplus-<weights digest>`).
     """
     name = "decode_%s_%imaxenc_%ibeam_%imindec_%imaxdec_ckpt-%s" % (
         dataset_label(data_path),
@@ -209,7 +211,7 @@ def decode_dir_name(
         name += "_bf16"
     if block_unk:
         name += "_blockunk"
-    return name
+    return name + features
 
 
 def mark_oovs(text: str, vocab: Vocab) -> str:

@@ -10,11 +10,13 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_generator.data.vocab import (
+    START_ID,
     STOP_DECODING,
     UNK_ID,
     Vocab,
     outputids2words,
 )
+from pointer_generator.decoding import extractive_features
 from pointer_generator.decoding.beam_search import (
     MIN_COMPACT_SIZE,
     batched_beam_search,
@@ -56,6 +58,9 @@ class BeamSearchDecoder:
         it) only the entries that can be in its top 2K are computed
         (final_candidates.py: same summaries up to float rounding, faster).
       block_unk: (the earlier families) the search never generates [UNK].
+      feature_weights: (the earlier families) ABS+'s feature weights
+        (`extractive_features.FEATURES`), added to every word's score during the search;
+        namas_features: the official code's skip-gram tables and padded input.
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
@@ -77,6 +82,8 @@ class BeamSearchDecoder:
         full_final_dist: bool = False,
         min_compact_size: int | None = MIN_COMPACT_SIZE,
         block_unk: bool = False,
+        feature_weights: dict | None = None,
+        namas_features: bool = False,
     ):
         if 2 * hps.beam_size > vocab.size():
             # Each step takes the top 2K words of a distribution over the vocabulary.
@@ -95,6 +102,14 @@ class BeamSearchDecoder:
         if block_unk and hps.model == "pointer_generator":
             raise FlagError("--block_unk is for --model=abs|ras_*: the pointer-generator copies")
         self.block_unk = block_unk
+        if feature_weights is not None and hps.model == "pointer_generator":
+            raise FlagError(
+                "--feature_weights (ABS+) is for --model=abs|ras_*: the pointer-generator "
+                "copies through its pointer instead"
+            )
+        self.feature_weights = feature_weights
+        self.namas_features = namas_features
+        self._nbest = None
         self._search = tf.function(
             self._search_graph, reduce_retracing=True, jit_compile=jit_compile
         )
@@ -135,28 +150,48 @@ class BeamSearchDecoder:
 
         return step_fn
 
-    def _family_search(self, enc_batch, enc_padding_mask, batch_size):
-        """The search for the earlier families (ABS, RAS): their own step function."""
+    def _family_search(self, enc_batch, enc_padding_mask, batch_size, n_best: bool = False):
+        """The search for the earlier families (ABS, RAS): their own step function, with
+        ABS+'s feature score (`extractive_features.py`) added to every word when the
+        decoder has feature weights."""
         model, k = self.model, self.hps.beam_size
         rows = batch_size * k
         keep = tf.one_hot(UNK_ID, self.vocab.size(), on_value=0.0, off_value=1.0)
+        weights, namas = self.feature_weights, self.namas_features
 
         def step(tokens, carry, art):
-            probs, attn, p_gen, new = model.decode_step(tokens, carry, art, k)
+            probs, attn, p_gen, new = model.decode_step(tokens, carry["model"], art["model"], k)
             if self.block_unk:  # the ABS papers' search never writes <unk>
                 probs = probs * keep
-            return probs, attn, p_gen, new
+            # (y_{i-1}, y_i): the two latest words of each hypothesis, [START] before.
+            history = tf.concat([carry["history"][:, 1:], tokens[:, None]], axis=1)
+            if weights is not None:
+                scores = extractive_features.feature_scores(
+                    art["ids"], art["mask"], history, weights, self.vocab.size(), k, namas
+                )
+                if weights["lm"] != 1.0:
+                    probs = probs ** weights["lm"]
+                # The search adds log(probs): this adds the weighted features.
+                probs = probs * tf.exp(scores)
+            return probs, attn, p_gen, {"model": new, "history": history}
 
+        carry = {"model": model.initial_carry(rows), "history": tf.fill([rows, 2], START_ID)}
+        articles = {
+            "model": model.search_articles(enc_batch, enc_padding_mask),
+            "ids": enc_batch,
+            "mask": enc_padding_mask,
+        }
         return batched_beam_search(
             step,
-            model.initial_carry(rows),
+            carry,
             batch_size=batch_size,
             **search_settings(self.hps, self.vocab.size()),
             trigram_blocking=self.trigram_blocking,
             length_penalty=self.length_penalty,
             top_k=self.top_k,
-            articles=model.search_articles(enc_batch, enc_padding_mask),
+            articles=articles,
             min_compact_size=self.min_compact_size,
+            n_best=n_best,
         )
 
     def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
@@ -185,6 +220,23 @@ class BeamSearchDecoder:
             articles=articles,
             min_compact_size=self.min_compact_size,
         )
+
+    def nbest_batch(self, batch: dict) -> dict:
+        """The earlier families' final hypotheses of every article of a pipeline batch
+        (`batched_beam_search` with n_best, as numpy arrays: nbest_tokens [B, K, M],
+        nbest_lengths, nbest_sums, nbest_valid [B, K]); for ABS+'s tuning."""
+        if self.hps.model == "pointer_generator":
+            raise FlagError("n-best lists are for --model=abs|ras_*")
+        if self._nbest is None:
+
+            def graph(enc_batch, enc_padding_mask):
+                return self._family_search(
+                    enc_batch, enc_padding_mask, tf.shape(enc_batch)[0], n_best=True
+                )
+
+            self._nbest = tf.function(graph, reduce_retracing=True)
+        out = self._nbest(batch["enc_batch"], batch["enc_padding_mask"])
+        return {k: v.numpy() for k, v in out.items() if k.startswith("nbest_")}
 
     def decode_batch(self, batch: dict) -> list[Summary]:
         """Beam-search every article of a pipeline batch; returns one Summary per row."""

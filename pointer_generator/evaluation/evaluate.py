@@ -14,6 +14,7 @@ and written to `eval/single_pass_loss.txt`.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 
@@ -57,9 +58,10 @@ class Evaluator:
       jit_compile: compile the evaluation step with XLA.
     """
 
-    def __init__(self, hps: HParams, vocab_size: int, jit_compile: bool = False):
+    def __init__(self, hps: HParams, vocab_size: int, jit_compile: bool = False, model=None):
         self.hps = hps
-        self.model = build_model(hps, vocab_size)
+        # A training job's validation passes its own model (the weights being trained).
+        self.model = model if model is not None else build_model(hps, vocab_size)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(model=self.model, step=self.step)
         self._jit_compile = jit_compile
@@ -223,6 +225,30 @@ def _summary_metrics(metrics: dict, hps: HParams) -> dict:
     }
 
 
+def dataset_sums(evaluator: Evaluator, vocab, data_path: str) -> dict:
+    """Loss sums of the evaluator's current weights over every example of `data_path`
+    once (see `Evaluator.evaluate`). Raises DataError when it holds no example."""
+    from pointer_generator.data.input_pipeline import data_errors
+
+    sums = dict.fromkeys(
+        ("example_loss_sum", "example_coverage_sum", "examples", "token_nll_sum", "tokens"),
+        0.0,
+    )
+    with data_errors():
+        for batch in _dataset(data_path, vocab, evaluator.hps, single_pass=True):
+            m = evaluator.evaluate(batch)
+            for k in sums:
+                sums[k] += m[k]
+    if not sums["examples"]:
+        raise DataError(f"{data_path!r} gave no example to evaluate")
+    return sums
+
+
+def perplexity(sums: dict) -> float:
+    """exp(mean NLL per target token), [STOP] included (NAMAS counts its implicit </s>)."""
+    return math.exp(min(sums["token_nll_sum"] / max(sums["tokens"], 1.0), 700.0))
+
+
 def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) -> dict:
     """Exact losses of the newest train checkpoint over the whole of `data_path`.
 
@@ -230,8 +256,6 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     coverage loss average per-example averages over the examples; the baseline NLL
     averages over all real target tokens (the original's sequence_loss definition).
     """
-    from pointer_generator.data.input_pipeline import data_errors
-
     hps = evaluator.hps
     path = checkpointing.latest_checkpoint(exp.train_dir)
     if path is None:
@@ -240,21 +264,8 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
             f"{checkpointing.none_intact_note(exp.train_dir)}; train first"
         )
     evaluator.load(path)
-    sums = {
-        "example_loss_sum": 0.0,
-        "example_coverage_sum": 0.0,
-        "examples": 0.0,
-        "token_nll_sum": 0.0,
-        "tokens": 0.0,
-    }
     t0 = time.time()
-    with data_errors():
-        for batch in _dataset(data_path, vocab, hps, single_pass=True):
-            m = evaluator.evaluate(batch)
-            for k in sums:
-                sums[k] += m[k]
-    if not sums["examples"]:
-        raise DataError(f"--data_path {data_path!r} gave no example to evaluate")
+    sums = dataset_sums(evaluator, vocab, data_path)
     if hps.pointer_gen:
         loss = sums["example_loss_sum"] / sums["examples"]
     else:
@@ -265,6 +276,7 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
         "examples": int(sums["examples"]),
         "tokens": int(sums["tokens"]),
         "loss": loss,
+        "perplexity": perplexity(sums),
     }
     if hps.coverage:
         result["coverage_loss"] = sums["example_coverage_sum"] / sums["examples"]

@@ -158,7 +158,8 @@ class AttentionEncoder(keras.layers.Layer):
     "2Q+1" (the true mean). Keys are the unsmoothed x̃, values the smoothed x̄.
 
     Call: embedded [B, M, H] (x̃ = F x_j), mask [B, M], context [B, C, D] (the G
-    embeddings ỹ'_c) -> (enc [B, H], p [B, M]).
+    embeddings ỹ'_c) -> (enc [B, H], p [B, M]); or context [B, T, C, D] (T queries of
+    one input) -> (enc [B, T, H], p [B, T, M]).
     NAMAS switches (spec §2.9): `p_bias` (P with a bias), `learned_smoothing` (the window
     sum times a learned scalar plus a learned bias, instead of 1/divisor), `extra_linear`
     (a Linear(H -> H) with bias after p^T x̄).
@@ -203,17 +204,25 @@ class AttentionEncoder(keras.layers.Layer):
         return float(self.q if self.smoothing_divisor == "Q" else 2 * self.q + 1)
 
     def call(self, embedded, mask, context):
-        query = self.p(tf.reshape(context, [tf.shape(context)[0], -1]))  # P ỹ'_c [B, H]
-        scores = tf.einsum("bmh,bh->bm", embedded, query)
-        p = masked_softmax(scores, tf.cast(mask, embedded.dtype))
+        # Several queries per input ([B, T, C, D], one per summary position) share the
+        # input's embeddings: no copy of the input per query.
+        several = len(context.shape) == 4
+        if not several:
+            context = context[:, None]
+        shape = tf.shape(context)
+        query = self.p(tf.reshape(context, [shape[0], shape[1], -1]))  # P ỹ'_c [B, T, H]
+        scores = tf.einsum("bmh,bth->btm", embedded, query)
+        p = masked_softmax(scores, tf.cast(mask, embedded.dtype)[:, None, :])
         summed = window_sum(embedded, mask, self.q)
         if self.learned_smoothing:
             smoothed = self.smooth_weight * summed + self.smooth_bias
         else:
             smoothed = summed / self.divisor()
-        enc = tf.einsum("bm,bmh->bh", p, smoothed)
+        enc = tf.einsum("btm,bmh->bth", p, smoothed)
         if self.linear is not None:
             enc = self.linear(enc)
+        if not several:
+            enc, p = enc[:, 0], p[:, 0]
         return enc, p
 
     def get_config(self):

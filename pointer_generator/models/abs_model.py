@@ -104,16 +104,10 @@ class ABSModel(SentenceSummarizer):
             )
         self.out = LogSoftmaxOutput(vocab_size, ("V", "W"), use_bias=c.namas, name="output")
 
-    def _encode(self, enc_batch, enc_padding_mask, windows):
-        """enc [N, H] for each row of `windows` [N, C] (N = B*T rows, article b repeated
-        T times), and the attention [N, M] (enc3) or None."""
-        x = self.f(enc_batch)
-        if self.g is None:
-            return self.encoder(x, enc_padding_mask), None
-        reps = tf.shape(windows)[0] // tf.shape(enc_batch)[0]
-        x = tf.repeat(x, reps, axis=0)
-        mask = tf.repeat(enc_padding_mask, reps, axis=0)
-        return self.encoder(x, mask, self.g(windows))
+    def _attend(self, embedded, enc_padding_mask, windows):
+        """enc3 for T windows per input: embedded [B, M, H] (F x), windows [B, T, C] ->
+        (enc [B, T, H], attention [B, T, M])."""
+        return self.encoder(embedded, enc_padding_mask, self.g(windows))
 
     def log_probs(self, enc_batch, enc_padding_mask, dec_batch):
         """log p(y_{t+1} | x, y_c) for every decoder step: [B, T, V]."""
@@ -121,9 +115,12 @@ class ABSModel(SentenceSummarizer):
         b, t = tf.shape(windows)[0], tf.shape(windows)[1]
         flat = tf.reshape(windows, [b * t, self.config.window])
         h = self.nnlm(self.e(flat))
-        enc, _ = self._encode(enc_batch, enc_padding_mask, flat)
+        x = self.f(enc_batch)
         if self.g is None:
-            enc = tf.repeat(enc, t, axis=0)
+            enc = tf.repeat(self.encoder(x, enc_padding_mask), t, axis=0)
+        else:
+            enc, _ = self._attend(x, enc_padding_mask, windows)
+            enc = tf.reshape(enc, [b * t, -1])
         return tf.reshape(self.out(h, enc), [b, t, self.vocab_size])
 
     # ------------------------------------------------------------------ decoding
@@ -131,10 +128,10 @@ class ABSModel(SentenceSummarizer):
         """What every search step reads of the articles (one row per article). enc1 and
         enc2 ignore the summary so far: their encoding is computed here, once."""
         mask = tf.cast(enc_padding_mask, tf.float32)
-        articles = {"enc": enc_batch, "mask": mask}
+        embedded = self.f(enc_batch)
         if self.g is None:
-            articles["encoded"] = self.encoder(self.f(enc_batch), mask)
-        return articles
+            return {"mask": mask, "encoded": self.encoder(embedded, mask)}
+        return {"mask": mask, "embedded": embedded}
 
     def initial_carry(self, batch_size):
         """The window of a new summary: C copies of [START] (the search feeds [START] as
@@ -146,19 +143,20 @@ class ABSModel(SentenceSummarizer):
         attn [N, M] (zeros for enc1/enc2), p_gen [N] (ones), new carry), N = S * K rows.
 
         tokens [N]: each hypothesis' latest token; carry {"window": [N, C]};
-        articles: `search_articles` ({"enc": [S, M] ids, "mask": [S, M], "encoded": [S, H]
-        for enc1/enc2}), one row per article, tiled here to its `beam_size` hypotheses
-        (row s*K + k).
+        articles: `search_articles` ({"mask": [S, M]} and "embedded" [S, M, H] (F x, enc3)
+        or "encoded" [S, H] (enc1/enc2)), one row per article; hypothesis k of article s
+        is row s*K + k.
         """
         window = tf.concat([carry["window"][:, 1:], tokens[:, None]], axis=1)
-        mask = tf.repeat(articles["mask"], beam_size, axis=0)
         h = self.nnlm(self.e(window))
         if "encoded" in articles:
-            enc, attn = tf.repeat(articles["encoded"], beam_size, axis=0), None
+            enc = tf.repeat(articles["encoded"], beam_size, axis=0)
+            attn = tf.repeat(tf.zeros_like(articles["mask"]), beam_size, axis=0)
         else:
-            enc_ids = tf.repeat(articles["enc"], beam_size, axis=0)
-            enc, attn = self._encode(enc_ids, mask, window)
+            # Hypotheses of one article as T = beam_size queries of its embeddings.
+            per_article = tf.reshape(window, [-1, beam_size, self.config.window])
+            enc, attn = self._attend(articles["embedded"], articles["mask"], per_article)
+            enc = tf.reshape(enc, [-1, tf.shape(enc)[-1]])
+            attn = tf.reshape(attn, [-1, tf.shape(attn)[-1]])
         log_p = self.out(h, enc)
-        if attn is None:
-            attn = tf.zeros_like(mask)
         return tf.exp(log_p), attn, tf.ones_like(log_p[:, 0]), {"window": window}

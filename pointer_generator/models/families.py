@@ -31,6 +31,7 @@ def build_model(hps: HParams, vocab_size: int):
             emb_dim=hps.emb_dim,
             hidden_dim=hps.hidden_dim,
             smoothing=hps.smoothing_window,
+            namas=hps.abs_namas,
         )
         model = ABSModel(config, vocab_size)
     else:

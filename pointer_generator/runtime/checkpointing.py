@@ -50,6 +50,11 @@ TRANSIENT_ERRORS = (
 # Keys of this implementation's checkpoints that tell which flags a checkpoint was
 # trained with (see `_diagnose`).
 _EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARIABLE_VALUE$")
+# The earlier families' summary-word embeddings: ABS's E, RAS's output-word table.
+_FAMILY_EMBEDDING_KEYS = (
+    "model/e/_embeddings/.ATTRIBUTES/VARIABLE_VALUE",
+    "model/y_emb/_embeddings/.ATTRIBUTES/VARIABLE_VALUE",
+)
 _HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
 _COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
 _POINTER_KEY = re.compile(r"^model/p_gen_layer/")
@@ -103,7 +108,8 @@ def is_tf1_checkpoint(shapes: dict) -> bool:
 
 def embedding_key(shapes: dict) -> str | None:
     """The checkpoint key of the shared embedding matrix (for the projector), or None."""
-    return next((k for k in sorted(shapes) if _EMBEDDING_KEY.match(k)), None)
+    key = next((k for k in sorted(shapes) if _EMBEDDING_KEY.match(k)), None)
+    return key or next((k for k in _FAMILY_EMBEDDING_KEYS if k in shapes), None)
 
 
 def is_coverage_key(key: str) -> bool:

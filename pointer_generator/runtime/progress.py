@@ -79,6 +79,11 @@ class Progress:
             log.info(self.line(step, metrics, speed))
         return speed
 
+    def pause(self) -> None:
+        """Time since the last step was spent on something else (validation): the next
+        step's time is measured from now."""
+        self._last_time = time.time()
+
     def _steady(self) -> float | None:
         """Seconds per steady step, or None before MIN_STEPS steps are measured."""
         if len(self._times) < self.MIN_STEPS:

@@ -29,6 +29,10 @@ P_GEN = "seq2seq/p_gen_mean"
 STEPS_PER_SEC = "global_step/sec"  # the original Supervisor's tag
 EXAMPLES_PER_SEC = "examples/sec"
 RUNNING_AVG_LOSS = "running_avg_loss/decay=0.990000"
+# The in-training validation of the earlier families' recipes (training/epochs.py).
+VALID_PERPLEXITY = "valid/perplexity"
+VALID_LOSS = "valid/loss"
+LEARNING_RATE = "learning_rate"
 
 # Metric name (as the train/eval steps return them) -> tag.
 METRIC_TAGS = {
@@ -40,6 +44,9 @@ METRIC_TAGS = {
     "steps_per_sec": STEPS_PER_SEC,
     "examples_per_sec": EXAMPLES_PER_SEC,
     "running_avg_loss": RUNNING_AVG_LOSS,
+    "valid_perplexity": VALID_PERPLEXITY,
+    "valid_loss": VALID_LOSS,
+    "learning_rate": LEARNING_RATE,
 }
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(

@@ -23,6 +23,9 @@ class TrainConfig:
     tf1_checkpoint: start from an original TF1 checkpoint when train/ has none.
     convert_to_coverage_model, restore_best_model: the one-off operations.
     debug: stop at the first inf/NaN (numeric checks); xla: compile the step with XLA.
+    valid_data_path: validation files measured at the end of every epoch (perplexity,
+      best model, learning-rate annealing; `epochs.py`); "" = none.
+    epoch_steps: steps per epoch (0 = one pass over data_path).
     settings: what the experiment stores about how it was made (`settings.json`: model
       flags, vocabulary), written once the run holds train/'s lock; None = nothing.
     """
@@ -41,4 +44,6 @@ class TrainConfig:
     restore_best_model: bool = False
     debug: bool = False
     xla: bool = False
+    valid_data_path: str = ""
+    epoch_steps: int = 0
     settings: dict | None = None

@@ -26,6 +26,7 @@ from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment, wri
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
+from pointer_generator.training.epochs import Epochs
 from pointer_generator.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ def _train(hps: HParams, vocab, cfg: TrainConfig, exp: Experiment) -> None:
             tf.debugging.disable_check_numerics()
 
 
-def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
+def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig, epochs: Epochs):
     """Restore or initialise the state; returns (iterator, checkpoints, fresh_start)."""
     chief = distribution.is_chief(trainer.strategy)
     if chief:
@@ -164,6 +165,7 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
         latest = checkpointing.latest_checkpoint(exp.train_dir)
     if latest:
         checkpointing.restore(trainer.checkpoint(), latest, trainer.model)
+        epochs.restore(latest)
         log.info("Resuming from %s (step %d)", latest, int(trainer.step.numpy()))
         if cfg.tf1_checkpoint:
             log.warning("--tf1_checkpoint ignored: train/ already has checkpoints")
@@ -175,12 +177,18 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig):
     keep_data = cfg.checkpoint_data_position and trainer.num_workers == 1
     iterator, data_config = training_data(trainer, vocab, cfg, latest if keep_data else None)
     directory = _worker_directory(exp, trainer)
+    extra = epochs.checkpoint_objects()
     if keep_data:
-        checkpoint = trainer.checkpoint(iterator, tf.Variable(data_config, trainable=False))
+        checkpoint = trainer.checkpoint(
+            iterator, tf.Variable(data_config, trainable=False), extra=extra
+        )
     else:
-        checkpoint = trainer.checkpoint()
+        checkpoint = trainer.checkpoint(extra=extra)
     ckpts = checkpointing.TrainCheckpoints(
-        directory, checkpoint, trainer.step, fallback=trainer.checkpoint() if keep_data else None
+        directory,
+        checkpoint,
+        trainer.step,
+        fallback=trainer.checkpoint(extra=extra) if keep_data else None,
     )
     if not chief:
         os.makedirs(directory, exist_ok=True)
@@ -231,7 +239,16 @@ def training_data(trainer: Trainer, vocab, cfg: TrainConfig, latest: str | None)
 def train_loop(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig) -> None:
     """Train until --max_steps, a stop signal, or a non-finite loss; save at the end."""
     chief = distribution.is_chief(trainer.strategy)
-    iterator, ckpts, fresh = _start(trainer, vocab, exp, cfg)
+    epochs = Epochs(trainer, vocab, exp, cfg, chief)
+    iterator, ckpts, fresh = _start(trainer, vocab, exp, cfg, epochs)
+    try:
+        _train_from(trainer, vocab, exp, cfg, iterator, ckpts, fresh, epochs)
+    finally:
+        epochs.close()
+
+
+def _train_from(trainer, vocab, exp, cfg, iterator, ckpts, fresh: bool, epochs) -> None:
+    chief = distribution.is_chief(trainer.strategy)
     if fresh:
         ckpts.save()  # like the Supervisor: a checkpoint at once, for eval/decode jobs
     if chief and ckpts.latest:
@@ -243,7 +260,8 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig) -> No
             tf.io.gfile.rmtree(ckpts.directory)
         return
     writer = summaries.ScalarWriter(exp.train_dir, enabled=chief)
-    reason = _guarded_steps(trainer, iterator, ckpts, writer, cfg)
+    epochs.start()
+    reason = _guarded_steps(trainer, iterator, ckpts, writer, cfg, epochs)
     path = _final_save(trainer, ckpts, writer, chief)
     log.info(
         "Training stopped at step %d (%s); newest checkpoint: %s",
@@ -253,13 +271,15 @@ def train_loop(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig) -> No
     )
 
 
-def _guarded_steps(trainer: Trainer, iterator, ckpts, writer, cfg: TrainConfig) -> str:
+def _guarded_steps(
+    trainer: Trainer, iterator, ckpts, writer, cfg: TrainConfig, epochs: Epochs
+) -> str:
     """`_run_steps`, keeping what each kind of failure allows; returns why it ended."""
     from pointer_generator.data.input_pipeline import data_errors
 
     try:
         with StopRequest() as stop, data_errors():
-            return _run_steps(trainer, iterator, ckpts, writer, stop, cfg)
+            return _run_steps(trainer, iterator, ckpts, writer, stop, cfg, epochs)
     except NonFiniteLossError:
         writer.close_quietly()  # and no save: the newest checkpoint stays the last good one
         raise
@@ -318,7 +338,7 @@ def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
 
 
 def _run_steps(
-    trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, cfg: TrainConfig
+    trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, cfg: TrainConfig, epochs: Epochs
 ) -> str:
     """The step loop; returns why it ended. Raises NonFiniteLossError."""
     hps = trainer.hps
@@ -329,6 +349,7 @@ def _run_steps(
         "" if hps.static_shapes else " (--static_shapes=1 pads every batch to one shape)",
     )
     while True:
+        epochs.before_step(step)
         metrics = trainer.train_step(iterator)
         if not metrics["finite"]:
             raise _non_finite(metrics, step + 1, ckpts.latest)
@@ -341,6 +362,9 @@ def _run_steps(
         writer.write(_summary_metrics(metrics, hps), step)
         if step % FLUSH_EVERY_STEPS == 0:
             writer.flush()
+        if epochs.active and step % epochs.steps == 0:
+            epochs.after_step(step)
+            progress.pause()  # validation time is not training speed
         done = bool(cfg.max_steps) and step >= cfg.max_steps
         save, halt = trainer.agree(
             ckpts.seconds_since_save() >= cfg.save_checkpoint_secs, stop.requested

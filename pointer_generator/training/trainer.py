@@ -1,4 +1,4 @@
-"""The distribution-aware training step (spec 1.6): `Trainer` and TF1's Adagrad.
+"""The distribution-aware training step (spec 1.6): `Trainer`.
 
 One training step, on every replica of a `tf.distribute` strategy:
 
@@ -11,7 +11,8 @@ One training step, on every replica of a `tf.distribute` strategy:
    original's `tf.global_norm` did (the embedding gradient as one row per looked-up
    token, `grad_norm.py`; `--grad_norm=dense` for the norm of the summed gradient), and
    clip with `tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)`;
-4. if the loss and the norm are finite, apply TF1's Adagrad update and increment the
+4. if the loss and the norm are finite, apply the optimizer's update (TF1's Adagrad, or
+   the earlier families' plain SGD, `optimizers.py`) and increment the
    global step; otherwise apply nothing (train mode then stops, `train.py`).
 """
 
@@ -23,68 +24,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.errors import CheckpointError, FlagError
+from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
 from pointer_generator.training import distribution, grad_norm
+from pointer_generator.training.optimizers import Adagrad, make_optimizer  # noqa: F401
 
 log = logging.getLogger(__name__)
 
 SUM = tf.distribute.ReduceOp.SUM
-
-
-# ------------------------------------------------------------------------------ optimizer
-class Adagrad(tf.Module):
-    """TF1's `AdagradOptimizer` update: acc += g^2; w -= lr * g / sqrt(acc) (no epsilon).
-
-    It runs TF1's own kernel (`ResourceApplyAdagrad`), so the arithmetic is the
-    original's. (Keras' Adagrad with epsilon=0 computes the same rule, see
-    tests/test_train.py, but it all-reduces gradients itself inside `apply_gradients`,
-    which leaves no place to clip by the *global* norm of the all-reduced gradients.)
-
-    Accumulators are keyed by the model variable's path, the keys `tf1_checkpoint` uses
-    for converted TF1 slots.
-    """
-
-    def __init__(
-        self, learning_rate: float, initial_accumulator_value: float, name: str = "adagrad"
-    ):
-        super().__init__(name=name)
-        self.learning_rate = float(learning_rate)
-        self.initial_accumulator_value = float(initial_accumulator_value)
-        self.accumulators = {}
-
-    def build(self, variables) -> None:
-        """Create one accumulator per variable (call under the strategy's scope)."""
-        for v in variables:
-            if v.path not in self.accumulators:
-                self.accumulators[v.path] = tf.Variable(
-                    tf.fill(v.shape, tf.constant(self.initial_accumulator_value, v.dtype)),
-                    trainable=False,
-                    name="accumulator",
-                )
-
-    def accumulator(self, variable) -> tf.Variable:
-        return self.accumulators[variable.path]
-
-    def assign_accumulators(self, values: dict) -> None:
-        """Set accumulators from {variable path: array} (e.g. converted TF1 slots)."""
-        unknown = sorted(set(values) - set(self.accumulators))
-        if unknown:
-            raise CheckpointError(f"accumulators for unknown variables: {', '.join(unknown)}")
-        for path, value in values.items():
-            self.accumulators[path].assign(np.asarray(value, np.float32))
-
-    def update(self, variable, gradient, accumulator):
-        """Apply one variable's update (per-device variables inside `extended.update`)."""
-        return tf.raw_ops.ResourceApplyAdagrad(
-            var=variable.handle,
-            accum=accumulator.handle,
-            lr=tf.constant(self.learning_rate, variable.dtype),
-            grad=gradient,
-            use_locking=False,
-            update_slots=True,
-        )
 
 
 def _tf_variable(v):
@@ -121,7 +69,7 @@ class Trainer:
             )
         with self.strategy.scope():
             self.model = build_model(hps, vocab_size)
-            self.optimizer = Adagrad(hps.lr, hps.adagrad_init_acc)
+            self.optimizer = make_optimizer(hps)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self._grads = (
@@ -256,12 +204,13 @@ class Trainer:
         )
 
     # ---------------------------------------------------------------- state
-    def checkpoint(self, data=None, data_config=None) -> tf.train.Checkpoint:
+    def checkpoint(self, data=None, data_config=None, extra=None) -> tf.train.Checkpoint:
         """The training checkpoint: model, optimizer, step (and the data iterator with the
-        settings it was made with)."""
+        settings it was made with, and `extra` objects such as the validation state)."""
         objects = {"model": self.model, "optimizer": self.optimizer, "step": self.step}
         if data is not None:
             objects.update(data=data, data_config=data_config)
+        objects.update(extra or {})
         return tf.train.Checkpoint(**objects)
 
     def weights_checkpoint(self) -> tf.train.Checkpoint:
