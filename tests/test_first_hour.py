@@ -64,6 +64,8 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
         "smoothing_window": 2,
         "conv_width": 5,
         "max_positions": 400,
+        "abs_namas": False,
+        "optimizer": "adagrad",
         "max_enc_steps": 20,
         "max_dec_steps": 8,
     }
