@@ -707,3 +707,46 @@ def test_chunked_top_k_on_a_vocabulary_sized_row():
     want_v, want_i = _numpy_top_k(values, 8)
     np.testing.assert_array_equal(got_i.numpy(), want_i)
     np.testing.assert_array_equal(got_v.numpy(), want_v)
+
+
+def test_large_beams_order_candidates_by_a_sort_exactly_as_the_pairwise_count(monkeypatch):
+    """Beam 50 has 5,000 candidates per article: the counts come from a stable sort
+    there; they must equal the pairwise definition (ties by candidate index, -inf
+    scores of blocked words included, invalid candidates never counted)."""
+    from pointer_generator.decoding import beam_search
+
+    rng = np.random.default_rng(0)
+    b, c = 3, 40
+    scores = rng.integers(0, 6, size=(b, c)).astype(np.float32)  # many ties
+    scores[rng.random((b, c)) < 0.2] = -np.inf
+    valid = tf.constant(rng.random((b, c)) < 0.8)
+    is_stop = tf.constant(rng.random((b, c)) < 0.3)
+    index = tf.range(c)
+    earlier = index[:, None] < index[None, :]
+    want = beam_search._counts_before(tf.constant(scores), valid, is_stop, earlier)
+    monkeypatch.setattr(beam_search, "PAIRWISE_MAX_CANDIDATES", 0)
+    got = beam_search._counts_before(tf.constant(scores), valid, is_stop, earlier)
+    for w, g in zip(want, got, strict=True):
+        np.testing.assert_array_equal(w.numpy(), g.numpy())
+
+
+def test_batched_equals_single_with_the_sorted_candidate_order(monkeypatch):
+    """The whole search through the sort path (as beams above 16 take it) on random
+    decoders and on a table full of ties."""
+    from pointer_generator.decoding import beam_search
+
+    monkeypatch.setattr(beam_search, "PAIRWISE_MAX_CANDIDATES", 0)
+    for cfg in random_configs(4, seed=7):
+        check_batched_against_single(cfg)
+    rng = np.random.default_rng(3)
+    v, batch = 7, 3
+    tables = rng.integers(1, 4, size=(batch, v, 9)).astype(np.float32)
+    tables /= tables.sum(-1, keepdims=True)
+    dec = TableDecoder(tables, v, t_enc=4)
+    kw = dict(beam_size=3, vocab_size=v, max_dec_steps=6, min_dec_steps=1, **IDS)
+    out = batched_beam_search(
+        dec.step, dec.init_carry(list(range(batch)), 3), batch_size=batch, **kw
+    )
+    out = {key: val.numpy() for key, val in out.items()}
+    for b in range(batch):
+        assert_matches(out, b, beam_search_single(dec.step, dec.init_carry([b], 3), **kw), 6)

@@ -170,6 +170,35 @@ def batched_beam_search(
     return fn(init_carry, articles)
 
 
+# Up to this many candidates per article the counts come from a pairwise comparison
+# (C^2 work, no sort); beyond it (large beams: C = 2K^2) from one stable sort.
+PAIRWISE_MAX_CANDIDATES = 512
+
+
+def _counts_before(scores, valid, is_stop, earlier):
+    """int32 [B, C] twice: for each candidate, how many valid non-stop and valid stop
+    candidates come before it in the original's order (score descending, then
+    candidate index)."""
+    c = scores.shape[1]
+    if c is not None and c <= PAIRWISE_MAX_CANDIDATES:
+        s_prev, s_this = scores[:, :, None], scores[:, None, :]
+        before = valid[:, :, None] & ((s_prev > s_this) | (tf.equal(s_prev, s_this) & earlier))
+        nonstop = tf.reduce_sum(tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), 1)
+        stop = tf.reduce_sum(tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), 1)
+        return nonstop, stop
+    # A stable descending sort keeps equal scores in candidate order. NaN scores are
+    # never "before" anything in the comparison above; here they sort as lowest.
+    keyed = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, scores.dtype), scores)
+    order = tf.argsort(keyed, axis=1, direction="DESCENDING", stable=True)
+    rank = tf.argsort(order, axis=1, stable=True)  # each candidate's place in the order
+
+    def exclusive_counts(flags):
+        in_order = tf.gather(tf.cast(flags, tf.int32), order, batch_dims=1)
+        return tf.gather(tf.cumsum(in_order, axis=1, exclusive=True), rank, batch_dims=1)
+
+    return exclusive_counts(valid & ~is_stop), exclusive_counts(valid & is_stop)
+
+
 def _first_argmax(scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     """int32 [B]: first index of the highest masked score in [B, K] (Python's max())."""
     best = tf.reduce_max(tf.where(mask, scores, -np.inf), axis=1, keepdims=True)
@@ -228,14 +257,9 @@ def _advance(
     scores = tf.reshape(cand_score, [b, c])
     is_stop = tf.equal(ids, cfg.stop_id)
 
-    # The original sorts candidates (stably, descending) and scans them. Instead of
-    # sorting, count for each candidate the valid ones sorted before it.
-    s_prev, s_this = scores[:, :, None], scores[:, None, :]
-    before = valid[:, :, None] & ((s_prev > s_this) | (tf.equal(s_prev, s_this) & earlier))
-    nonstop_before = tf.reduce_sum(
-        tf.cast(before & (valid & ~is_stop)[:, :, None], tf.int32), axis=1
-    )
-    stop_before = tf.reduce_sum(tf.cast(before & (valid & is_stop)[:, :, None], tf.int32), axis=1)
+    # The original sorts candidates (stably, descending) and scans them: count for each
+    # candidate the valid non-stop and stop candidates sorted before it.
+    nonstop_before, stop_before = _counts_before(scores, valid, is_stop, earlier)
     accept_stop = (t >= cfg.min_dec_steps)[:, None]  # [B, 1]
     taken_stops = tf.where(accept_stop, stop_before, 0)
     # The scan stops once K hypotheses or K results exist; processed = scanned.
