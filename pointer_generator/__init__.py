@@ -9,6 +9,7 @@ pointer_generator` does not start TensorFlow:
     Trainer                                            one distributed training step
     BeamSearchDecoder, Summary                         batched beam-search decoding
     summarize_texts                                    raw texts in, summaries out
+    Summarizer, SummaryResult                          a trained experiment, for raw texts
     rouge_eval, rouge_log                              official ROUGE-1.5.5
     PointerGeneratorError                              the base of every error raised
 """
@@ -33,6 +34,8 @@ _API = {
     "BeamSearchDecoder": "pointer_generator.decoding.decoder",
     "Summary": "pointer_generator.decoding.decoder",
     "summarize_texts": "pointer_generator.decoding.summarize",
+    "Summarizer": "pointer_generator.decoding.summarizer",
+    "SummaryResult": "pointer_generator.decoding.summarizer",
     "rouge_eval": "pointer_generator.evaluation.rouge",
     "rouge_log": "pointer_generator.evaluation.rouge",
     "PointerGeneratorError": "pointer_generator.errors",

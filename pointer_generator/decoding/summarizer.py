@@ -1,0 +1,155 @@
+"""`pg.Summarizer`: a trained experiment as a Python object that summarizes raw texts.
+
+    import pointer_generator as pg
+
+    summarizer = pg.Summarizer.from_experiment("logs", "pgen", beam_size=4)
+    for result in summarizer.summarize(["First article ...", "Second article ..."]):
+        print(result.text)            # readable summary
+        result.attention              # [summary tokens, article tokens]
+        result.p_gens                 # [summary tokens] (ones for the earlier families)
+
+`from_experiment` reads the model flags and the vocabulary the experiment was trained with
+(its `settings.json`, as every command does), builds the model and loads the newest
+checkpoint that reads completely (or `checkpoint=`, e.g. an eval job's best model).
+`summarize` tokenizes the texts like the training data and decodes them in batches with
+the same batched beam search as `--mode=decode` and `pointer-generator summarize`, so
+its summaries are theirs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from pointer_generator.errors import CheckpointError, FlagError
+
+# Decode options `from_experiment` takes besides the stored model flags.
+DECODE_OPTIONS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps")
+
+
+@dataclasses.dataclass(frozen=True)
+class SummaryResult:
+    """One text's summary.
+
+    text: readable (detokenized) summary; tokens: the model's summary tokens; sentences:
+    its sentences (tokens joined by spaces); article_tokens: the article as the model
+    read it (tokenized, lower-cased, truncated to max_enc_steps); attention: float32
+    [len(tokens), len(article_tokens)]; p_gens: float32 [len(tokens)]; score: the mean
+    log-probability the search ranked it by.
+    """
+
+    text: str
+    tokens: list[str]
+    sentences: list[str]
+    article_tokens: list[str]
+    attention: np.ndarray
+    p_gens: np.ndarray
+    score: float
+
+
+class Summarizer:
+    """A model, its vocabulary and a search, ready for raw texts.
+
+    Args:
+      decoder: a `BeamSearchDecoder` over a loaded model.
+      batch_size: articles decoded together.
+    """
+
+    def __init__(self, decoder, batch_size: int = 16):
+        self.decoder = decoder
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_experiment(
+        cls,
+        log_root: str,
+        exp_name: str,
+        *,
+        checkpoint: str | None = None,
+        vocab_path: str | None = None,
+        batch_size: int = 16,
+        block_unk: bool = False,
+        feature_weights: str | None = None,
+        **decode_options,
+    ) -> Summarizer:
+        """The experiment `<log_root>/<exp_name>` as trained; `decode_options` may set
+        beam_size, min_dec_steps, max_dec_steps and max_enc_steps."""
+        import tensorflow as tf
+
+        from pointer_generator.data.vocab import Vocab
+        from pointer_generator.decoding import decode
+        from pointer_generator.decoding.decoder import BeamSearchDecoder
+        from pointer_generator.decoding.extractive_features import read_weights
+        from pointer_generator.hparams import HParams
+        from pointer_generator.models.families import build_model
+        from pointer_generator.runtime import checkpointing
+        from pointer_generator.runtime.experiment import SETTINGS_FILE
+
+        unknown = sorted(set(decode_options) - set(DECODE_OPTIONS))
+        if unknown:
+            raise FlagError(
+                f"unknown decode options {unknown}; from_experiment takes "
+                f"{', '.join(DECODE_OPTIONS)}"
+            )
+        root = os.path.join(log_root, exp_name)
+        path = os.path.join(root, SETTINGS_FILE)
+        try:
+            with open(path, encoding="utf-8") as f:
+                stored = json.load(f)
+        except (OSError, ValueError) as e:
+            raise FlagError(
+                f"cannot read {path} ({getattr(e, 'strerror', None) or e}): is "
+                f"{root} an experiment trained by this version?"
+            ) from None
+        fields = {f.name for f in dataclasses.fields(HParams)}
+        values = {k: v for k, v in stored["flags"].items() if k in fields}
+        values.update(decode_options)
+        hps = HParams(**values).replace(mode="decode")
+        vocab = Vocab(vocab_path or stored["vocab"]["path"], hps.vocab_size)
+        model = build_model(hps, vocab.size())
+        if checkpoint:
+            if not os.path.exists(checkpoint + ".index"):
+                raise CheckpointError(f"no checkpoint {checkpoint} (no {checkpoint}.index)")
+            checkpointing.restore(tf.train.Checkpoint(model=model), checkpoint, model)
+        else:
+            decode.load_weights(model, os.path.join(root, "train"), None, wait=False)
+        decoder = BeamSearchDecoder(
+            model,
+            vocab,
+            hps,
+            block_unk=block_unk,
+            feature_weights=read_weights(feature_weights) if feature_weights else None,
+        )
+        return cls(decoder, batch_size)
+
+    def summarize(self, texts: list[str]) -> list[SummaryResult]:
+        """One SummaryResult per raw text, in order (an empty text is a DataError)."""
+        from pointer_generator.data.detokenize import detokenize
+        from pointer_generator.data.stories import articles_of_texts
+        from pointer_generator.decoding.decode_output import split_sentences
+        from pointer_generator.decoding.summarize import summarize_examples
+
+        if isinstance(texts, str):
+            texts = [texts]
+        examples = articles_of_texts(list(texts))
+        summaries = summarize_examples(self.decoder, examples, self.batch_size)
+        out = []
+        max_enc = self.decoder.hps.max_enc_steps
+        for (article, _), summary in zip(examples, summaries, strict=True):
+            words = list(summary.words)
+            article_tokens = article.split()[:max_enc]
+            out.append(
+                SummaryResult(
+                    text=detokenize(words),
+                    tokens=words,
+                    sentences=split_sentences(words),
+                    article_tokens=article_tokens,
+                    attention=np.asarray(summary.attn[: len(words), : len(article_tokens)]),
+                    p_gens=np.asarray(summary.p_gens[: len(words)]),
+                    score=float(summary.score),
+                )
+            )
+        return out

@@ -1,0 +1,73 @@
+"""`pg.Summarizer` (issue 21, item 2): a trained experiment summarizes a list of raw texts,
+with attention and p_gen, the same summaries as `pointer-generator summarize`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pointer_generator as pg
+from pointer_generator.cli import entry
+from tests import helpers
+
+TEXTS = [
+    "W3 w4 w5 w6 said . w7 w8 w9 w10 .",
+    "The w11 w12 w13 and w14 . w15 w16 w17 w18 w19 w20 .",
+    "W21 w22 w23 w24 w25 w26 w27 w28 .",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    data = helpers.tiny_setup(tmp_path_factory.mktemp("summarizer"), n_train=8, n_val=2)
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=3)) == 0
+    return data
+
+
+def test_summaries_equal_the_command_lines(trained, tmp_path, capfd):
+    summarizer = pg.Summarizer.from_experiment(
+        trained.log_root, "exp", beam_size=3, min_dec_steps=2, max_dec_steps=6, batch_size=2
+    )
+    results = summarizer.summarize(TEXTS)
+    assert len(results) == len(TEXTS)
+    for text, result in zip(TEXTS, results, strict=True):
+        path = tmp_path / "a.txt"
+        path.write_text(text + "\n")
+        capfd.readouterr()
+        args = [f"--log_root={trained.log_root}", "--exp_name=exp", "--beam_size=3",
+                "--min_dec_steps=2", "--max_dec_steps=6", "--tokens", str(path)]  # fmt: skip
+        assert entry.run_subcommand("summarize", args) == 0
+        assert capfd.readouterr().out.split() == result.tokens
+        n, m = len(result.tokens), len(result.article_tokens)
+        assert result.attention.shape == (n, m) and result.p_gens.shape == (n,)
+        np.testing.assert_array_less(result.attention.sum(axis=1), 1.0 + 1e-5)
+        assert np.all((result.p_gens >= 0) & (result.p_gens <= 1))
+        assert result.article_tokens[0] == text.split()[0].lower()
+        assert result.text and isinstance(result.score, float)
+
+
+def test_bad_arguments_are_clear_errors(trained, tmp_path):
+    with pytest.raises(pg.PointerGeneratorError, match="unknown decode options"):
+        pg.Summarizer.from_experiment(trained.log_root, "exp", beam=3)
+    with pytest.raises(pg.PointerGeneratorError, match="settings.json"):
+        pg.Summarizer.from_experiment(str(tmp_path), "nothing")
+    summarizer = pg.Summarizer.from_experiment(trained.log_root, "exp", beam_size=2)
+    with pytest.raises(pg.PointerGeneratorError):
+        summarizer.summarize(["   "])
+
+
+def test_the_readme_example_runs(trained, capsys):
+    import os
+    import re
+
+    from tests.conftest import REPO_ROOT
+
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        (block,) = [
+            b for b in re.findall(r"```python\n(.*?)```", f.read(), re.S) if "Summarizer" in b
+        ]
+    code = block.replace('"quickstart_run/log", "toy"', f'{trained.log_root!r}, "exp"')
+    assert code != block
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) >= 2 and printed[0].strip() and printed[1].startswith("(")
