@@ -26,7 +26,9 @@ setup(
         "tensorboard==2.20.0",
     ],
     extras_require={
-        "test": ["pytest==9.0.3", "hypothesis==6.155.2", "ruff==0.17.6"],
+        # Hugging Face's parquet / arrow files of CNN/DM (data_tools.convert --format parquet)
+        "hf": ["pyarrow==26.0.1"],
+        "test": ["pytest==9.0.3", "hypothesis==6.155.2", "ruff==0.17.6", "pyarrow==26.0.1"],
     },
     entry_points={
         "console_scripts": [

@@ -9,6 +9,9 @@ Inputs (`--format`):
   text   a .txt file, a folder of .txt files, or `-` for stdin: one article per file and no
          abstract (text to summarize). A file laid out like a .story file (`@highlight`
          lines) gets its highlights as the abstract.
+  parquet, arrow   Hugging Face `cnn_dailymail` 3.0.0 files (`article`, `highlights`,
+         `id`), as downloaded or as `datasets` caches them; `--input` may be a glob.
+  tfrecord   TensorFlow Datasets `cnn_dailymail` TFRecord files (a glob).
 Any input file may be gzip-compressed (`.gz`).
 
 Raw text goes through the same pipeline as the stories (PTB tokenization, lower-casing, the
@@ -41,7 +44,7 @@ from pointer_generator.data.stories import process_raw_story, story_text
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, abstract2sents, ascii_strip
 from pointer_generator.errors import DataError
 
-FORMATS = ("csv", "json", "jsonl", "text")
+FORMATS = ("csv", "json", "jsonl", "text", "parquet", "arrow", "tfrecord")
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".story")
 
 # Undecodable bytes are replaced (U+FFFD, deleted later by the tokenizer) and counted here.
@@ -208,7 +211,28 @@ def read_text(path: str, tokenized: bool = False) -> Iterator[Record]:
             yield Record(p, article(f.read()), None)
 
 
-READERS = {"csv": read_csv, "json": read_json, "jsonl": read_jsonl, "text": read_text}
+def _dataset_reader(name: str):
+    """The reader of a downloaded-dataset format (data_tools/dataset_files.py)."""
+
+    def read(path: str, tokenized: bool = False) -> Iterator[Record]:
+        from data_tools import dataset_files
+
+        yield from getattr(dataset_files, f"read_{name}")(
+            path, lambda row, where: _record(row, where, tokenized)
+        )
+
+    return read
+
+
+READERS = {
+    "csv": read_csv,
+    "json": read_json,
+    "jsonl": read_jsonl,
+    "text": read_text,
+    "parquet": _dataset_reader("parquet"),
+    "arrow": _dataset_reader("arrow"),
+    "tfrecord": _dataset_reader("tfrecord"),
+}
 
 
 def _process_raw(job: tuple[str, bool]) -> tuple[str, str, int, int]:
