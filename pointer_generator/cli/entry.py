@@ -4,6 +4,7 @@
     pointer-generator summarize ARGS...    -> pointer_generator.decoding.summarize.main(ARGS)
     pointer-generator quickstart ARGS...   -> pointer_generator.cli.quickstart.main(ARGS)
     pointer-generator tune_features ARGS... -> pointer_generator.cli.tune_features.main(ARGS)
+    pointer-generator serve ARGS...        -> pointer_generator.cli.serve.main(ARGS)
 
 Subcommand modules are imported only when used; they receive the arguments after the
 subcommand's name. Exit statuses are those of `pointer_generator.exit_codes` (a
@@ -35,8 +36,15 @@ def _tune_features(args: list[str]) -> int:
     return tune_features.main(args)
 
 
+def _serve(args: list[str]) -> int:
+    from pointer_generator.cli import serve
+
+    return serve.main(args)
+
+
 # Imported only when used; each gets the arguments after the subcommand's name.
 SUBCOMMANDS = {
+    "serve": _serve,
     "summarize": _summarize,
     "quickstart": _quickstart,
     "tune_features": _tune_features,

@@ -483,6 +483,22 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "weights (Z-MERT uses 20).",
         flag_values=fv,
     )
+    flags.DEFINE_string(
+        "serve_host", "127.0.0.1", "serve: the address to listen on.", flag_values=fv
+    )
+    flags.DEFINE_integer("serve_port", 8000, "serve: the port (0 = a free one).", flag_values=fv)
+    flags.DEFINE_integer(
+        "serve_max_batch", 16, "serve: the most texts decoded together.", flag_values=fv
+    )
+    flags.DEFINE_float(
+        "serve_max_wait_ms",
+        10.0,
+        "serve: how long a request waits for others to share its batch.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
+    )
     flags.DEFINE_boolean(
         "readable_summaries",
         False,

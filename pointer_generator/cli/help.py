@@ -77,6 +77,13 @@ FLAG_GROUPS = {
         "mert_iterations",
         "random_starts",
     ),
+    "serve": (
+        "serve_host",
+        "serve_port",
+        "serve_max_batch",
+        "serve_max_wait_ms",
+        "serve_max_chars",
+    ),
     "output": (
         "save_checkpoint_secs",
         "checkpoint_data_position",
@@ -95,6 +102,8 @@ Usage:
   pointer-generator --mode=train|eval|decode --log_root=DIR --exp_name=NAME [flags]
   pointer-generator summarize [flags] [FILE ...]   summaries of your own text
   pointer-generator quickstart [--out_dir=DIR]     the whole loop on a toy corpus
+  pointer-generator serve [flags]                  an HTTP server and page for a model
+  pointer-generator tune_features [flags]          ABS+'s feature weights by MERT
   pointer-generator SUBCOMMAND --help              help of a subcommand
 
 An experiment remembers its model settings and vocabulary when it is first trained

@@ -1,0 +1,91 @@
+"""`pointer-generator serve`: a trained experiment behind an HTTP server.
+
+    pointer-generator serve --log_root=L --exp_name=E [--serve_port=8000]
+        [--serve_host=127.0.0.1] [--beam_size=4] [--serve_max_batch=16]
+
+Open http://HOST:PORT/ for the page (paste an article; the summary and the attention
+view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
+(`pointer_generator/serving/http_server.py` documents the JSON). Requests of all
+clients are decoded together in batches of up to --serve_max_batch texts. The model
+flags and the vocabulary come from the experiment (settings.json); --beam_size,
+--min_dec_steps, --max_dec_steps, --block_unk and --feature_weights apply to the search.
+Ctrl-C stops the server.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pointer_generator.errors import FlagError
+
+log = logging.getLogger(__name__)
+
+
+def main(argv: list[str]) -> int:
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli import console
+    from pointer_generator.cli import flags as flags_lib
+    from pointer_generator.cli.help import wants_help
+
+    fv = flags_lib.FLAGS
+    if wants_help(argv):
+        print(__doc__.strip())
+        return 0
+    try:
+        rest = fv(["pointer-generator serve"] + list(argv))
+    except absl_flags.Error as e:
+        raise FlagError(str(e)) from None
+    if len(rest) > 1:
+        raise FlagError(f"unexpected arguments {rest[1:]!r} (flags are written --name=value)")
+    if not fv.log_root or not fv.exp_name:
+        raise FlagError("serve needs --log_root and --exp_name of a trained experiment")
+    if not 0 <= fv.serve_port < 65536 or fv.serve_max_batch < 1 or fv.serve_max_chars < 1:
+        raise FlagError(
+            "--serve_port must be 0-65535, --serve_max_batch and --serve_max_chars positive"
+        )
+    console.setup_logging()
+    console.import_tensorflow()
+    from pointer_generator.decoding.summarizer import Summarizer
+    from pointer_generator.serving.http_server import SummaryService, make_server
+
+    options = {
+        name: fv[name].value
+        for name in ("beam_size", "min_dec_steps", "max_dec_steps")
+        if fv[name].present
+    }
+    summarizer = Summarizer.from_experiment(
+        fv.log_root,
+        fv.exp_name,
+        vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
+        batch_size=fv.serve_max_batch,
+        block_unk=fv.block_unk,
+        feature_weights=fv.feature_weights or None,
+        **options,
+    )
+    service = SummaryService(
+        summarizer,
+        name=f"{fv.log_root}/{fv.exp_name}",
+        max_batch=fv.serve_max_batch,
+        max_wait_s=fv.serve_max_wait_ms / 1000.0,
+        max_chars=fv.serve_max_chars,
+    )
+    try:
+        server = make_server(service, fv.serve_host, fv.serve_port)
+    except OSError as e:
+        raise FlagError(
+            f"cannot listen on {fv.serve_host}:{fv.serve_port} ({e.strerror or e}); "
+            "choose another --serve_port"
+        ) from None
+    host, port = server.server_address[:2]
+    print(
+        f"Serving {fv.log_root}/{fv.exp_name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.server_close()
+        service.batcher.close()
+    return 0

@@ -1,0 +1,88 @@
+"""Requests from many clients, decoded together: `RequestBatcher`.
+
+Each request (a list of texts) waits in a queue; one worker thread takes the waiting
+requests, up to `max_batch` texts (a request is never split), waiting at most
+`max_wait_s` after the first for others to join, decodes them in one call and hands each
+request its results. A failure of one batch fails only its requests; the worker goes on.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from concurrent.futures import Future
+
+
+class RequestBatcher:
+    """Args:
+    summarize: texts -> one result per text, in order (e.g. `Summarizer.summarize`).
+    max_batch: the most texts decoded together.
+    max_wait_s: how long the first waiting request waits for others.
+    """
+
+    def __init__(self, summarize, max_batch: int = 16, max_wait_s: float = 0.01):
+        self.summarize = summarize
+        self.max_batch = max(1, max_batch)
+        self.max_wait_s = max_wait_s
+        self._queue: collections.deque = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self.batch_sizes: list[int] = []  # texts per decoded batch (for tests, stats)
+        self._thread = threading.Thread(target=self._run, name="request-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, texts: list[str]) -> Future:
+        """A Future of the texts' results (in order)."""
+        future: Future = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the batcher is closed")
+            self._queue.append((list(texts), future))
+            self._cond.notify()
+        return future
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(timeout=60)
+
+    def _take(self) -> list | None:
+        """The next group of requests (None once closed and empty)."""
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            deadline = time.monotonic() + self.max_wait_s
+            while True:
+                size = sum(len(t) for t, _ in self._queue)
+                left = deadline - time.monotonic()
+                if size >= self.max_batch or left <= 0 or self._closed:
+                    break
+                self._cond.wait(left)
+            group, size = [], 0
+            while self._queue and (not group or size + len(self._queue[0][0]) <= self.max_batch):
+                texts, future = self._queue.popleft()
+                group.append((texts, future))
+                size += len(texts)
+            return group
+
+    def _run(self) -> None:
+        while True:
+            group = self._take()
+            if group is None:
+                return
+            texts = [t for request, _ in group for t in request]
+            try:
+                results = self.summarize(texts)
+            except BaseException as e:  # the requests fail, the server goes on
+                for _, future in group:
+                    future.set_exception(e)
+                continue
+            self.batch_sizes.append(len(texts))
+            i = 0
+            for request, future in group:
+                future.set_result(results[i : i + len(request)])
+                i += len(request)

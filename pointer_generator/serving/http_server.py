@@ -1,0 +1,206 @@
+"""The HTTP server of `pointer-generator serve`: a JSON endpoint and a page.
+
+    GET  /                 the page: paste an article, see its summary and the attention
+                           view of the decode pages (`/?text=...` fills and submits it)
+    GET  /healthz          {"status": "ok", "model": ...}
+    POST /api/summarize    {"text": "..."} or {"texts": ["...", ...]}, optional
+                           "attention_page": true -> {"summaries": [{"summary": readable
+                           text, "tokens", "sentences", "article_tokens", "attention"
+                           [summary tokens][article tokens], "p_gens", "score"
+                           (+ "attention_page": HTML)}]}
+
+Requests of all clients are decoded together (`batcher.RequestBatcher`). A bad request
+gets a 4xx status and {"error": "..."}: 400 for a body that is not UTF-8 or not JSON or
+has no non-empty text, 411 without Content-Length, 413 for a body or text over the
+limits, 404 / 405 for other paths and methods; the server keeps serving.
+
+The standard library's `ThreadingHTTPServer` is enough here: every request waits on the
+one model anyway, so a web framework would add a dependency and no speed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from concurrent.futures import TimeoutError as FutureTimeout
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+
+from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.serving.batcher import RequestBatcher
+
+log = logging.getLogger(__name__)
+
+
+class RequestError(Exception):
+    def __init__(self, status: HTTPStatus, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class SummaryService:
+    """The model behind the server: checks requests, batches them, formats results.
+
+    Args:
+      summarizer: a `pointer_generator.decoding.summarizer.Summarizer`.
+      name: what /healthz reports.
+      max_batch, max_wait_s: see `RequestBatcher`.
+      max_chars: the longest text accepted; max_texts: texts per request;
+      max_body_bytes: the largest request body; timeout_s: how long a request may wait.
+    """
+
+    def __init__(
+        self,
+        summarizer,
+        name: str = "",
+        max_batch: int = 16,
+        max_wait_s: float = 0.01,
+        max_chars: int = 100_000,
+        max_texts: int = 64,
+        max_body_bytes: int = 8 << 20,
+        timeout_s: float = 600.0,
+    ):
+        self.summarizer, self.name = summarizer, name
+        self.batcher = RequestBatcher(summarizer.summarize, max_batch, max_wait_s)
+        self.max_chars, self.max_texts = max_chars, max_texts
+        self.max_body_bytes, self.timeout_s = max_body_bytes, timeout_s
+
+    def parse(self, body: bytes) -> tuple[list[str], bool]:
+        """(texts, attention_page) of a request body; RequestError when it is bad."""
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RequestError(
+                HTTPStatus.BAD_REQUEST, f"the body is not UTF-8 (byte {e.start})"
+            ) from None
+        try:
+            request = json.loads(text)
+        except ValueError as e:
+            raise RequestError(HTTPStatus.BAD_REQUEST, f"the body is not JSON ({e})") from None
+        if not isinstance(request, dict) or ("text" in request) == ("texts" in request):
+            raise RequestError(
+                HTTPStatus.BAD_REQUEST,
+                'send a JSON object with "text": "..." or "texts": ["...", ...]',
+            )
+        texts = [request["text"]] if "text" in request else request["texts"]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise RequestError(
+                HTTPStatus.BAD_REQUEST, '"text" must be a string, "texts" a list of strings'
+            )
+        if not texts or len(texts) > self.max_texts:
+            raise RequestError(
+                HTTPStatus.BAD_REQUEST, f"send 1 to {self.max_texts} texts, got {len(texts)}"
+            )
+        for i, t in enumerate(texts):
+            if not t.strip():
+                raise RequestError(HTTPStatus.BAD_REQUEST, f"text {i} is empty")
+            if len(t) > self.max_chars:
+                raise RequestError(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                    f"text {i} has {len(t):,} characters; the limit is {self.max_chars:,}",
+                )
+        return texts, bool(request.get("attention_page", False))
+
+    def summarize(self, texts: list[str], attention_page: bool) -> dict:
+        try:
+            results = self.batcher.submit(texts).result(timeout=self.timeout_s)
+        except FutureTimeout:
+            raise RequestError(
+                HTTPStatus.SERVICE_UNAVAILABLE, "timed out waiting for the model"
+            ) from None
+        except PointerGeneratorError as e:
+            raise RequestError(HTTPStatus.UNPROCESSABLE_ENTITY, str(e)) from None
+        return {"summaries": [result_json(r, attention_page) for r in results]}
+
+
+def result_json(result, attention_page: bool = False) -> dict:
+    out = {
+        "summary": result.text,
+        "tokens": result.tokens,
+        "sentences": result.sentences,
+        "article_tokens": result.article_tokens,
+        "attention": [[round(float(v), 6) for v in row] for row in result.attention],
+        "p_gens": [round(float(v), 6) for v in result.p_gens],
+        "score": result.score,
+    }
+    if attention_page:
+        from pointer_generator.decoding import attention_html
+
+        data = attention_html.attn_vis_data(
+            result.article_tokens, result.tokens, "", result.attention, result.p_gens
+        )
+        out["attention_page"] = attention_html.render_attention_page(data, "Attention")
+    return out
+
+
+def page_html() -> str:
+    return (
+        resources.files("pointer_generator")
+        .joinpath("assets", "serve_page.html")
+        .read_text("utf-8")
+    )
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "pointer-generator"
+    service: SummaryService  # set by make_server
+
+    def log_message(self, fmt, *args):  # one INFO line per request, not stderr noise
+        log.info("%s %s", self.address_string(), fmt % args)
+
+    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: HTTPStatus, obj: dict) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), "application/json; charset=utf-8")
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/":
+            self._send(HTTPStatus.OK, page_html().encode("utf-8"), "text/html; charset=utf-8")
+        elif path == "/healthz":
+            self._json(HTTPStatus.OK, {"status": "ok", "model": self.service.name})
+        elif path == "/api/summarize":
+            self._json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": "POST a JSON body here"})
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {path}"})
+
+    def do_POST(self):
+        if self.path.split("?", 1)[0] != "/api/summarize":
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: {self.path}"})
+            return
+        try:
+            length = self.headers.get("Content-Length")
+            if length is None:
+                raise RequestError(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length header")
+            try:
+                n = int(length)
+            except ValueError:
+                raise RequestError(HTTPStatus.BAD_REQUEST, "a bad Content-Length") from None
+            if n > self.service.max_body_bytes:
+                self.close_connection = True  # the body is not read
+                raise RequestError(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                    f"the body has {n:,} bytes; the limit is {self.service.max_body_bytes:,}",
+                )
+            texts, page = self.service.parse(self.rfile.read(max(n, 0)))
+            self._json(HTTPStatus.OK, self.service.summarize(texts, page))
+        except RequestError as e:
+            self._json(e.status, {"error": str(e)})
+        except Exception as e:  # never a dead server for one request
+            log.exception("request failed")
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {e}"})
+
+
+def make_server(service: SummaryService, host: str = "127.0.0.1", port: int = 8000):
+    """A ThreadingHTTPServer bound to (host, port) (port 0: a free one); call
+    `serve_forever()` on it."""
+    handler = type("BoundHandler", (Handler,), {"service": service})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
