@@ -32,6 +32,7 @@ _CHOICES = {
     "grad_norm": GRAD_NORM_MODES,
     "optimizer": OPTIMIZERS,
     "lr_decay": LR_DECAYS,
+    "loss_reduction": ("mean", "sum"),
 }
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
@@ -103,6 +104,9 @@ class HParams:
     lr_decay: str = "none"  # annealing on validation perplexity, see LR_DECAYS
     lr_decay_factor: float = 2.0  # the rate is divided by this ("annealing 2")
     embedding_max_norm: float = 0.0  # > 0: renormalise embedding rows each epoch (ABS: 1)
+    # What the gradient is taken of: the mean NLL per target word, or (RAS's printed
+    # objective, L = -sum_i sum_t log P) the sum over the batch's words.
+    loss_reduction: str = "mean"
 
     def __post_init__(self):
         for name, allowed in _CHOICES.items():
@@ -119,6 +123,11 @@ class HParams:
             raise FlagError(
                 f"--lr_decay={self.lr_decay} anneals plain SGD's rate: add --optimizer=sgd "
                 "(Adagrad adapts its own step sizes)"
+            )
+        if self.loss_reduction == "sum" and self.pointer_gen:
+            raise FlagError(
+                "--loss_reduction=sum is for --model=abs|ras_*: the pointer-generator's loss "
+                "is the original's mean"
             )
         if self.lr_decay_factor <= 1:
             raise FlagError(f"--lr_decay_factor must be > 1, got {self.lr_decay_factor}")

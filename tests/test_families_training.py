@@ -190,3 +190,27 @@ def test_the_paper_presets_have_the_closed_form_parameter_counts():
         n = sum(int(tf.size(w)) for w in build_model(hps, v).trainable_variables)
         d, q = 512, 5
         assert n == d * v + d * 100 + q * d * d + d * v + recurrent * d * d + 2 * v * d
+
+
+def test_a_summed_loss_has_the_mean_losss_gradient_times_the_words():
+    """--loss_reduction=sum (RAS's printed objective): one SGD step moves every weight by
+    `tokens` times the step of the mean loss; the reported loss is the mean either way."""
+    from pointer_generator.training.trainer import Trainer
+
+    batch = helpers.numpy_batch(3, 40, enc_len=6, dec_len=5, pointer_gen=False)
+    tokens = float(np.sum(batch["dec_padding_mask"]))
+    moves, losses = {}, {}
+    for reduction in ("mean", "sum"):
+        tf.keras.utils.set_random_seed(1)
+        hps = helpers.hparams(model="ras_elman", pointer_gen=False, conv_width=3,
+                              max_positions=10, optimizer="sgd", lr=1e-3,
+                              loss_reduction=reduction, max_grad_norm=1e9)  # fmt: skip
+        trainer = Trainer(hps, 40)
+        before = [v.numpy().copy() for v in trainer.model.trainable_variables]
+        losses[reduction] = trainer.train_step(helpers.repeat_iterator(batch))["loss"]
+        moves[reduction] = [
+            v.numpy() - b for v, b in zip(trainer.model.trainable_variables, before, strict=True)
+        ]
+    assert losses["sum"] == pytest.approx(losses["mean"], rel=1e-6)
+    for m, s in zip(moves["mean"], moves["sum"], strict=True):
+        np.testing.assert_allclose(s, m * tokens, rtol=2e-3, atol=3e-8)  # float32 weights

@@ -325,6 +325,14 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     flags.DEFINE_float(
         "lr_decay_factor", 2.0, "What --lr_decay divides the rate by.", flag_values=fv
     )
+    flags.DEFINE_enum(
+        "loss_reduction",
+        "mean",
+        ("mean", "sum"),
+        "--model=abs|ras_*: train on the mean NLL per target word (as NAMAS), or on its sum "
+        "over the batch (RAS's printed objective); the reported loss is the mean either way.",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
         "embedding_max_norm",
         0.0,

@@ -43,6 +43,7 @@ FLAG_GROUPS = {
         "lr_decay",
         "lr_decay_factor",
         "embedding_max_norm",
+        "loss_reduction",
         "valid_data_path",
         "epoch_steps",
         "cov_loss_wt",

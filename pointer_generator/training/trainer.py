@@ -160,9 +160,14 @@ class Trainer:
         if hps.pointer_gen:
             loss = out["loss"] * share
         else:
-            loss = tf.reduce_sum(out["step_nll"] * mask) / (global_tokens + 1e-12)
+            summed = tf.reduce_sum(out["step_nll"] * mask)
+            loss = summed / (global_tokens + 1e-12)
         coverage_loss = out["coverage_loss"] * share
         total = loss + hps.cov_loss_wt * coverage_loss if hps.coverage else loss
+        if hps.loss_reduction == "sum":
+            # RAS's printed objective: the NLL summed over the batch's target words (the
+            # reported loss stays the mean per word).
+            total = summed
         p_gen = tf.reduce_sum(out["p_gens"] * mask) / tf.maximum(global_tokens, 1.0)
         return {
             "loss": loss,
