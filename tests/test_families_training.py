@@ -163,7 +163,7 @@ def _preset(name: str, **overrides):
     for key, value in values.items():
         kind = type(getattr(hps, key))
         typed[key] = value.lower() == "true" if kind is bool else kind(value)
-    return hps.replace(**{**typed, **overrides})
+    return hps.replace(**{"pointer_gen": False, **typed, **overrides})
 
 
 def test_the_paper_presets_have_the_closed_form_parameter_counts():
