@@ -203,7 +203,7 @@ def test_a_summed_loss_has_the_mean_losss_gradient_times_the_words():
     for reduction in ("mean", "sum"):
         tf.keras.utils.set_random_seed(1)
         hps = helpers.hparams(model="ras_elman", pointer_gen=False, conv_width=3,
-                              max_positions=10, optimizer="sgd", lr=1e-3,
+                              max_positions=10, optimizer="sgd", lr=1.0,
                               loss_reduction=reduction, max_grad_norm=1e9)  # fmt: skip
         trainer = Trainer(hps, 40)
         before = [v.numpy().copy() for v in trainer.model.trainable_variables]
@@ -213,4 +213,4 @@ def test_a_summed_loss_has_the_mean_losss_gradient_times_the_words():
         ]
     assert losses["sum"] == pytest.approx(losses["mean"], rel=1e-6)
     for m, s in zip(moves["mean"], moves["sum"], strict=True):
-        np.testing.assert_allclose(s, m * tokens, rtol=2e-3, atol=3e-8)  # float32 weights
+        np.testing.assert_allclose(s, m * tokens, rtol=1e-3, atol=1e-6)
