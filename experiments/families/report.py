@@ -38,6 +38,7 @@ ROWS = {
     "abs_conv": ("ABS, convolutional encoder (enc2)", None, None),
     "abs_attention": ("ABS (attention encoder, k=50)", (29.55, 11.32, 26.42), (26.55, 7.06, 22.05)),
     "abs_plus": ("ABS+ (k=50, MERT-tuned features)", (29.76, 11.88, 26.96), (28.18, 8.49, 23.81)),
+    "abs_attention_adagrad": ("ABS trained with Adagrad instead of SGD (k=50)", None, None),
     "ras_elman (k=10)": ("RAS-Elman (k=10)", (33.78, 15.97, 31.15), (28.97, 8.26, 24.06)),
     "ras_elman (k=1)": ("RAS-Elman (k=1)", (33.10, 14.45, 30.25), (29.13, 7.62, 23.92)),
     "ras_lstm (k=10)": ("RAS-LSTM (k=10)", (32.55, 14.70, 30.03), (27.41, 7.69, 23.06)),
@@ -181,8 +182,8 @@ def write(work: str, out: str) -> str:
         "| model | epochs | proxy validation perplexity | paper (Gigaword validation) |",
         "|---|---|---|---|",
     ]
-    for name in ("abs_bow", "abs_conv", "abs_attention", "ras_elman", "ras_lstm",
-                 "pointer_generator"):  # fmt: skip
+    for name in ("abs_bow", "abs_conv", "abs_attention", "abs_attention_adagrad", "ras_elman",
+                 "ras_lstm", "pointer_generator"):  # fmt: skip
         c = curves.get(name, {})
         n = len(c.get("perplexity", []))
         paper = _cell(PAPER_PERPLEXITY.get(name))

@@ -49,6 +49,14 @@ RUNS = {
     "abs_bow": ("abs_paper", ["--abs_encoder=bow", "--lr=0.5"], 12, ABS_DECODE),
     "abs_conv": ("abs_paper", ["--abs_encoder=conv", "--lr=0.5"], 12, ABS_DECODE),
     "abs_attention": ("abs_paper", ["--abs_encoder=attention", "--lr=0.5"], 12, ABS_DECODE),
+    # The same model with the project's Adagrad: does the encoder learn at this scale
+    # when the optimizer is not the papers' plain SGD?
+    "abs_attention_adagrad": (
+        "abs_paper",
+        ["--abs_encoder=attention", "--optimizer=adagrad", "--lr=0.15", "--lr_decay=none"],
+        12,
+        ABS_DECODE,
+    ),
     "ras_elman": ("ras_elman_paper", [], 8, RAS_DECODE),
     "ras_lstm": ("ras_lstm_paper", [], 8, RAS_DECODE),
     "pointer_generator": (
