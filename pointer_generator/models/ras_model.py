@@ -89,8 +89,8 @@ class RASModel(SentenceSummarizer):
         zeros = tf.zeros([batch_size, self.config.dim])
         return {"h": zeros, "m": zeros} if self.lstm else {"h": zeros}
 
-    def _step(self, y, carry, art):
-        """One decoder step: (log P_t [N, V], α_t [N, M], new carry)."""
+    def _recur(self, y, carry, art):
+        """One decoder step without the output layer: (h_t, c_t, α_t, new carry)."""
         context, alpha = ras_attention(art["z"], art["x"], art["mask"], carry["h"])
         if self.lstm:
             h, m = self.cell(y, carry["h"], carry["m"], context)
@@ -98,28 +98,32 @@ class RASModel(SentenceSummarizer):
         else:
             h = self.cell(y, carry["h"], context)
             new = {"h": h}
-        return self.out(h, context), alpha, new
+        return h, context, alpha, new
 
     def log_probs(self, enc_batch, enc_padding_mask, dec_batch):
-        """log P(y_{t+1} | y_1..y_t, x) for every decoder step: [B, T, V]."""
+        """log P(y_{t+1} | y_1..y_t, x) for every decoder step: [B, T, V].
+
+        The recurrence runs step by step; the output layer then projects every step's
+        (h_t, c_t) at once (one large product instead of T small ones, the same values).
+        """
         art = self.search_articles(enc_batch, enc_padding_mask)
         ys = tf.transpose(self.y_emb(dec_batch), [1, 0, 2])  # [T, B, d]
+        b, d = tf.shape(dec_batch)[0], self.config.dim
 
         def body(state, y):
-            log_p, _, new = self._step(y, state[1], art)
-            return log_p, new
+            h, context, _, new = self._recur(y, state[2], art)
+            return h, context, new
 
-        first = (
-            tf.zeros([tf.shape(dec_batch)[0], self.vocab_size]),
-            self.initial_carry(tf.shape(dec_batch)[0]),
-        )
-        outs, _ = tf.scan(body, ys, initializer=first)
-        return tf.transpose(outs, [1, 0, 2])
+        first = (tf.zeros([b, d]), tf.zeros([b, d]), self.initial_carry(b))
+        hs, contexts, _ = tf.scan(body, ys, initializer=first)  # [T, B, d] each
+        flat = self.out(tf.reshape(hs, [-1, d]), tf.reshape(contexts, [-1, d]))
+        return tf.transpose(tf.reshape(flat, [tf.shape(ys)[0], b, self.vocab_size]), [1, 0, 2])
 
     def decode_step(self, tokens, carry, articles, beam_size: int = 1):
         """A step function for `batched_beam_search`: (probs [N, V], α [N, M], p_gen [N]
         (ones), new carry); `articles` from `search_articles`, one row per article,
         tiled here to its `beam_size` hypotheses."""
         art = {k: tf.repeat(v, beam_size, axis=0) for k, v in articles.items()}
-        log_p, alpha, new = self._step(self.y_emb(tokens), carry, art)
+        h, context, alpha, new = self._recur(self.y_emb(tokens), carry, art)
+        log_p = self.out(h, context)
         return tf.exp(log_p), alpha, tf.ones_like(log_p[:, 0]), new
