@@ -14,6 +14,7 @@ numbers, not comparable in size) and checks the papers' orderings one by one.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -129,8 +130,10 @@ def orderings(results: dict, ppl: dict) -> list[tuple[str, bool | None, str]]:
 
 
 def write(work: str, out: str) -> str:
-    with open(os.path.join(work, "results.json"), encoding="utf-8") as f:
-        results = json.load(f)
+    results = {}
+    for name in sorted(glob.glob(os.path.join(work, "results*.json"))):
+        with open(name, encoding="utf-8") as f:
+            results.update(json.load(f))
     runs = os.path.join(work, "runs")
     curves = {name: _epoch_curve(os.path.join(runs, name)) for name in sorted(os.listdir(runs))}
     ppl = {n: min(v for _, v in c["perplexity"]) for n, c in curves.items() if c.get("perplexity")}

@@ -155,9 +155,11 @@ def score(decode_dir: str) -> dict:
     return out
 
 
-def main_stages(work: str, only: list[str], scale: float, source: str = SHARED) -> dict:
+def main_stages(
+    work: str, only: list[str], scale: float, source: str = SHARED, results_name: str = ""
+) -> dict:
     os.makedirs(os.path.join(work, "logs"), exist_ok=True)
-    results_path = os.path.join(work, "results.json")
+    results_path = os.path.join(work, results_name or "results.json")
     results = {}
     if os.path.exists(results_path):
         with open(results_path, encoding="utf-8") as f:
@@ -185,7 +187,7 @@ def main_stages(work: str, only: list[str], scale: float, source: str = SHARED) 
     if "abs_plus" in only and "abs_plus" not in results:
         results["abs_plus"] = abs_plus(work)
         save()
-    if "prefix" not in results:
+    if "prefix" not in results and not results_name:
         out = os.path.join(work, "prefix")
         _run([sys.executable, "-m", "experiments.prefix",
               f"--data_path={os.path.join(work, 'data', 'finished', 'test.bin')}",
@@ -221,8 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default=",".join([*RUNS, "abs_plus"]))
     p.add_argument("--epochs_scale", type=float, default=1.0)
     p.add_argument("--input", default=SHARED, help="the tokenized CNN/DM sample")
+    p.add_argument(
+        "--results_name",
+        default="",
+        help="write the scores to this file of --work_dir instead of results.json (a "
+        "second runner alongside the first; the report reads results*.json)",
+    )
     args = p.parse_args(argv)
-    results = main_stages(args.work_dir, args.only.split(","), args.epochs_scale, args.input)
+    results = main_stages(
+        args.work_dir, args.only.split(","), args.epochs_scale, args.input, args.results_name
+    )
     print(json.dumps({k: {s: v[s] for s in ("gigaword", "duc") if s in v}
                       for k, v in results.items()}, indent=1))  # fmt: skip
     return exit_codes.OK
