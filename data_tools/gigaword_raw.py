@@ -34,7 +34,7 @@ from collections import Counter
 
 from data_tools import gigaword_rules
 from data_tools.convert import _open_text
-from data_tools.sentence_dataset import write_dataset
+from data_tools.sentence_dataset import add_min_count_argument, check_min_count, write_dataset
 from pointer_generator import exit_codes
 from pointer_generator.data.ptb_tokenizer import tokenize
 from pointer_generator.errors import DataError
@@ -112,15 +112,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
     for split in ("train", "valid", "test"):
         p.add_argument(f"--{split}", required=True, help=f"glob of the {split} split's files")
     p.add_argument("--out_dir", required=True)
-    p.add_argument("--min_count", type=int, default=5, help="dictionary threshold (NAMAS: 5)")
+    add_min_count_argument(p)
     return p
 
 
 @exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
-    if args.min_count < 1:
-        raise DataError(f"--min_count must be >= 1, got {args.min_count}")
+    check_min_count(args.min_count)
     dropped = Counter()
     splits = {
         name: pairs(_files(getattr(args, name), name), name != "test", dropped)

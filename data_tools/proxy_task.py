@@ -32,7 +32,7 @@ from collections import Counter
 
 from data_tools import gigaword_rules
 from data_tools.convert import read_jsonl
-from data_tools.sentence_dataset import write_dataset
+from data_tools.sentence_dataset import add_min_count_argument, check_min_count, write_dataset
 from pointer_generator import exit_codes
 from pointer_generator.errors import DataError
 
@@ -100,7 +100,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--input", required=True, help="tokenized CNN/DM records (.jsonl[.gz])")
     p.add_argument("--out_dir", required=True, help="output folder (sumdata/ and finished/)")
-    p.add_argument("--min_count", type=int, default=5, help="dictionary threshold (NAMAS: 5)")
+    add_min_count_argument(p)
     p.add_argument(
         "--substring_bad_words",
         action="store_true",
@@ -112,8 +112,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
 @exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
-    if args.min_count < 1:
-        raise DataError(f"--min_count must be >= 1, got {args.min_count}")
+    check_min_count(args.min_count)
     splits, dropped = build(args.input, args.substring_bad_words)
     kept = sum(len(v) for v in splits.values())
     if not splits["train"]:

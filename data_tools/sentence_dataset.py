@@ -21,10 +21,12 @@ docs/families.md: one embedding table for both sides).
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from data_tools import gigaword_rules, sumdata
 from pointer_generator.data.binfile import AtomicWriter
+from pointer_generator.errors import DataError
 
 # split -> (folder, article file, title file) in the release's layout; and the .bin set.
 LAYOUT = {
@@ -64,3 +66,12 @@ def write_dataset(splits: dict, out_dir: str, min_count: int = 5) -> dict:
         _write_lines(t_path, (" ".join(gigaword_rules.pull(t, titles, True)) for _, t in pairs))
         counts[split] = sumdata.convert(a_path, [t_path], finished, set_name)
     return counts
+
+
+def add_min_count_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--min_count", type=int, default=5, help="dictionary threshold (NAMAS: 5)")
+
+
+def check_min_count(min_count: int) -> None:
+    if min_count < 1:
+        raise DataError(f"--min_count must be >= 1, got {min_count}")

@@ -13,6 +13,7 @@ import os
 
 from absl import flags
 
+from pointer_generator.errors import FlagError
 from pointer_generator.hparams import (
     ABS_ENCODERS,
     DECODE_ATTENTION_MODES,
@@ -537,3 +538,15 @@ def strategy_name(fv) -> str:
     if fv.tpu and fv.distribution_strategy == "default":
         return "tpu"
     return fv.distribution_strategy
+
+
+def parse_subcommand(name: str, argv: list[str], positional: bool = False) -> list[str]:
+    """Parse `pointer-generator <name> argv...` into FLAGS; returns the positional
+    arguments (an error when the subcommand takes none). FlagError for a bad flag."""
+    try:
+        rest = FLAGS([f"pointer-generator {name}"] + list(argv))[1:]
+    except flags.Error as e:
+        raise FlagError(str(e)) from None
+    if rest and not positional:
+        raise FlagError(f"unexpected arguments {rest!r} (flags are written --name=value)")
+    return rest

@@ -22,8 +22,6 @@ log = logging.getLogger(__name__)
 
 
 def main(argv: list[str]) -> int:
-    from absl import flags as absl_flags
-
     from pointer_generator.cli import console
     from pointer_generator.cli import flags as flags_lib
     from pointer_generator.cli.help import wants_help
@@ -32,12 +30,7 @@ def main(argv: list[str]) -> int:
     if wants_help(argv):
         print(__doc__.strip())
         return 0
-    try:
-        rest = fv(["pointer-generator serve"] + list(argv))
-    except absl_flags.Error as e:
-        raise FlagError(str(e)) from None
-    if len(rest) > 1:
-        raise FlagError(f"unexpected arguments {rest[1:]!r} (flags are written --name=value)")
+    flags_lib.parse_subcommand("serve", argv)
     if not fv.log_root or not fv.exp_name:
         raise FlagError("serve needs --log_root and --exp_name of a trained experiment")
     if not 0 <= fv.serve_port < 65536 or fv.serve_max_batch < 1 or fv.serve_max_chars < 1:

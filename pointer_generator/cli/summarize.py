@@ -73,7 +73,6 @@ def help_text(fv) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from absl import flags as absl_flags
 
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.cli import flags as flags_lib
@@ -84,10 +83,7 @@ def main(argv: list[str]) -> int:
     if wants_help(argv):
         print(help_text(fv))
         return 0
-    try:
-        rest = fv(["pointer-generator summarize"] + list(argv))
-    except absl_flags.Error as e:
-        raise FlagError(str(e)) from None
+    rest = ["summarize", *flags_lib.parse_subcommand("summarize", argv, positional=True)]
     console.setup_logging()
     if not fv.log_root:
         raise FlagError("summarize needs --log_root and --exp_name of a trained experiment")

@@ -54,8 +54,6 @@ def _check(fv) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from absl import flags as absl_flags
-
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.cli import flags as flags_lib
     from pointer_generator.cli.flag_checks import apply_model_family
@@ -65,12 +63,7 @@ def main(argv: list[str]) -> int:
     if wants_help(argv):
         print(__doc__.strip())
         return 0
-    try:
-        rest = fv(["pointer-generator tune_features"] + list(argv))
-    except absl_flags.Error as e:
-        raise FlagError(str(e)) from None
-    if len(rest) > 1:
-        raise FlagError(f"unexpected arguments {rest[1:]!r} (flags are written --name=value)")
+    flags_lib.parse_subcommand("tune_features", argv)
     console.setup_logging()
     stored_settings.apply(fv, "decode")
     apply_model_family(fv)
