@@ -90,6 +90,19 @@ def _validate_paths(fv) -> None:
         if not [f for f in glob.glob(fv.data_path) if os.path.isfile(f)]:
             raise FlagError(f"--data_path {fv.data_path!r} matches no files")
     _validate_epochs(fv)
+    _validate_shards(fv)
+
+
+def _validate_shards(fv) -> None:
+    if fv.decode_shards < 1 or not 0 <= fv.decode_shard < fv.decode_shards:
+        raise FlagError(
+            f"--decode_shard must be in [0, --decode_shards) and --decode_shards >= 1, got "
+            f"{fv.decode_shard} of {fv.decode_shards}"
+        )
+    if fv.decode_shards > 1 and not (fv.mode == "decode" and fv.single_pass):
+        raise FlagError(
+            "--decode_shards splits a single-pass decode: add --mode=decode --single_pass"
+        )
 
 
 def _validate_epochs(fv) -> None:

@@ -492,6 +492,17 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "weights (Z-MERT uses 20).",
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "decode_shards",
+        1,
+        "decode --single_pass: split the examples over this many processes or machines "
+        "(each run with its --decode_shard); the last to finish merges the folder and "
+        "runs ROUGE.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "decode_shard", 0, "decode --single_pass: which shard this process decodes.", flag_values=fv
+    )
     flags.DEFINE_string(
         "serve_host", "127.0.0.1", "serve: the address to listen on.", flag_values=fv
     )

@@ -69,6 +69,8 @@ FLAG_GROUPS = {
         "feature_weights",
         "namas_features",
         "max_decode_examples",
+        "decode_shards",
+        "decode_shard",
         "continuous_batching",
     ),
     "ABS+ tuning (tune_features)": (

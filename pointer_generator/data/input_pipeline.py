@@ -58,6 +58,7 @@ def make_dataset(
     num_replicas: int = 1,
     replica_index: int = 0,
     beam_copies: bool = False,
+    by_example: bool = False,
 ) -> tf.data.Dataset:
     """Batches of `.bin` examples for `mode` ('train', 'eval' or 'decode').
 
@@ -74,7 +75,9 @@ def make_dataset(
         in a new shuffled file order.
       seed: seed of every shuffle; None uses hps.seed.
       num_replicas, replica_index: read only this replica's share (by file when there
-        are at least as many files as replicas, else by example).
+        are at least as many files as replicas, else by example; `by_example`: always
+        by example, replica r reading examples r, r + n, r + 2n, ... of the sorted pass,
+        as sharded decoding needs).
       beam_copies: decode mode only: each batch is batch_size copies of one example, like
         the original decoder's batches.
     """
@@ -88,7 +91,7 @@ def make_dataset(
     files = bin_dataset.list_files(data_path)
     for f in files:
         bin_dataset.validate_framing(f)
-    by_file = len(files) >= num_replicas
+    by_file = len(files) >= num_replicas and not by_example
 
     texts = _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_index)
     if not by_file and num_replicas > 1:

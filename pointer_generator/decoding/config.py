@@ -26,6 +26,8 @@ class DecodeConfig:
     readable_summaries: single pass: also write detokenized summaries in `readable/`.
     block_unk: the earlier families never generate [UNK].
     feature_weights: ABS+'s weight file ("" = none); namas_features: NAMAS's tables.
+    decode_shards, decode_shard: single pass: decode this shard of that many (processes
+      or machines), merged by the last to finish (`decode_shards.py`).
     """
 
     data_path: str = ""
@@ -43,4 +45,6 @@ class DecodeConfig:
     readable_summaries: bool = False
     block_unk: bool = False
     feature_weights: str = ""
+    decode_shards: int = 1
+    decode_shard: int = 0
     namas_features: bool = False

@@ -22,7 +22,7 @@ from pointer_generator.data import binfile
 from pointer_generator.data.vocab import (
     Vocab,
 )
-from pointer_generator.decoding import attention_html, decode_inputs, decode_output
+from pointer_generator.decoding import attention_html, decode_inputs, decode_output, decode_shards
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
 from pointer_generator.decoding.extractive_features import features_suffix, read_weights
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 ATTENTION_PAGES_SUBDIR = "attention"
 # One line per decoded example: index, mean p_gen over its steps, number of steps. Lines are
 # appended, so a resumed decode may repeat an index; readers keep the last line.
-P_GENS_FILE = "p_gens.tsv"
+P_GENS_FILE = decode_output.P_GENS_FILE
 
 
 def example_strings(batch: dict, i: int) -> dict:
@@ -74,12 +74,14 @@ def decode_single_pass(
     html_safe: bool = False,
     run_rouge: bool = True,
     readable: bool = False,
+    number=None,
 ) -> str | None:
     """Decode every example of `dataset` once into `decode_dir` and score it with ROUGE.
 
     Resumes after the examples already complete in `decode_dir`. Writes an attention page
     for the first `attention_pages` examples, and with `readable` each summary as text.
-    Returns the ROUGE_results.txt text (or None).
+    Returns the ROUGE_results.txt text (or None). `number` maps an example's index here
+    to the one its attention page shows (a shard's examples, `decode_shards.py`).
     """
     hps, vocab = decoder.hps, decoder.vocab
     done = decode_output.count_complete(decode_dir)
@@ -111,7 +113,8 @@ def decode_single_pass(
                 attention_html.write_attention_page(
                     os.path.join(pages_dir, "%06d.html" % ex),
                     record,
-                    title=f"Example {ex}: " + " ".join(summary.words[:12]),
+                    title=f"Example {number(ex) if number else ex}: "
+                    + " ".join(summary.words[:12]),
                 )
             if readable:
                 decode_output.write_readable(summary.words, ex, decode_dir)
@@ -124,6 +127,12 @@ def decode_single_pass(
         attention_html.write_index(pages_dir)
     if not run_rouge:
         return None
+    return score(decode_dir)
+
+
+def score(decode_dir: str) -> str | None:
+    """ROUGE of a decode folder (written to ROUGE_results.txt); None when the references
+    are empty (data made without abstracts)."""
     from pointer_generator.evaluation import rouge
 
     ref_dir = os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR)
@@ -297,6 +306,8 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                 cfg.data_path, vocab, hps, ckpt, decode_inputs.search_settings(cfg)
             )
             decode_dir = decode_inputs.folder_for(base, record)
+            if cfg.decode_shards > 1:
+                return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir)
             locks.acquire(decode_dir, "single-pass decode", "decode another checkpoint or data")
             print(f"Decoding {cfg.data_path} into {decode_dir}", flush=True)
             try:
@@ -315,6 +326,53 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
             decode_dir = os.path.join(exp.root, "decode")
             with _write_errors(decode_dir, "run it again"):
                 decode_forever(decoder, dataset, decode_dir, exp.train_dir, cfg.max_decode_examples)
+
+
+def _decode_shard(decoder, vocab, batch_hps, cfg: DecodeConfig, decode_dir: str) -> None:
+    """Decode shard `cfg.decode_shard` of `cfg.decode_shards`; the last one to finish
+    merges them all into `decode_dir` and scores it (decode_shards.py)."""
+    from pointer_generator.data.input_pipeline import make_dataset
+
+    n, i = cfg.decode_shards, cfg.decode_shard
+    directory = decode_shards.shard_dir(decode_dir, i, n)
+    dataset = make_dataset(cfg.data_path, vocab, batch_hps, "decode", True,
+                           seed=batch_hps.seed, num_replicas=n, replica_index=i,
+                           by_example=True)  # fmt: skip
+    total = count_examples(cfg.data_path)
+    mine = None if total is None else len(range(i, total, n))
+    os.makedirs(directory, exist_ok=True)
+    locks.acquire(directory, "decode shard", f"run each --decode_shard once (this is {i} of {n})")
+    print(f"Decoding shard {i} of {n} of {cfg.data_path} into {directory}", flush=True)
+    try:
+        with _write_errors(directory, "run the same command again: it resumes"):
+            decode_single_pass(decoder, dataset, directory, total=mine,
+                               attention_pages=-(-cfg.attention_pages // n), run_rouge=False,
+                               readable=cfg.readable_summaries,
+                               number=lambda j: j * n + i)  # fmt: skip
+            decode_shards.mark_done(directory, decode_output.count_complete(directory))
+    finally:
+        locks.release(directory)
+    if not decode_shards.finished(decode_dir, n):
+        print(f"Shard {i} of {n} done; the last shard to finish merges them", flush=True)
+        return
+    try:
+        locks.acquire(decode_dir, "merge of the decode shards", "it is being merged already")
+    except locks.DirectoryBusyError:
+        return  # another shard finished at the same moment and merges
+    try:
+        if not os.path.isdir(os.path.join(decode_dir, decode_shards.SHARDS_SUBDIR)):
+            return  # merged already
+        with _write_errors(decode_dir, "merge again by running the last shard's command"):
+            merged = decode_shards.merge(decode_dir, n)
+            pages = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
+            if os.path.isdir(pages):
+                attention_html.write_index(pages)
+            print(f"Merged {n} shards: {merged} examples in {decode_dir}", flush=True)
+            text = score(decode_dir)
+            if text:
+                print(text.lstrip("\n"), end="", flush=True)
+    finally:
+        locks.release(decode_dir)
 
 
 @contextlib.contextmanager

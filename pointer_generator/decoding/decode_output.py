@@ -51,6 +51,9 @@ def make_html_safe(text: str) -> str:
     return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
+P_GENS_FILE = "p_gens.tsv"  # per example: index, mean p_gen, steps
+
+
 def atomic_write_text(path: str, text: str) -> None:
     """Write `text` (UTF-8) to `path` so that `path` is either absent/old or complete.
 

@@ -1,0 +1,78 @@
+"""Single-pass decoding split over processes (issue 21, item 5): two local processes
+decode their shards at the same time; the last to finish merges one decode folder with
+one ROUGE result, identical to a one-process decode of the same data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from pointer_generator.decoding import decode_shards
+from tests import helpers
+
+
+def _folder(log_root: str, exp: str) -> str:
+    (name,) = [d for d in os.listdir(os.path.join(log_root, exp)) if d.startswith("decode_")]
+    return os.path.join(log_root, exp, name)
+
+
+def _files(folder: str, sub: str) -> dict:
+    d = os.path.join(folder, sub)
+    return {n: open(os.path.join(d, n), encoding="utf-8").read() for n in sorted(os.listdir(d))}
+
+
+def test_two_processes_decode_what_one_does(tmp_path):
+    data = helpers.tiny_setup(tmp_path, n_train=8, n_val=7)
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=3)) == 0
+    other_root = str(tmp_path / "other")
+    shutil.copytree(data.log_root, other_root)
+    decode = helpers.run_args(data, "exp", mode="decode", single_pass=True, beam_size=2,
+                              min_dec_steps=1, max_dec_steps=5, decode_batch_size=2,
+                              attention_pages=3)  # fmt: skip
+    assert helpers.run_main_in_process(decode) == 0
+    one = _folder(data.log_root, "exp")
+    sharded = [a.replace(data.log_root, other_root) for a in decode]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pointer_generator.cli.run_summarization",
+                *sharded,
+                "--decode_shards=2",
+                f"--decode_shard={i}",
+            ],
+            env=helpers.subprocess_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    assert sum("Merged 2 shards: 7 examples" in out for out in outputs) == 1, outputs
+    two = _folder(other_root, "exp")
+    assert not os.path.exists(os.path.join(two, decode_shards.SHARDS_SUBDIR))
+    for sub in ("decoded", "reference"):
+        assert _files(two, sub) == _files(one, sub) and len(_files(one, sub)) == 7
+    pages = sorted(n for n in os.listdir(os.path.join(two, "attention")) if n != "index.html")
+    assert pages[:3] == ["000000.html", "000001.html", "000002.html"]
+    rouge = [open(os.path.join(f, "ROUGE_results.txt")).read() for f in (one, two)]
+    assert rouge[0] == rouge[1]
+    with open(os.path.join(two, "p_gens.tsv")) as f:
+        assert [int(line.split("\t")[0]) for line in f] == list(range(7))
+
+
+def test_shard_flags_are_checked(tmp_path, capfd):
+    data = helpers.tiny_setup(tmp_path, n_train=4, n_val=2)
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=1)) == 0
+    for flags, message in (
+        ({"decode_shards": 2, "decode_shard": 2}, "--decode_shard must be in [0, --decode_shards)"),
+        ({"decode_shards": 2}, "--decode_shards splits a single-pass decode"),
+    ):
+        args = helpers.run_args(data, "exp", mode="decode", **flags)
+        assert helpers.run_main_in_process(args) == 2
+        assert message in capfd.readouterr().err
