@@ -82,6 +82,12 @@ def _first_lines(decode_dir: str, kind: str, n: int) -> list[str]:
     return [open(os.path.join(sub, x), encoding="utf-8").read().strip() for x in names]
 
 
+def distinct_outputs(decode_dir: str) -> tuple[int, int]:
+    """(distinct summaries, summaries) of a decode folder."""
+    texts = _first_lines(decode_dir, "decoded", 10**9)
+    return len(set(texts)), len(texts)
+
+
 def _cell(v) -> str:
     return "–" if v is None else f"{v:.2f}"
 
@@ -203,17 +209,29 @@ def write(work: str, out: str) -> str:
         "Chopra et al. 2016 Tables 2 and 3 (PREFIX: Rush et al. 2015 Table 1).",
         "",
         "| system | proxy F1 R-1 | R-2 | R-L | paper Gigaword F1 R-1 | R-2 | R-L "
-        "| proxy 75-byte R R-1 | R-2 | R-L | paper DUC-2004 R R-1 | R-2 | R-L |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| proxy 75-byte R R-1 | R-2 | R-L | paper DUC-2004 R R-1 | R-2 | R-L "
+        "| distinct summaries |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    distinct = {r: distinct_outputs(results[r]["decode_dir"]) for r in rows}
     for row in rows:
         label, giga, duc = ROWS[row]
         res = results[row]
         lines.append(
             f"| {label} | {_triple(res.get('gigaword'))} | {_paper(giga)} | "
-            f"{_triple(res.get('duc'))} | {_paper(duc)} |"
+            f"{_triple(res.get('duc'))} | {_paper(duc)} | "
+            f"{distinct[row][0]:,} of {distinct[row][1]:,} |"
         )
     lines += ["", f"![ROUGE-1 by system]({os.path.basename(pictures[1])})", ""]
+    same = [ROWS[r][0] for r in rows if r != "prefix" and distinct[r][0] <= 0.05 * distinct[r][1]]
+    if same:
+        lines += [
+            "**Input-independent output.** " + ", ".join(same) + " wrote (nearly) the same "
+            "summary for every input (the *distinct summaries* column): at this scale their "
+            "language model learned the highlights' common words, and the encoder does not "
+            "yet steer the output. Their ROUGE is that of one fixed sentence.",
+            "",
+        ]
     if "abs_plus" in results:
         lines += ["ABS+ weights (MERT, ROUGE-1 recall at 75 bytes, on the validation split):",
                   "", "```", results["abs_plus"]["weights"].strip(), "```", ""]  # fmt: skip
