@@ -223,7 +223,11 @@ def write(work: str, out: str) -> str:
             f"{distinct[row][0]:,} of {distinct[row][1]:,} |"
         )
     lines += ["", f"![ROUGE-1 by system]({os.path.basename(pictures[1])})", ""]
-    same = [ROWS[r][0] for r in rows if r != "prefix" and distinct[r][0] <= 0.05 * distinct[r][1]]
+    same = [
+        ROWS[r][0]
+        for r in rows
+        if r != "prefix" and distinct[r][0] <= max(1, 0.05 * distinct[r][1])
+    ]
     if same:
         lines += [
             "**Input-independent output.** " + ", ".join(same) + " wrote (nearly) the same "

@@ -35,7 +35,12 @@ from pointer_generator import exit_codes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "data", "cnndm_sample.jsonl.gz")
+SHARED = os.path.join(
+    os.environ.get(
+        "POINTER_GENERATOR_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data")
+    ),
+    "cnndm_sample.jsonl.gz",
+)
 
 # name -> (preset, extra training flags, epochs, [(row name, decode flags)])
 ABS_DECODE = [("", ["--flagfile=" + os.path.join(HERE, "abs_decode.flags")])]

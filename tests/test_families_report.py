@@ -1,0 +1,58 @@
+"""The proxy task's results page (experiments/families/report.py) on a constructed work
+folder: the tables, the papers' orderings checked, the pictures."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from experiments.families import report
+from pointer_generator.runtime.summaries import ScalarWriter
+
+
+def _decode_dir(root, name, outputs, refs):
+    d = root / "runs" / name / "decode_test"
+    for sub, texts in (("decoded", outputs), ("reference", refs)):
+        (d / sub).mkdir(parents=True)
+        for i, t in enumerate(texts):
+            kind = "decoded" if sub == "decoded" else "reference"
+            (d / sub / f"{i:06d}_{kind}.txt").write_text(t)
+    return str(d)
+
+
+def test_the_page_from_a_work_folder(tmp_path):
+    refs = ["police arrest a man", "storm hits the coast", "team wins the cup"]
+    results = {}
+    for name, outputs, scores in (
+        ("abs_attention", ["the the of"] * 3, (6.0, 0.3, 6.0)),
+        ("abs_plus", ["police arrest man", "storm hits coast", "team wins"], (40.0, 20.0, 39.0)),
+        ("prefix", ["police say a man", "a storm hit", "the team won"], (20.0, 5.0, 18.0)),
+    ):
+        run = "abs_attention" if name == "abs_plus" else name
+        d = _decode_dir(tmp_path, run if name != "abs_plus" else "abs_plus_dir", outputs, refs)
+        triple = dict(zip(("1", "2", "l"), scores, strict=True))
+        results[name] = {"decode_dir": d, "gigaword": triple, "duc": triple}
+    results["abs_plus"]["weights"] = "lm 1.0\nuni 2.0\n"
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    for name, ppl in (("abs_attention", [300.0, 200.0]), ("abs_bow", [320.0, 250.0])):
+        eval_dir = tmp_path / "runs" / name / "eval"
+        writer = ScalarWriter(str(eval_dir))
+        for epoch, value in enumerate(ppl, start=1):
+            writer.write({"valid_perplexity": value, "learning_rate": 0.5}, epoch * 10)
+        writer.close()
+    out = tmp_path / "page" / "report.md"
+    report.write(str(tmp_path), str(out))
+    text = out.read_text()
+    assert "| abs_attention | 2 | 200.00 | 27.10 |" in text
+    assert "| abs_bow | 2 | 250.00 | 43.60 |" in text
+    assert "| ABS+ (k=50, MERT-tuned features) | 40.00 | 20.00 | 39.00 | 29.76" in text
+    assert "| DUC-style R-1: ABS+ > ABS | yes | 40.00 vs 6.00 |" in text
+    assert "| DUC-style R-1: ABS > PREFIX | **no** | 6.00 vs 20.00 |" in text
+    assert "1 of 3" in text and "Input-independent output" in text
+    assert "Read the limitations first" in text and "uni 2.0" in text
+    for picture in ("report_learning_curves.png", "report_rouge.png"):
+        assert os.path.getsize(tmp_path / "page" / picture) > 1000
+    assert json.loads((tmp_path / "page" / "report.json").read_text())["perplexity"] == {
+        "abs_attention": 200.0,
+        "abs_bow": 250.0,
+    }
