@@ -13,14 +13,11 @@ import os
 
 from absl import flags
 
+from pointer_generator.cli import family_flags, serving_flags
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import (
-    ABS_ENCODERS,
     DECODE_ATTENTION_MODES,
     GRAD_NORM_MODES,
-    LR_DECAYS,
-    MODEL_FAMILIES,
-    OPTIMIZERS,
 )
 
 FLAGS = flags.FLAGS
@@ -257,105 +254,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "gradient.",
         flag_values=fv,
     )
-    flags.DEFINE_enum(
-        "model",
-        "pointer_generator",
-        MODEL_FAMILIES,
-        "Model family: the pointer-generator (See et al. 2017), or the sentence summarizers "
-        "it builds on: abs (Rush et al. 2015), ras_elman, ras_lstm (Chopra et al. 2016). "
-        "ABS reads --hidden_dim as H and --emb_dim as D, RAS --hidden_dim as d; they have "
-        "no pointer and no coverage.",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "abs_encoder",
-        "attention",
-        ABS_ENCODERS,
-        "--model=abs: the encoder (enc1 bag of words, enc2 convolutional, enc3 attention).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "context_window",
-        5,
-        "--model=abs: C, the summary words its language model sees.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "smoothing_window",
-        2,
-        "--model=abs: Q, the attention encoder's +-Q smoothing and the convolutional "
-        "encoder's width 2Q+1.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "conv_width",
-        5,
-        "--model=ras_*: q, the encoder's convolution width (odd).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "max_positions",
-        400,
-        "--model=ras_*: input positions with a learned embedding (at least --max_enc_steps).",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean(
-        "abs_namas",
-        False,
-        "--model=abs: the official NAMAS code's departures from the paper's equations "
-        "(biases, learned smoothing, extra linear layers) instead of the printed forms.",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "optimizer",
-        "adagrad",
-        OPTIMIZERS,
-        "adagrad (the original's) or sgd (plain SGD, as ABS and RAS were trained; "
-        "--lr is then its rate).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "lr_decay",
-        "none",
-        LR_DECAYS,
-        "With --optimizer=sgd: divide the rate by --lr_decay_factor after an epoch whose "
-        "validation perplexity (--valid_data_path) is no better than the best (plateau, "
-        "the papers) or worse than the previous epoch's (previous, NAMAS's code).",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "lr_decay_factor", 2.0, "What --lr_decay divides the rate by.", flag_values=fv
-    )
-    flags.DEFINE_enum(
-        "loss_reduction",
-        "mean",
-        ("mean", "sum"),
-        "--model=abs|ras_*: train on the mean NLL per target word (as NAMAS), or on its sum "
-        "over the batch (RAS's printed objective); the reported loss is the mean either way.",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "embedding_max_norm",
-        0.0,
-        "> 0: at the start of every epoch, rescale each embedding row longer than this to "
-        "this L2 norm (ABS: 1). 0 = never.",
-        flag_values=fv,
-    )
-    flags.DEFINE_string(
-        "valid_data_path",
-        "",
-        "Train mode: validation .bin files; at the end of every epoch training measures "
-        "their perplexity (TensorBoard valid/perplexity in eval/), keeps the best model in "
-        "eval/ like the eval job, and anneals the rate (--lr_decay).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "epoch_steps",
-        0,
-        "Training steps per epoch (validation, annealing, embedding renormalisation); "
-        "0 = one pass over --data_path.",
-        flag_values=fv,
-    )
+    family_flags.define(fv)
     flags.DEFINE_float(
         "eval_interval_secs",
         10.0,
@@ -445,80 +344,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "the pointer-generator copies instead).",
         flag_values=fv,
     )
-    flags.DEFINE_string(
-        "feature_weights",
-        "",
-        "decode/summarize/tune_features, --model=abs|ras_*: ABS+ -- add the extractive "
-        "features (unigram, bigram, trigram match, out of order, length) to every word's "
-        "score with the weights of this file ('<feature> <weight>' lines, as "
-        "tune_features writes them).",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean(
-        "namas_features",
-        False,
-        "With --feature_weights: the official ABS code's features (input padded with "
-        "<s>/</s>, its off-by-one skip-gram tables) instead of the paper's adjacent n-grams.",
-        flag_values=fv,
-    )
-    flags.DEFINE_string(
-        "weights_out", "", "tune_features: where to write the tuned weights.", flag_values=fv
-    )
-    flags.DEFINE_enum(
-        "objective",
-        "rouge1_recall",
-        ("rouge1_recall", "bleu4"),
-        "tune_features: what MERT maximises on --data_path: ROUGE-1 recall of the first "
-        "--objective_bytes bytes (the papers' evaluation) or BLEU-4 (NAMAS's Z-MERT set-up).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "objective_bytes",
-        75,
-        "tune_features: rouge1_recall reads the first N bytes of each summary and "
-        "reference (DUC's limit; 0 = all).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "mert_iterations",
-        5,
-        "tune_features: decode-and-optimise rounds (fewer when no new hypothesis appears).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "random_starts",
-        10,
-        "tune_features: random starting points of each optimisation besides the current "
-        "weights (Z-MERT uses 20).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "decode_shards",
-        1,
-        "decode --single_pass: split the examples over this many processes or machines "
-        "(each run with its --decode_shard); the last to finish merges the folder and "
-        "runs ROUGE.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "decode_shard", 0, "decode --single_pass: which shard this process decodes.", flag_values=fv
-    )
-    flags.DEFINE_string(
-        "serve_host", "127.0.0.1", "serve: the address to listen on.", flag_values=fv
-    )
-    flags.DEFINE_integer("serve_port", 8000, "serve: the port (0 = a free one).", flag_values=fv)
-    flags.DEFINE_integer(
-        "serve_max_batch", 16, "serve: the most texts decoded together.", flag_values=fv
-    )
-    flags.DEFINE_float(
-        "serve_max_wait_ms",
-        10.0,
-        "serve: how long a request waits for others to share its batch.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
-    )
+    serving_flags.define(fv)
     flags.DEFINE_boolean(
         "readable_summaries",
         False,

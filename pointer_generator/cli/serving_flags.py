@@ -1,0 +1,36 @@
+"""The flags of decoding across processes (`--decode_shards`) and of `pointer-generator
+serve`. Part of `flags.define_flags`."""
+
+from __future__ import annotations
+
+from absl import flags
+
+
+def define(fv: flags.FlagValues) -> None:
+    flags.DEFINE_integer(
+        "decode_shards",
+        1,
+        "decode --single_pass: split the examples over this many processes or machines "
+        "(each run with its --decode_shard); the last to finish merges the folder and "
+        "runs ROUGE.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "decode_shard", 0, "decode --single_pass: which shard this process decodes.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "serve_host", "127.0.0.1", "serve: the address to listen on.", flag_values=fv
+    )
+    flags.DEFINE_integer("serve_port", 8000, "serve: the port (0 = a free one).", flag_values=fv)
+    flags.DEFINE_integer(
+        "serve_max_batch", 16, "serve: the most texts decoded together.", flag_values=fv
+    )
+    flags.DEFINE_float(
+        "serve_max_wait_ms",
+        10.0,
+        "serve: how long a request waits for others to share its batch.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
+    )
