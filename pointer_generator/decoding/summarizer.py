@@ -4,9 +4,9 @@
 
     summarizer = pg.Summarizer.from_experiment("logs", "pgen", beam_size=4)
     for result in summarizer.summarize(["First article ...", "Second article ..."]):
-        print(result.text)            # readable summary
-        result.attention              # [summary tokens, article tokens]
-        result.p_gens                 # [summary tokens] (ones for the earlier families)
+        print(result.text)  # readable summary
+        result.attention  # [summary tokens, article tokens]
+        result.p_gens  # [summary tokens] (ones for the earlier families)
 
 `from_experiment` reads the model flags and the vocabulary the experiment was trained with
 (its `settings.json`, as every command does), builds the model and loads the newest
