@@ -209,7 +209,7 @@ def abs_plus(work: str) -> dict:
     data = os.path.join(work, "data", "finished")
     weights = os.path.join(work, "abs_plus_weights.txt")
     if not os.path.exists(weights):
-        cmd = [sys.executable, "-m", "pointer_generator.cli.tune_features",
+        cmd = [sys.executable, "-m", "pointer_generator.cli.entry", "tune_features",
                f"--flagfile={os.path.join(HERE, 'abs_decode.flags')}", *DECODE_COMMON,
                *_base(work, name), f"--data_path={os.path.join(data, 'val.bin')}",
                f"--weights_out={weights}", "--objective=rouge1_recall"]  # fmt: skip

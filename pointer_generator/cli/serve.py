@@ -82,3 +82,11 @@ def main(argv: list[str]) -> int:
         server.server_close()
         service.batcher.close()
     return 0
+
+
+if __name__ == "__main__":  # the same as `pointer-generator serve`
+    import sys
+
+    from pointer_generator.cli.entry import run
+
+    run([sys.argv[0], "serve", *sys.argv[1:]])

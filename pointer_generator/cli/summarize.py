@@ -139,3 +139,11 @@ def main(argv: list[str]) -> int:
         if len(inputs) > 1:
             print()
     return 0
+
+
+if __name__ == "__main__":  # the same as `pointer-generator summarize`
+    import sys
+
+    from pointer_generator.cli.entry import run
+
+    run([sys.argv[0], "summarize", *sys.argv[1:]])

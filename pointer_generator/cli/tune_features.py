@@ -244,3 +244,11 @@ class Tuner:
             random_starts=self.fv.random_starts,
         )
         return {"lm": weights["lm"], **dict(zip(INDICATORS, map(float, w), strict=True))}, value
+
+
+if __name__ == "__main__":  # the same as `pointer-generator tune_features`
+    import sys
+
+    from pointer_generator.cli.entry import run
+
+    run([sys.argv[0], "tune_features", *sys.argv[1:]])
