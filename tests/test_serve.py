@@ -117,3 +117,13 @@ def test_the_page_in_headless_chromium(server, tmp_path):
     assert 'data-done="1"' in dom, dom[-2000:]
     assert want.text.replace("&", "&amp;") in dom
     assert "srcdoc=" in dom and "pg-data" in dom  # the attention view, loaded in the frame
+
+
+@pytest.mark.parametrize("name", ["serve", "tune_features", "summarize"])
+def test_subcommand_modules_run_as_python_m(name):
+    """`python -m pointer_generator.cli.<name>` is `pointer-generator <name>` (it used to
+    exit 0 without doing anything)."""
+    proc = helpers.run_python(["-m", f"pointer_generator.cli.{name}", "--help"], timeout=120)
+    assert proc.returncode == 0 and f"pointer-generator {name}" in proc.stdout
+    proc = helpers.run_python(["-m", f"pointer_generator.cli.{name}", "--nonsense=1"], timeout=120)
+    assert proc.returncode == 2 and "error:" in proc.stderr
