@@ -317,6 +317,8 @@ def test_tokenizer_always_tokenizes(text):
 
 @fuzz(100)
 @given(article=TOKENIZER_TEXT, highlights=st.lists(TOKENIZER_TEXT, max_size=3))
+@example(article="", highlights=["</S>"])  # a literal tag in a highlight (found by fuzzing)
+@example(article="a", highlights=["x <s> y", "</s>"])
 def test_raw_stories_always_give_an_article_and_a_tagged_abstract(article, highlights):
     with time_limit(10):
         processed = stories.process_raw_story(stories.story_text(article, highlights))

@@ -78,11 +78,23 @@ def article_and_abstract(tokenized: str, unicode_text: bool = False) -> Story:
         if line.startswith(HIGHLIGHT_MARKER):
             in_highlights = True
         elif in_highlights:
-            highlights.append(line)
+            line = _without_sentence_tags(line, unicode_text)
+            if line:
+                highlights.append(line)
         else:
             article_lines.append(line)
     abstract = " ".join(f"{SENTENCE_START} {h} {SENTENCE_END}" for h in highlights)
     return Story(" ".join(article_lines), abstract, len(highlights), in_highlights)
+
+
+def _without_sentence_tags(line: str, unicode_text: bool) -> str:
+    """A highlight without literal `<s>` / `</s>` tokens, which would break the abstract's
+    sentence tags (the original wrote them through; a deviation listed in docs/data.md)."""
+    words = line.split(" ")
+    if SENTENCE_START not in words and SENTENCE_END not in words:
+        return line
+    kept = " ".join(w for w in words if w not in (SENTENCE_START, SENTENCE_END)).strip()
+    return fix_missing_period(kept, unicode_text) if kept else ""
 
 
 def story_text(article: str, highlights: list[str]) -> str:
