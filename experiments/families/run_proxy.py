@@ -214,8 +214,11 @@ def abs_plus(work: str) -> dict:
                *_base(work, name), f"--data_path={os.path.join(data, 'val.bin')}",
                f"--weights_out={weights}", "--objective=rouge1_recall"]  # fmt: skip
         _run(cmd, os.path.join(work, "logs", "abs_plus.tune.log"))
+    if not os.path.exists(weights):
+        raise SystemExit(f"error: tune_features wrote no {weights}; see {work}/logs/")
     flags = ["--flagfile=" + os.path.join(HERE, "abs_decode.flags")]
-    out = {"weights": open(weights, encoding="utf-8").read()}
+    with open(weights, encoding="utf-8") as f:
+        out = {"weights": f.read()}
     out["decode_dir"] = decode(work, name, "plus", flags, [f"--feature_weights={weights}"])
     out.update(score(out["decode_dir"]))
     return out
