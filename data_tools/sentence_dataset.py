@@ -7,8 +7,9 @@ pairs of each split, it
 1. counts separate article and title dictionaries over the training split (words seen at
    least `min_count` times, NAMAS `make_dict.py`) and writes them as `article.dict` /
    `title.dict` (`word count` lines);
-2. applies NAMAS `pull.py` (lower-case, `<unk>`, the title punctuation drop) and writes the
-   release's text files, so that the same `sumdata` reader serves real Gigaword later:
+2. applies NAMAS `pull.py` (lower-case, `<unk>`, the title punctuation drop; the test
+   titles, which are ROUGE's references, keep their rare words) and writes the release's
+   text files, so that the same `sumdata` reader serves real Gigaword later:
    `sumdata/train/train.{article,title}.txt`,
    `sumdata/train/valid.{article,title}.filter.txt`, `sumdata/test/{input,task1_ref0}.txt`;
 3. converts those with `data_tools.sumdata` into `finished/{train,val,test}.bin` (+ chunks)
@@ -63,7 +64,10 @@ def write_dataset(splits: dict, out_dir: str, min_count: int = 5) -> dict:
         a_path = os.path.join(text_dir, folder, article_file)
         t_path = os.path.join(text_dir, folder, title_file)
         _write_lines(a_path, (" ".join(gigaword_rules.pull(a, articles)) for a, _ in pairs))
-        _write_lines(t_path, (" ".join(gigaword_rules.pull(t, titles, True)) for _, t in pairs))
+        # Test titles keep their rare words: they are the references ROUGE scores against
+        # (with `<unk>` in them a model would earn matches by writing [UNK]).
+        words = titles if split != "test" else {w.lower() for _, t in pairs for w in t}
+        _write_lines(t_path, (" ".join(gigaword_rules.pull(t, words, True)) for _, t in pairs))
         counts[split] = sumdata.convert(a_path, [t_path], finished, set_name)
     return counts
 

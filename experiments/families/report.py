@@ -230,10 +230,11 @@ def write(work: str, out: str) -> str:
     ]
     if same:
         lines += [
-            "**Input-independent output.** " + ", ".join(same) + " wrote (nearly) the same "
-            "summary for every input (the *distinct summaries* column): at this scale their "
-            "language model learned the highlights' common words, and the encoder does not "
-            "yet steer the output. Their ROUGE is that of one fixed sentence.",
+            "**Input-independent output.** " + ", ".join(same) + " wrote only a handful "
+            "of distinct summaries for all the inputs (the *distinct summaries* column): at "
+            "this scale their language model learned the highlights' common words, and the "
+            "encoder does not yet steer the output. Their ROUGE is that of a few fixed "
+            "sentences.",
             "",
         ]
     if "abs_plus" in results:
