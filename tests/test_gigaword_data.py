@@ -140,3 +140,17 @@ def test_the_proxy_task_keeps_6836_of_the_shared_pairs(cnndm_sample_path):
     }
     sub, _ = proxy_task.build(cnndm_sample_path, substring=True)
     assert sum(len(v) for v in sub.values()) == 6142
+
+
+def test_test_titles_keep_their_rare_words(tmp_path):
+    """The test titles are ROUGE's references: `<unk>` there would reward writing [UNK]."""
+    from data_tools.sentence_dataset import write_dataset
+
+    article = "the minister said taxes would rise next year in the country ."
+    pair = (article.split(), "minister says taxes will rise".split())
+    rare = (article.split(), "minister says zanzibar taxes rise".split())
+    write_dataset({"train": [pair] * 5 + [rare], "valid": [rare], "test": [rare]}, str(tmp_path))
+    text = tmp_path / "sumdata"
+    assert "zanzibar" not in (text / "train" / "train.title.txt").read_text()
+    assert "<unk>" in (text / "train" / "valid.title.filter.txt").read_text()
+    assert (text / "test" / "task1_ref0.txt").read_text() == "minister says zanzibar taxes rise\n"
