@@ -181,6 +181,10 @@ class BeamSearchDecoder:
             "ids": enc_batch,
             "mask": enc_padding_mask,
         }
+        return self._run_search(step, carry, batch_size, articles, n_best)
+
+    def _run_search(self, step, carry, batch_size, articles, n_best: bool = False):
+        """`batched_beam_search` with this decoder's settings."""
         return batched_beam_search(
             step,
             carry,
@@ -209,17 +213,8 @@ class BeamSearchDecoder:
         batch_size = enc_batch.shape[0]
         if batch_size is None:
             batch_size = tf.shape(enc_batch)[0]
-        return batched_beam_search(
-            self._step_fn(max_art_oovs, projection),
-            carry,
-            batch_size=batch_size,
-            **search_settings(hps, self.vocab.size()),
-            trigram_blocking=self.trigram_blocking,
-            length_penalty=self.length_penalty,
-            top_k=self.top_k,
-            articles=articles,
-            min_compact_size=self.min_compact_size,
-        )
+        step = self._step_fn(max_art_oovs, projection)
+        return self._run_search(step, carry, batch_size, articles)
 
     def nbest_batch(self, batch: dict) -> dict:
         """The earlier families' final hypotheses of every article of a pipeline batch
