@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
     from pointer_generator.data.detokenize import detokenize
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.decoding import decode, decode_output
-    from pointer_generator.decoding.extractive_features import read_weights
+    from pointer_generator.decoding.decoder import decoder_for
     from pointer_generator.decoding.summarize import summarize_examples
     from pointer_generator.models.families import build_model
     from pointer_generator.runtime.experiment import open_experiment
@@ -117,17 +117,7 @@ def main(argv: list[str]) -> int:
     vocab = Vocab(fv.vocab_path, fv.vocab_size)
     model = build_model(hps, vocab.size())
     decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
-    decoder = decode.BeamSearchDecoder(
-        model,
-        vocab,
-        hps,
-        trigram_blocking=fv.trigram_blocking,
-        block_unk=fv.block_unk,
-        length_penalty=fv.length_penalty or None,
-        full_final_dist=fv.full_final_dist,
-        feature_weights=read_weights(fv.feature_weights) if fv.feature_weights else None,
-        namas_features=fv.namas_features,
-    )
+    decoder = decoder_for(model, vocab, hps, fv)
     summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
     for name, summary in zip(names, summaries, strict=True):
         if len(inputs) > 1:

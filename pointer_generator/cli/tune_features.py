@@ -130,20 +130,11 @@ class Tuner:
     """The n-best pools of the development set and their MERT."""
 
     def __init__(self, model, vocab, hps, fv, weights: dict):
-        from pointer_generator.decoding.decoder import BeamSearchDecoder
+        from pointer_generator.decoding.decoder import decoder_for
 
         self.model, self.vocab, self.hps, self.fv = model, vocab, hps, fv
         self.weights = weights
-        self.make_decoder = lambda w: BeamSearchDecoder(
-            model,
-            vocab,
-            hps,
-            block_unk=fv.block_unk,
-            trigram_blocking=fv.trigram_blocking,
-            length_penalty=fv.length_penalty or None,
-            feature_weights=w,
-            namas_features=fv.namas_features,
-        )
+        self.make_decoder = lambda w: decoder_for(model, vocab, hps, fv, feature_weights=w)
         self.pools: list[dict] = []  # per example: {token ids: (model score, features)}
         self.references: list[list[list[str]]] = []
         self.stats_cache: dict = {}

@@ -24,8 +24,8 @@ from pointer_generator.data.vocab import (
 )
 from pointer_generator.decoding import attention_html, decode_inputs, decode_output, decode_shards
 from pointer_generator.decoding.config import DecodeConfig
-from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
-from pointer_generator.decoding.extractive_features import features_suffix, read_weights
+from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text, decoder_for
+from pointer_generator.decoding.extractive_features import features_suffix
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
@@ -271,19 +271,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     model = build_model(hps, vocab.size())
     print(model.parameter_summary(), flush=True)
     ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass)
-    weights = read_weights(cfg.feature_weights) if cfg.feature_weights else None
-    decoder = BeamSearchDecoder(
-        model,
-        vocab,
-        hps,
-        trigram_blocking=cfg.trigram_blocking,
-        block_unk=cfg.block_unk,
-        feature_weights=weights,
-        namas_features=cfg.namas_features,
-        length_penalty=cfg.length_penalty or None,
-        jit_compile=cfg.xla,
-        full_final_dist=cfg.full_final_dist,
-    )
+    decoder = decoder_for(model, vocab, hps, cfg, jit_compile=cfg.xla)
     batch_hps = hps.replace(batch_size=cfg.decode_batch_size)
     with data_errors():
         dataset = make_dataset(
@@ -299,7 +287,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                     decoder.trigram_blocking,
                     decoder.length_penalty,
                     decoder.block_unk,
-                    features_suffix(weights, cfg.namas_features),
+                    features_suffix(decoder.feature_weights, cfg.namas_features),
                 ),
             )
             record = decode_inputs.describe(

@@ -291,3 +291,21 @@ def _text(x: bytes) -> str:
     # Text that is not UTF-8 flows through the pipeline as bytes (as in the original, whose
     # Python 2 strings were bytes; the pipeline warns about it); here it is shown with U+FFFD.
     return x.decode("utf-8", errors="replace")
+
+
+def decoder_for(model, vocab: Vocab, hps: HParams, options, **overrides) -> BeamSearchDecoder:
+    """The decoder the search options ask for: `options` is a `DecodeConfig` or the flags
+    (the same names: trigram_blocking, block_unk, length_penalty (0 = none),
+    full_final_dist, feature_weights (a weight file, "" = none), namas_features);
+    `overrides` are further `BeamSearchDecoder` arguments."""
+    path = options.feature_weights
+    kwargs = dict(
+        trigram_blocking=options.trigram_blocking,
+        block_unk=options.block_unk,
+        length_penalty=options.length_penalty or None,
+        full_final_dist=options.full_final_dist,
+        feature_weights=extractive_features.read_weights(path) if path else None,
+        namas_features=options.namas_features,
+    )
+    kwargs.update(overrides)
+    return BeamSearchDecoder(model, vocab, hps, **kwargs)
