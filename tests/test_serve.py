@@ -119,7 +119,7 @@ def test_the_page_in_headless_chromium(server, tmp_path):
     assert "srcdoc=" in dom and "pg-data" in dom  # the attention view, loaded in the frame
 
 
-@pytest.mark.parametrize("name", ["serve", "tune_features", "summarize"])
+@pytest.mark.parametrize("name", ["serve", "tune_features", "summarize", "export"])
 def test_subcommand_modules_run_as_python_m(name):
     """`python -m pointer_generator.cli.<name>` is `pointer-generator <name>` (it used to
     exit 0 without doing anything)."""

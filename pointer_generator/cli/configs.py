@@ -43,7 +43,7 @@ def eval_config(fv) -> EvalConfig:
 
 
 def decode_config(fv) -> DecodeConfig:
-    return _fields(DecodeConfig, fv)
+    return _fields(DecodeConfig, fv, distribution_strategy=strategy_name(fv))
 
 
 def mode_config(fv):

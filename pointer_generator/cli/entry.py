@@ -5,6 +5,7 @@
     pointer-generator quickstart ARGS...   -> pointer_generator.cli.quickstart.main(ARGS)
     pointer-generator tune_features ARGS... -> pointer_generator.cli.tune_features.main(ARGS)
     pointer-generator serve ARGS...        -> pointer_generator.cli.serve.main(ARGS)
+    pointer-generator export ARGS...       -> pointer_generator.cli.export.main(ARGS)
 
 Subcommand modules are imported only when used; they receive the arguments after the
 subcommand's name. Exit statuses are those of `pointer_generator.exit_codes` (a
@@ -42,9 +43,16 @@ def _serve(args: list[str]) -> int:
     return serve.main(args)
 
 
+def _export(args: list[str]) -> int:
+    from pointer_generator.cli import export
+
+    return export.main(args)
+
+
 # Imported only when used; each gets the arguments after the subcommand's name.
 SUBCOMMANDS = {
     "serve": _serve,
+    "export": _export,
     "summarize": _summarize,
     "quickstart": _quickstart,
     "tune_features": _tune_features,

@@ -171,6 +171,12 @@ def _validate_numbers(fv) -> None:
 
 def _validate_distribution(fv) -> None:
     name = strategy_name(fv)
+    if fv.mode == "decode" and name not in ("default", "mirrored"):
+        raise FlagError(
+            f"decode runs on the devices of one machine (--distribution_strategy=mirrored), "
+            f"not {name}; across machines, run one process per machine with "
+            "--decode_shards=N --decode_shard=I"
+        )
     if fv.tpu and name != "tpu":
         raise FlagError(
             f"--tpu is given but --distribution_strategy={name}; use "

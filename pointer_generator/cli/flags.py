@@ -156,9 +156,9 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "distribution_strategy",
         "default",
         STRATEGIES,
-        "tf.distribute strategy for training: default (one device), mirrored "
-        "(all local GPUs, or --num_cpu_devices CPU devices), "
-        "multi_worker_mirrored (machines listed in TF_CONFIG), tpu.",
+        "tf.distribute strategy: default (one device), mirrored (all local GPUs, or "
+        "--num_cpu_devices CPU devices; decode splits each batch over them), "
+        "multi_worker_mirrored (machines listed in TF_CONFIG), tpu (training only).",
         flag_values=fv,
     )
     flags.DEFINE_string(

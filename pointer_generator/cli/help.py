@@ -87,6 +87,7 @@ FLAG_GROUPS = {
         "serve_max_wait_ms",
         "serve_max_chars",
     ),
+    "export": ("export_dir",),
     "output": (
         "save_checkpoint_secs",
         "checkpoint_data_position",
@@ -106,6 +107,7 @@ Usage:
   pointer-generator summarize [flags] [FILE ...]   summaries of your own text
   pointer-generator quickstart [--out_dir=DIR]     the whole loop on a toy corpus
   pointer-generator serve [flags]                  an HTTP server and page for a model
+  pointer-generator export --export_dir=DIR        a SavedModel (raw text in, summaries out)
   pointer-generator tune_features [flags]          ABS+'s feature weights by MERT
   pointer-generator SUBCOMMAND --help              help of a subcommand
 

@@ -1,5 +1,5 @@
-"""The flags of decoding across processes (`--decode_shards`) and of `pointer-generator
-serve`. Part of `flags.define_flags`."""
+"""The flags of decoding across processes (`--decode_shards`), of `pointer-generator
+serve` and of `pointer-generator export`. Part of `flags.define_flags`."""
 
 from __future__ import annotations
 
@@ -33,4 +33,10 @@ def define(fv: flags.FlagValues) -> None:
     )
     flags.DEFINE_integer(
         "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        "",
+        "export: the new folder the SavedModel is written to (it must not exist yet).",
+        flag_values=fv,
     )

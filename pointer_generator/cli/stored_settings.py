@@ -58,6 +58,20 @@ def _digest(path: str) -> str | None:
     return h.hexdigest()
 
 
+def require_experiment(fv, command: str) -> None:
+    """FlagError unless `<log_root>/<exp_name>` exists: a command that uses a trained
+    experiment (summarize, export, tune_features) says so before asking for flags the
+    experiment would have supplied."""
+    if not fv.log_root or not fv.exp_name:
+        raise FlagError(f"{command} needs --log_root and --exp_name of a trained experiment")
+    root = os.path.join(fv.log_root, fv.exp_name)
+    if not os.path.isdir(root):
+        raise FlagError(
+            f"{command}: no experiment {root} (no such folder); check --log_root and "
+            "--exp_name, or train it first (--mode=train)"
+        )
+
+
 def read(fv) -> dict | None:
     """The stored settings of the flags' experiment, or None (no file: an experiment of
     an older version, or none yet). An unreadable file is an error naming it."""

@@ -87,6 +87,7 @@ def main(argv: list[str]) -> int:
     console.setup_logging()
     if not fv.log_root:
         raise FlagError("summarize needs --log_root and --exp_name of a trained experiment")
+    stored_settings.require_experiment(fv, "summarize")
     stored_settings.apply(fv, "decode")  # the model flags and vocabulary it was trained with
     from pointer_generator.cli.flag_checks import apply_model_family
 

@@ -65,6 +65,7 @@ def main(argv: list[str]) -> int:
         return 0
     flags_lib.parse_subcommand("tune_features", argv)
     console.setup_logging()
+    stored_settings.require_experiment(fv, "tune_features")
     stored_settings.apply(fv, "decode")
     apply_model_family(fv)
     _check(fv)

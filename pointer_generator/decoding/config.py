@@ -28,6 +28,8 @@ class DecodeConfig:
     feature_weights: ABS+'s weight file ("" = none); namas_features: NAMAS's tables.
     decode_shards, decode_shard: single pass: decode this shard of that many (processes
       or machines), merged by the last to finish (`decode_shards.py`).
+    distribution_strategy: "mirrored" splits each batch over this machine's devices
+      (`replicated.py`); "default" decodes on one.
     """
 
     data_path: str = ""
@@ -48,3 +50,4 @@ class DecodeConfig:
     decode_shards: int = 1
     decode_shard: int = 0
     namas_features: bool = False
+    distribution_strategy: str = "default"

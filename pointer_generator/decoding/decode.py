@@ -26,10 +26,12 @@ from pointer_generator.decoding import attention_html, decode_inputs, decode_out
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text, decoder_for
 from pointer_generator.decoding.extractive_features import features_suffix
+from pointer_generator.decoding.replicated import ReplicatedDecoder
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
 from pointer_generator.runtime import interrupts, locks
+from pointer_generator.runtime.devices import local_mirrored_strategy
 from pointer_generator.runtime.progress import CountProgress
 
 log = logging.getLogger(__name__)
@@ -268,10 +270,17 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
-    model = build_model(hps, vocab.size())
+    strategy = None
+    if cfg.distribution_strategy == "mirrored":
+        strategy = local_mirrored_strategy()
+        print(f"Decoding on {strategy.num_replicas_in_sync} devices", flush=True)
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        model = build_model(hps, vocab.size())  # mirrored weights under the strategy
     print(model.parameter_summary(), flush=True)
     ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass)
     decoder = decoder_for(model, vocab, hps, cfg, jit_compile=cfg.xla)
+    if strategy is not None:
+        decoder = ReplicatedDecoder(decoder, strategy)
     batch_hps = hps.replace(batch_size=cfg.decode_batch_size)
     with data_errors():
         dataset = make_dataset(

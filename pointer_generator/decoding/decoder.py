@@ -241,7 +241,11 @@ class BeamSearchDecoder:
             batch["enc_batch_extend_vocab"],
             batch["max_art_oovs"],
         )
-        out = {k: v.numpy() for k, v in out.items()}
+        return self.summaries({k: v.numpy() for k, v in out.items()}, batch)
+
+    def summaries(self, out: dict, batch: dict) -> list[Summary]:
+        """One Summary per row of a pipeline batch from the search's outputs for it (numpy
+        arrays: tokens, lengths, scores, attn_dists, p_gens, one row per article)."""
         enc_lens = batch["enc_lens"].numpy()
         art_oovs = batch["art_oovs"].numpy()
         results = []

@@ -21,6 +21,7 @@ import os
 import tensorflow as tf
 
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime.devices import local_mirrored_strategy
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,7 @@ def make_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
-        gpus = tf.config.list_logical_devices("GPU")
-        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-        return tf.distribute.MirroredStrategy(devices)
+        return local_mirrored_strategy()
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
             log.warning("multi_worker_mirrored without TF_CONFIG: training on this machine only")

@@ -1,0 +1,146 @@
+"""`pointer-generator export`: a trained experiment as a SavedModel.
+
+    pointer-generator export --log_root=L --exp_name=E --export_dir=DIR
+        [--beam_size=4 --min_dec_steps=35 --max_dec_steps=100 ...]
+
+The SavedModel's `serving_default` signature takes a batch of raw article strings and
+returns their summaries (and the summary tokens, attention and p_gen); tokenization, the
+vocabulary, article OOVs and the batched beam search are inside the graph, with the
+decode flags given here fixed in it. It loads with `tf.saved_model.load` or TensorFlow
+Serving, without this package (docs/export.md). The model flags and the vocabulary come
+from the experiment (settings.json); the newest checkpoint is exported (or
+--tf1_checkpoint). DIR must not exist yet: nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from pointer_generator.errors import FlagError
+
+# The flags that matter for export, in the order `--help` lists them.
+HELP_FLAGS = {
+    "experiment": ("log_root", "exp_name", "vocab_path", "vocab_size", "tf1_checkpoint"),
+    "export": ("export_dir",),
+    "decoding (fixed in the SavedModel)": (
+        "beam_size",
+        "min_dec_steps",
+        "max_dec_steps",
+        "max_enc_steps",
+        "trigram_blocking",
+        "length_penalty",
+        "block_unk",
+        "feature_weights",
+    ),
+}
+
+
+def help_text(fv) -> str:
+    from pointer_generator.cli.help import flag_lines
+
+    example = (
+        "Example:\n  pointer-generator export --log_root=logs --exp_name=pgen "
+        "--export_dir=exported/pgen/1"
+    )
+    return "\n".join([__doc__.strip(), "", *flag_lines(fv, HELP_FLAGS), example])
+
+
+def check_export_dir(path: str) -> str:
+    """The absolute export folder; FlagError unless it is new and its parent can hold it."""
+    if not path:
+        raise FlagError("export needs --export_dir, the new folder to write the SavedModel to")
+    path = os.path.abspath(path)
+    if os.path.exists(path):
+        raise FlagError(
+            f"--export_dir {path} exists already; choose a new folder (export never "
+            "overwrites; TensorFlow Serving reads numbered versions: .../NAME/2)"
+        )
+    parent = os.path.dirname(path)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as e:
+        raise FlagError(
+            f"cannot create {parent} ({e.strerror}); choose another --export_dir"
+        ) from None
+    if not os.access(parent, os.W_OK):
+        raise FlagError(f"{parent} is not writable; choose another --export_dir")
+    return path
+
+
+def main(argv: list[str]) -> int:
+    from pointer_generator.cli import configs, console, stored_settings
+    from pointer_generator.cli import flags as flags_lib
+    from pointer_generator.cli.help import wants_help
+
+    fv = flags_lib.FLAGS
+    if wants_help(argv):
+        print(help_text(fv))
+        return 0
+    flags_lib.parse_subcommand("export", argv)
+    if not fv.log_root or not fv.exp_name:
+        raise FlagError("export needs --log_root and --exp_name of a trained experiment")
+    export_dir = check_export_dir(fv.export_dir)
+    console.setup_logging()
+    stored_settings.require_experiment(fv, "export")
+    stored_settings.apply(fv, "decode")  # the model flags and vocabulary it was trained with
+    from pointer_generator.cli.flag_checks import apply_model_family
+
+    apply_model_family(fv)
+    if not fv.vocab_path:
+        raise FlagError(
+            "export needs --vocab_path: this experiment does not record its vocabulary "
+            "(it was trained before experiments kept their settings)"
+        )
+
+    console.import_tensorflow()
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.decoding import decode
+    from pointer_generator.decoding.decoder import decoder_for
+    from pointer_generator.models.families import build_model
+    from pointer_generator.runtime.experiment import open_experiment
+    from pointer_generator.serving.export import export_saved_model
+
+    exp = open_experiment(fv.log_root, fv.exp_name, "decode")
+    hps = configs.hparams(fv).replace(mode="decode")
+    vocab = Vocab(fv.vocab_path, fv.vocab_size)
+    model = build_model(hps, vocab.size())
+    checkpoint = decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
+    decoder = decoder_for(model, vocab, hps, fv)
+    info = {
+        "experiment": os.path.abspath(os.path.join(fv.log_root, fv.exp_name)),
+        "checkpoint": os.path.abspath(checkpoint),
+        "model": hps.model,
+        "vocab_size": vocab.size(),
+        "decode": {
+            name: fv[name].value
+            for name in HELP_FLAGS["decoding (fixed in the SavedModel)"]
+            if name != "feature_weights" or fv[name].value
+        },
+        "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    # Written beside the target and renamed into place: an interrupted export leaves no
+    # half-written model at DIR.
+    tmp = f"{export_dir}.tmp-{os.getpid()}"
+    start = time.time()
+    try:
+        export_saved_model(decoder, tmp, info)
+        os.rename(tmp, export_dir)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp)  # our own temporary folder, never the user's
+    print(
+        f"Exported {checkpoint} to {export_dir} in {time.time() - start:.0f} s "
+        "(signatures: serving_default for raw text, summarize_tokens for tokenized text)",
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":  # the same as `pointer-generator export`
+    import sys
+
+    from pointer_generator.cli.entry import run
+
+    run([sys.argv[0], "export", *sys.argv[1:]])

@@ -1,0 +1,212 @@
+"""`pointer-generator export` (issue 21, item 1): a SavedModel with tokenization, the
+vocabulary, article OOVs and the beam search inside, loaded in a fresh process that
+cannot import this package, summarizing exactly as `pointer-generator summarize`."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pointer_generator as pg
+from pointer_generator.cli import entry
+from pointer_generator.data.binfile import write_bin
+from pointer_generator.data.stories import texts_to_examples
+from tests import helpers
+
+# Run in a fresh interpreter: any import of this package fails, so the SavedModel must
+# stand on TensorFlow alone. Reads {"dir", "signature", "inputs"} on stdin, prints the
+# outputs as JSON.
+LOADER = r"""
+import importlib.abc, json, sys
+
+class NoProject(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pointer_generator", "data_tools", "tests"):
+            raise ImportError(f"the exported model imported {name}")
+        return None
+
+sys.meta_path.insert(0, NoProject())
+import tensorflow as tf
+
+request = json.load(sys.stdin)
+model = tf.saved_model.load(request["dir"])
+fn = model.signatures[request["signature"]]
+(arg,) = fn.structured_input_signature[1]
+out = fn(**{arg: tf.constant(request["inputs"], tf.string)})
+def plain(v):
+    v = v.numpy()
+    return v.astype(str).tolist() if v.dtype == object else v.tolist()
+print(json.dumps({k: plain(v) for k, v in out.items()}))
+"""
+
+
+def run_exported(export_dir: str, inputs: list[str], signature: str = "serving_default"):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADER],
+        input=json.dumps({"dir": export_dir, "signature": signature, "inputs": inputs}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=os.path.dirname(export_dir),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cli_summary(capfd, log_root: str, exp: str, path: str, *flags: str) -> str:
+    capfd.readouterr()
+    args = [f"--log_root={log_root}", f"--exp_name={exp}", *flags, path]
+    assert entry.run_subcommand("summarize", args) == 0
+    return capfd.readouterr().out.rstrip("\n")
+
+
+TEXTS = [
+    "W3 w4 w5 w6 said . w7 w8 w9 w10 .",
+    "The w11 w12 zork13 and w14 . w15 blarg16 w17 w18 w19 w20 .",
+    'W21 w22 w23 w24 (w25) w26 "w27" w28\'s.',
+]
+DECODE = ["--beam_size=3", "--min_dec_steps=2", "--max_dec_steps=6"]
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("export")
+    data = helpers.tiny_setup(tmp, n_train=8, n_val=2)
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=3)) == 0
+    export_dir = str(tmp / "exported" / "pgen" / "1")
+    args = [f"--log_root={data.log_root}", "--exp_name=exp", f"--export_dir={export_dir}"]
+    assert entry.run_subcommand("export", [*args, *DECODE]) == 0
+    return data, export_dir
+
+
+def test_exported_model_summarizes_like_the_command_line(toy, tmp_path, capfd):
+    data, export_dir = toy
+    out = run_exported(export_dir, [*TEXTS, " \n "])
+    api = pg.Summarizer.from_experiment(
+        data.log_root, "exp", beam_size=3, min_dec_steps=2, max_dec_steps=6
+    ).summarize(TEXTS)
+    for i, (text, want) in enumerate(zip(TEXTS, api, strict=True)):
+        path = str(tmp_path / f"{i}.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        assert out["summary"][i] == cli_summary(capfd, data.log_root, "exp", path, *DECODE)
+        n = out["num_tokens"][i]
+        assert out["tokens"][i][:n] == want.tokens and not any(out["tokens"][i][n:])
+        m = out["article_length"][i]
+        assert out["article_tokens"][i][:m] == want.article_tokens
+        np.testing.assert_allclose(np.array(out["attention"][i])[:n, :m], want.attention, atol=1e-5)
+        np.testing.assert_allclose(out["p_gens"][i][:n], want.p_gens, atol=1e-5)
+        assert out["scores"][i] == pytest.approx(want.score, abs=1e-5)
+    # Article OOVs come back as the article's words, with ids past the vocabulary.
+    vocab_size = 100  # the 4 special tokens and the vocab file's first 96 words
+    known = set(data.words[: vocab_size - 4])
+    ids, tokens = np.array(out["token_ids"]), np.array(out["tokens"])
+    for i in range(len(TEXTS)):
+        for t, w in zip(ids[i][: out["num_tokens"][i]], tokens[i], strict=False):
+            assert (t >= vocab_size) == (w not in known), (t, w)
+    # A text with no words: an empty summary, not an error or NaN.
+    assert out["summary"][-1] == "" and out["num_tokens"][-1] == 0
+    assert np.isfinite(np.array(out["attention"])).all()
+
+
+def test_tokens_signature_takes_tokenized_articles(toy):
+    _, export_dir = toy
+    raw = run_exported(export_dir, TEXTS)
+    articles = [article for article, _ in texts_to_examples(TEXTS)]
+    tok = run_exported(export_dir, articles, signature="summarize_tokens")
+    assert tok["summary"] == raw["summary"] and tok["tokens"] == raw["tokens"]
+
+
+def test_export_refuses_what_it_would_overwrite(toy, tmp_path, capsys):
+    data, _ = toy
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    base = [f"--log_root={data.log_root}", "--exp_name=exp"]
+    assert entry.run_subcommand("export", [*base, f"--export_dir={taken}"]) == 2
+    assert "exists already" in capsys.readouterr().err
+    assert (taken / "notes.txt").read_text() == "mine" and len(list(taken.iterdir())) == 1
+    assert entry.run_subcommand("export", base) == 2
+    assert "--export_dir" in capsys.readouterr().err
+    missing = [f"--log_root={data.log_root}", "--exp_name=nope", f"--export_dir={tmp_path}/x"]
+    assert entry.run_subcommand("export", missing) == 2
+    assert "no experiment" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
+    assert entry.run_subcommand("export", ["--help"]) == 0
+    assert "serving_default" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """A tiny model on real CNN/DM pairs, one training step, and its export. Its
+    vocabulary is the real one less its 500 most frequent words (the, ., of ...), so
+    those are article OOVs that the pointer copies."""
+    from tests.conftest import shared_file
+
+    sample, vocab = shared_file("cnndm_sample.jsonl.gz"), shared_file("vocab_200k")
+    raw_csv = shared_file("raw_train_sample_100.csv")
+    tmp = tmp_path_factory.mktemp("export_real")
+    with gzip.open(sample, "rt", encoding="utf-8") as f:
+        rows = [json.loads(next(f)) for _ in range(16)]
+    pairs = [(r["article"], " ".join(f"<s> {s} </s>" for s in r["abstract"])) for r in rows]
+    write_bin(str(tmp / "train_000.bin"), pairs)
+    with open(vocab, encoding="utf-8") as f:
+        lines = f.readlines()[500:2500]
+    vocab = str(tmp / "vocab")
+    with open(vocab, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    log_root = str(tmp / "logs")
+    flags = dict(
+        data_path=str(tmp / "train_*.bin"),
+        vocab_path=vocab,
+        vocab_size=2000,
+        max_enc_steps=400,
+        max_dec_steps=12,
+        hidden_dim=16,
+        emb_dim=16,
+        log_root=log_root,
+        exp_name="real",
+        save_checkpoint_secs=3600,
+    )
+    assert helpers.run_main_in_process(helpers.cli_args(mode="train", max_steps=2, **flags)) == 0
+    export_dir = str(tmp / "exported" / "1")
+    decode = ["--beam_size=4", "--min_dec_steps=3", "--max_dec_steps=12"]
+    args = [f"--log_root={log_root}", "--exp_name=real", f"--export_dir={export_dir}", *decode]
+    assert entry.run_subcommand("export", args) == 0
+    with open(raw_csv, encoding="utf-8") as f:
+        texts = [row["article"] for row in csv.DictReader(f)][:20]
+    return log_root, export_dir, decode, texts
+
+
+def test_twenty_real_articles_equal_summarize(real, tmp_path, capfd):
+    """20 real raw articles: the exported model's summaries are `pointer-generator
+    summarize`'s wherever the in-graph tokenizer read the article as the Python one did
+    (all 20 here); through `summarize_tokens`, for every article."""
+    log_root, export_dir, decode, texts = real
+    out = run_exported(export_dir, texts)
+    articles = [article for article, _ in texts_to_examples(texts)]
+    by_tokens = run_exported(export_dir, articles, signature="summarize_tokens")
+    same_input, copied = 0, 0
+    for i, text in enumerate(texts):
+        path = str(tmp_path / f"article{i}.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        want = cli_summary(capfd, log_root, "real", path, *decode)
+        assert by_tokens["summary"][i] == want
+        m = out["article_length"][i]
+        if out["article_tokens"][i][:m] == articles[i].split()[:400]:
+            same_input += 1
+            assert out["summary"][i] == want
+        copied += sum(t >= 2000 for t in out["token_ids"][i])
+    assert same_input == len(texts)
+    assert copied > 0  # the pointer copied article OOVs, mapped back to their words
