@@ -83,16 +83,7 @@ def main(argv: list[str]) -> int:
         raise FlagError("export needs --log_root and --exp_name of a trained experiment")
     export_dir = check_export_dir(fv.export_dir)
     console.setup_logging()
-    stored_settings.require_experiment(fv, "export")
-    stored_settings.apply(fv, "decode")  # the model flags and vocabulary it was trained with
-    from pointer_generator.cli.flag_checks import apply_model_family
-
-    apply_model_family(fv)
-    if not fv.vocab_path:
-        raise FlagError(
-            "export needs --vocab_path: this experiment does not record its vocabulary "
-            "(it was trained before experiments kept their settings)"
-        )
+    stored_settings.apply_trained(fv, "export")  # its model flags and vocabulary
 
     console.import_tensorflow()
     from pointer_generator.data.vocab import Vocab

@@ -72,6 +72,22 @@ def require_experiment(fv, command: str) -> None:
         )
 
 
+def apply_trained(fv, command: str) -> None:
+    """What a command that uses a trained experiment (summarize, export) does with its
+    flags first: the experiment must exist; its stored model flags and vocabulary fill
+    the flags not given; the model family's defaults apply; a vocabulary is known."""
+    from pointer_generator.cli.flag_checks import apply_model_family
+
+    require_experiment(fv, command)
+    apply(fv, "decode")
+    apply_model_family(fv)
+    if not fv.vocab_path:
+        raise FlagError(
+            f"{command} needs --vocab_path: this experiment does not record its vocabulary "
+            "(it was trained before experiments kept their settings)"
+        )
+
+
 def read(fv) -> dict | None:
     """The stored settings of the flags' experiment, or None (no file: an experiment of
     an older version, or none yet). An unreadable file is an error naming it."""

@@ -87,16 +87,7 @@ def main(argv: list[str]) -> int:
     console.setup_logging()
     if not fv.log_root:
         raise FlagError("summarize needs --log_root and --exp_name of a trained experiment")
-    stored_settings.require_experiment(fv, "summarize")
-    stored_settings.apply(fv, "decode")  # the model flags and vocabulary it was trained with
-    from pointer_generator.cli.flag_checks import apply_model_family
-
-    apply_model_family(fv)
-    if not fv.vocab_path:
-        raise FlagError(
-            "summarize needs --vocab_path: this experiment does not record its vocabulary "
-            "(it was trained before experiments kept their settings)"
-        )
+    stored_settings.apply_trained(fv, "summarize")  # its model flags and vocabulary
     inputs = read_inputs(rest[1:])
     names = [name for name, _ in inputs]
     texts = [text for _, text in inputs]

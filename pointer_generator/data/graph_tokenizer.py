@@ -66,8 +66,16 @@ RULES: tuple[tuple[str, str], ...] = (
     ("[\u201d\u00bb\u0094]", f" {_CLOSE_QUOTE} "),
     ("[\u2018\u201b\u0091]", " ` "),
     ("[\u2019\u00b4\u0092]", "'"),
-    (r'"([\pL\pN$])', r" `` \1"),
-    ('"', f" {_CLOSE_QUOTE} "),
+    (r'(?:"|\'\')([\pL\pN$])', r" `` \1"),
+    ("\"|''", f" {_CLOSE_QUOTE} "),
+    # PTB's own bracket tokens in the input (already tokenized text) stay brackets (no
+    # spaces added here: the abbreviation rules below read the input's own spacing)
+    ("-(?i:lrb)-", "("),
+    ("-(?i:rrb)-", ")"),
+    ("-(?i:lsb)-", "["),
+    ("-(?i:rsb)-", "]"),
+    ("-(?i:lcb)-", "{"),
+    ("-(?i:rcb)-", "}"),
     # -- single quotes, on the raw text (their rules look at the characters after
     # them). Words of their own: 'em, '90s, O'Brien, d'Ivoire, Eto'o; n't and 's split
     # off; any other ' opens a quote before a letter and a non-space (or a lone a/i/u),
@@ -75,6 +83,9 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"(^|\s)'((?i:em|till|til|cause)|[2-9]0(?i:s)|\pN\pN)([^\pL]|$)", rf"\1{_KEEP_APOS}\2\3"),
     (r"([\pL])((?i:n))'((?i:t))(\W|$)", rf"\1{_SPLIT}\2{_KEEP_APOS}\3\4"),
     (r"([\pL\pN])'((?i:s|re|ve|ll|d|m))([^\pL]|$)", rf"\1{_SPLIT}{_KEEP_APOS}\2\3"),
+    # ... and where they stand alone already (tokenized input: "it 's", "could n't")
+    (r"(^|\s)'((?i:s|re|ve|ll|d|m))([^\pL]|$)", rf"\1{_KEEP_APOS}\2\3"),
+    (r"(^|\s)((?i:n))'((?i:t))(\W|$)", rf"\1\2{_KEEP_APOS}\3\4"),
     (r"\b([A-HJ-XZn])'(\pL\pL)", rf"\1{_KEEP_APOS}\2"),
     (r"\b([dDoOlL])'([\pL\pN])", rf"\1{_KEEP_APOS}\2"),
     (r"\b(\pL+[aeiouyAEIOUY])'([aeiouA-Z])", rf"\1{_KEEP_APOS}\2"),
@@ -121,6 +132,11 @@ RULES: tuple[tuple[str, str], ...] = (
     ("[\u00a3]", " # "),
     ("[\u20ac\u00a4\u20a0\u20b9\u0080]", " $ "),
     ("\u00a2", " cents "),
+    ("\u00bc", " 1/4 "),
+    ("\u00bd", " 1/2 "),
+    ("\u00be", " 3/4 "),
+    ("\u2153", " 1/3 "),
+    ("\u2154", " 2/3 "),
     (r"(#+)([^\pL_]|$)", r" \1 \2"),
     # -- assimilations: "cannot" -> "can not", "gonna" -> "gon na"
     (r"\b((?i:can))((?i:not))\b", r"\1 \2"),
