@@ -140,7 +140,7 @@ def test_export_refuses_what_it_would_overwrite(toy, tmp_path, capsys):
     assert "--export_dir" in capsys.readouterr().err
     missing = [f"--log_root={data.log_root}", "--exp_name=nope", f"--export_dir={tmp_path}/x"]
     assert entry.run_subcommand("export", missing) == 2
-    assert "no experiment" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x")
     assert entry.run_subcommand("export", ["--help"]) == 0
     assert "serving_default" in capsys.readouterr().out

@@ -62,14 +62,11 @@ def require_experiment(fv, command: str) -> None:
     """FlagError unless `<log_root>/<exp_name>` exists: a command that uses a trained
     experiment (summarize, export, tune_features) says so before asking for flags the
     experiment would have supplied."""
+    from pointer_generator.runtime.experiment import open_experiment
+
     if not fv.log_root or not fv.exp_name:
         raise FlagError(f"{command} needs --log_root and --exp_name of a trained experiment")
-    root = os.path.join(fv.log_root, fv.exp_name)
-    if not os.path.isdir(root):
-        raise FlagError(
-            f"{command}: no experiment {root} (no such folder); check --log_root and "
-            "--exp_name, or train it first (--mode=train)"
-        )
+    open_experiment(fv.log_root, fv.exp_name, "decode")  # the same check as decode mode's
 
 
 def apply_trained(fv, command: str) -> None:

@@ -55,6 +55,9 @@ _SYMBOLS = (
     "\u2200-\u2bff"
 )
 
+# Brackets and their PTB tokens.
+_BRACKETS = {"(": "lrb", ")": "rrb", "[": "lsb", "]": "rsb", "{": "lcb", "}": "rcb"}
+
 RULES: tuple[tuple[str, str], ...] = (
     # -- normalising: line breaks, spaces, characters the PTB tokenizer deletes
     ("\r\n?|[\u2028\u2029\x0b\x0c\u0085]", "\n"),
@@ -70,12 +73,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("\"|''", f" {_CLOSE_QUOTE} "),
     # PTB's own bracket tokens in the input (already tokenized text) stay brackets (no
     # spaces added here: the abbreviation rules below read the input's own spacing)
-    ("-(?i:lrb)-", "("),
-    ("-(?i:rrb)-", ")"),
-    ("-(?i:lsb)-", "["),
-    ("-(?i:rsb)-", "]"),
-    ("-(?i:lcb)-", "{"),
-    ("-(?i:rcb)-", "}"),
+    *((f"-(?i:{name})-", bracket) for bracket, name in _BRACKETS.items()),
     # -- single quotes, on the raw text (their rules look at the characters after
     # them). Words of their own: 'em, '90s, O'Brien, d'Ivoire, Eto'o; n't and 's split
     # off; any other ' opens a quote before a letter and a non-space (or a lone a/i/u),
@@ -147,12 +145,7 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"\.([^\pL]|$)", r" . \1"),
     (r"\.([^\pL]|$)", r" . \1"),  # again: a match ate the period after it
     # -- PTB's brackets, placeholders back
-    (r"\(", "-LRB-"),
-    (r"\)", "-RRB-"),
-    (r"\[", "-LSB-"),
-    (r"\]", "-RSB-"),
-    (r"\{", "-LCB-"),
-    (r"\}", "-RCB-"),
+    *((f"\\{bracket}", f"-{name.upper()}-") for bracket, name in _BRACKETS.items()),
     (_SPLIT, " "),
     (_KEEP_PERIOD, "."),
     (_KEEP_COLON, ":"),
