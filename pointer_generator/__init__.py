@@ -10,6 +10,7 @@ pointer_generator` does not start TensorFlow:
     BeamSearchDecoder, Summary                         batched beam-search decoding
     summarize_texts                                    raw texts in, summaries out
     Summarizer, SummaryResult                          a trained experiment, for raw texts
+    SavedModelSummarizer                               the same over an exported model
     rouge_eval, rouge_log                              official ROUGE-1.5.5
     PointerGeneratorError                              the base of every error raised
 """
@@ -36,6 +37,7 @@ _API = {
     "summarize_texts": "pointer_generator.decoding.summarize",
     "Summarizer": "pointer_generator.decoding.summarizer",
     "SummaryResult": "pointer_generator.decoding.summarizer",
+    "SavedModelSummarizer": "pointer_generator.decoding.summarizer",
     "rouge_eval": "pointer_generator.evaluation.rouge",
     "rouge_log": "pointer_generator.evaluation.rouge",
     "PointerGeneratorError": "pointer_generator.errors",

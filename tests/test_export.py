@@ -210,3 +210,80 @@ def test_twenty_real_articles_equal_summarize(real, tmp_path, capfd):
         copied += sum(t >= 2000 for t in out["token_ids"][i])
     assert same_input == len(texts)
     assert copied > 0  # the pointer copied article OOVs, mapped back to their words
+
+
+def test_python_api_over_the_saved_model(toy):
+    data, export_dir = toy
+    exported = pg.Summarizer.from_saved_model(export_dir, batch_size=2).summarize(TEXTS)
+    trained = pg.Summarizer.from_experiment(
+        data.log_root, "exp", beam_size=3, min_dec_steps=2, max_dec_steps=6
+    ).summarize(TEXTS)
+    for got, want in zip(exported, trained, strict=True):
+        assert got.tokens == want.tokens and got.text == want.text
+        assert got.sentences == want.sentences and got.article_tokens == want.article_tokens
+        np.testing.assert_allclose(got.attention, want.attention, atol=1e-5)
+        np.testing.assert_allclose(got.p_gens, want.p_gens, atol=1e-5)
+        assert got.score == pytest.approx(want.score, abs=1e-5)
+    with pytest.raises(pg.PointerGeneratorError, match="no article text"):
+        pg.Summarizer.from_saved_model(export_dir).summarize(["ok text .", "  "])
+    with pytest.raises(pg.PointerGeneratorError, match="no SavedModel"):
+        pg.Summarizer.from_saved_model(data.log_root)
+
+
+def test_serve_an_exported_model(toy):
+    """`pointer-generator serve --saved_model=DIR`: the server over the SavedModel alone."""
+    import urllib.request
+
+    data, export_dir = toy
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pointer_generator.cli.serve", f"--saved_model={export_dir}",
+         "--serve_port=0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=helpers.subprocess_env(),
+        cwd=helpers.REPO_ROOT,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()  # "Serving DIR on http://HOST:PORT/ (Ctrl-C stops)"
+        assert "Serving" in line, line + proc.stderr.read()[-2000:]
+        url = line.split(" on ")[1].split()[0].rstrip("/")
+        request = urllib.request.Request(
+            url + "/api/summarize", data=json.dumps({"texts": TEXTS[:2]}).encode(), method="POST"
+        )
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=120) as r:
+            body = json.loads(r.read())
+        want = pg.Summarizer.from_saved_model(export_dir).summarize(TEXTS[:2])
+        assert [s["tokens"] for s in body["summaries"]] == [w.tokens for w in want]
+        assert [s["summary"] for s in body["summaries"]] == [w.text for w in want]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    refused = helpers.run_python(
+        ["-m", "pointer_generator.cli.serve", f"--saved_model={export_dir}", "--beam_size=5"],
+        timeout=120,
+    )
+    assert refused.returncode == 2 and "fixed when it was exported" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "family, flags",
+    [
+        ("abs", {"abs_encoder": "attention", "context_window": 3}),
+        ("ras_elman", {"conv_width": 3, "max_positions": 40}),
+    ],
+)
+def test_the_earlier_families_export_too(tmp_path, family, flags):
+    """ABS and RAS go through the same export: their search and step functions in the
+    graph, the same summaries as the trained experiment's."""
+    data = helpers.tiny_setup(tmp_path, n_train=8, n_val=2)
+    run = helpers.run_args(data, family, max_steps=2, model=family, **flags)
+    assert helpers.run_main_in_process(run) == 0
+    export_dir = str(tmp_path / "exported")
+    args = [f"--log_root={data.log_root}", f"--exp_name={family}", f"--export_dir={export_dir}"]
+    assert entry.run_subcommand("export", [*args, *DECODE]) == 0
+    got = pg.Summarizer.from_saved_model(export_dir).summarize(TEXTS)
+    want = pg.Summarizer.from_experiment(
+        data.log_root, family, beam_size=3, min_dec_steps=2, max_dec_steps=6
+    ).summarize(TEXTS)
+    assert [g.tokens for g in got] == [w.tokens for w in want]
+    assert [g.text for g in got] == [w.text for w in want]
+    assert [g.score for g in got] == pytest.approx([w.score for w in want], abs=1e-5)

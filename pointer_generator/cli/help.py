@@ -86,6 +86,7 @@ FLAG_GROUPS = {
         "serve_max_batch",
         "serve_max_wait_ms",
         "serve_max_chars",
+        "saved_model",
     ),
     "export": ("export_dir",),
     "output": (

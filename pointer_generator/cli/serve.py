@@ -2,6 +2,7 @@
 
     pointer-generator serve --log_root=L --exp_name=E [--serve_port=8000]
         [--serve_host=127.0.0.1] [--beam_size=4] [--serve_max_batch=16]
+    pointer-generator serve --saved_model=DIR [--serve_port=8000] ...
 
 Open http://HOST:PORT/ for the page (paste an article; the summary and the attention
 view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
@@ -9,7 +10,9 @@ view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
 clients are decoded together in batches of up to --serve_max_batch texts. The model
 flags and the vocabulary come from the experiment (settings.json); --beam_size,
 --min_dec_steps, --max_dec_steps, --block_unk and --feature_weights apply to the search.
-Ctrl-C stops the server.
+With --saved_model the server runs a model written by `pointer-generator export`
+(docs/export.md) instead: no experiment or vocabulary file is needed, and the decode
+settings are those fixed at export. Ctrl-C stops the server.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ import logging
 from pointer_generator.errors import FlagError
 
 log = logging.getLogger(__name__)
+
+# The search flags of a served experiment (an exported model has its own, fixed).
+DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "block_unk", "feature_weights")
 
 
 def main(argv: list[str]) -> int:
@@ -31,8 +37,17 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip())
         return 0
     flags_lib.parse_subcommand("serve", argv)
-    if not fv.log_root or not fv.exp_name:
-        raise FlagError("serve needs --log_root and --exp_name of a trained experiment")
+    if not fv.saved_model and (not fv.log_root or not fv.exp_name):
+        raise FlagError(
+            "serve needs --log_root and --exp_name of a trained experiment, or "
+            "--saved_model of an exported one"
+        )
+    fixed = [n for n in DECODE_FLAGS if fv[n].present]
+    if fv.saved_model and fixed:
+        raise FlagError(
+            f"{', '.join('--' + n for n in fixed)}: an exported model's search settings were "
+            "fixed when it was exported; export it again with them (pointer-generator export)"
+        )
     if not 0 <= fv.serve_port < 65536 or fv.serve_max_batch < 1 or fv.serve_max_chars < 1:
         raise FlagError(
             "--serve_port must be 0-65535, --serve_max_batch and --serve_max_chars positive"
@@ -42,23 +57,28 @@ def main(argv: list[str]) -> int:
     from pointer_generator.decoding.summarizer import Summarizer
     from pointer_generator.serving.http_server import SummaryService, make_server
 
-    options = {
-        name: fv[name].value
-        for name in ("beam_size", "min_dec_steps", "max_dec_steps")
-        if fv[name].present
-    }
-    summarizer = Summarizer.from_experiment(
-        fv.log_root,
-        fv.exp_name,
-        vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
-        batch_size=fv.serve_max_batch,
-        block_unk=fv.block_unk,
-        feature_weights=fv.feature_weights or None,
-        **options,
-    )
+    if fv.saved_model:
+        summarizer = Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch)
+        name = fv.saved_model
+    else:
+        options = {
+            name: fv[name].value
+            for name in ("beam_size", "min_dec_steps", "max_dec_steps")
+            if fv[name].present
+        }
+        summarizer = Summarizer.from_experiment(
+            fv.log_root,
+            fv.exp_name,
+            vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
+            batch_size=fv.serve_max_batch,
+            block_unk=fv.block_unk,
+            feature_weights=fv.feature_weights or None,
+            **options,
+        )
+        name = f"{fv.log_root}/{fv.exp_name}"
     service = SummaryService(
         summarizer,
-        name=f"{fv.log_root}/{fv.exp_name}",
+        name=name,
         max_batch=fv.serve_max_batch,
         max_wait_s=fv.serve_max_wait_ms / 1000.0,
         max_chars=fv.serve_max_chars,
@@ -71,9 +91,7 @@ def main(argv: list[str]) -> int:
             "choose another --serve_port"
         ) from None
     host, port = server.server_address[:2]
-    print(
-        f"Serving {fv.log_root}/{fv.exp_name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True
-    )
+    print(f"Serving {name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

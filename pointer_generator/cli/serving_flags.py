@@ -35,6 +35,13 @@ def define(fv: flags.FlagValues) -> None:
         "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
     )
     flags.DEFINE_string(
+        "saved_model",
+        "",
+        "serve: serve a model written by `pointer-generator export` (its folder) instead "
+        "of an experiment; the decode settings are those fixed at export.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
         "export_dir",
         "",
         "export: the new folder the SavedModel is written to (it must not exist yet).",

@@ -8,6 +8,10 @@
         result.attention  # [summary tokens, article tokens]
         result.p_gens  # [summary tokens] (ones for the earlier families)
 
+`pg.Summarizer.from_saved_model("exported/pgen/1")` gives the same interface over a model
+written by `pointer-generator export` (docs/export.md): the SavedModel tokenizes and
+searches by itself, so neither the experiment nor its vocabulary file is needed.
+
 `from_experiment` reads the model flags and the vocabulary the experiment was trained with
 (its `settings.json`, as every command does), builds the model and loads the newest
 checkpoint that reads completely (or `checkpoint=`, e.g. an eval job's best model).
@@ -125,6 +129,11 @@ class Summarizer:
         )
         return cls(decoder, batch_size)
 
+    @staticmethod
+    def from_saved_model(export_dir: str, batch_size: int = 16) -> SavedModelSummarizer:
+        """A model exported by `pointer-generator export`, with `summarize` as here."""
+        return SavedModelSummarizer(export_dir, batch_size)
+
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
         from pointer_generator.data.detokenize import detokenize
@@ -153,3 +162,58 @@ class Summarizer:
                 )
             )
         return out
+
+
+class SavedModelSummarizer:
+    """`Summarizer`'s interface over an exported SavedModel (`serving_default`: raw text
+    in, tokens, attention and p_gens out; its decode settings were fixed at export).
+
+    Args:
+      export_dir: the folder `pointer-generator export` wrote.
+      batch_size: texts sent to the model together.
+    """
+
+    def __init__(self, export_dir: str, batch_size: int = 16):
+        import tensorflow as tf
+
+        if not os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+            raise FlagError(
+                f"{export_dir} holds no SavedModel (no saved_model.pb): give a folder "
+                "written by `pointer-generator export`"
+            )
+        self._model = tf.saved_model.load(export_dir)
+        self._serve = self._model.signatures["serving_default"]
+        self.batch_size = batch_size
+
+    def summarize(self, texts: list[str]) -> list[SummaryResult]:
+        """One SummaryResult per raw text, in order (a text with no words is a
+        DataError, as with `Summarizer`)."""
+        import tensorflow as tf
+
+        from pointer_generator.data.detokenize import detokenize
+        from pointer_generator.decoding.decode_output import split_sentences
+        from pointer_generator.errors import DataError
+
+        if isinstance(texts, str):
+            texts = [texts]
+        results = []
+        for start in range(0, len(texts), self.batch_size):
+            chunk = list(texts[start : start + self.batch_size])
+            out = {k: v.numpy() for k, v in self._serve(texts=tf.constant(chunk)).items()}
+            for i in range(len(chunk)):
+                n, m = int(out["num_tokens"][i]), int(out["article_length"][i])
+                if m == 0:
+                    raise DataError(f"text {start + i + 1}: no article text to summarize")
+                words = [w.decode("utf-8") for w in out["tokens"][i, :n]]
+                results.append(
+                    SummaryResult(
+                        text=detokenize(words),
+                        tokens=words,
+                        sentences=split_sentences(words),
+                        article_tokens=[w.decode("utf-8") for w in out["article_tokens"][i, :m]],
+                        attention=out["attention"][i, :n, :m],
+                        p_gens=out["p_gens"][i, :n],
+                        score=float(out["scores"][i]),
+                    )
+                )
+        return results
