@@ -100,3 +100,17 @@ def test_train_step_benchmark_reports_the_flop_ratio(tmp_path, table):
     )
     assert 0 < fig["ratio_achieved_over_matmul"] < 1.5
     assert "train_step" in table.read_text()
+
+
+def test_export_benchmark_compares_the_saved_model_with_python(tmp_path, table):
+    from experiments.benchmarks import export
+
+    out = tmp_path / "export.json"
+    args = ["--train_steps", "3", "--articles", "4", "--batch", "2", "--out_json", str(out)]
+    assert export.main(args) == 0
+    fig = _figures(out)["figures"]
+    assert fig["identical_summaries"] == "4/4"
+    ratio = fig["python_articles_per_s"] / fig["saved_model_articles_per_s"]
+    assert fig["saved_model_over_python"] == pytest.approx(1 / ratio, rel=0.05)
+    assert fig["tokenizer"]["stories"] == 100 and fig["tokenizer"]["identical"] >= 95
+    assert "export" in table.read_text()
