@@ -233,6 +233,13 @@ class BeamSearchDecoder:
         out = self._nbest(batch["enc_batch"], batch["enc_padding_mask"])
         return {k: v.numpy() for k, v in out.items() if k.startswith("nbest_")}
 
+    def search(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs) -> dict:
+        """The search's outputs for the encoder inputs of a pipeline batch: tokens,
+        lengths, scores, attn_dists, p_gens (one row per article, see
+        `batched_beam_search`). A tf.function: called eagerly, on a replica
+        (`replicated.py`) or inside another graph (an export, `serving/export.py`)."""
+        return self._search(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs)
+
     def decode_batch(self, batch: dict) -> list[Summary]:
         """Beam-search every article of a pipeline batch; returns one Summary per row."""
         out = self._search(

@@ -58,7 +58,7 @@ class ReplicatedDecoder:
 
         inputs = self.strategy.experimental_distribute_values_from_function(share)
         out = self.strategy.run(
-            lambda enc, mask, ext: self.decoder._search(enc, mask, ext, batch["max_art_oovs"]),
+            lambda enc, mask, ext: self.decoder.search(enc, mask, ext, batch["max_art_oovs"]),
             args=inputs,
         )
         parts = [
