@@ -79,21 +79,17 @@ def main(argv: list[str]) -> int:
         print(help_text(fv))
         return 0
     flags_lib.parse_subcommand("export", argv)
-    if not fv.log_root or not fv.exp_name:
-        raise FlagError("export needs --log_root and --exp_name of a trained experiment")
-    export_dir = check_export_dir(fv.export_dir)
     console.setup_logging()
-    stored_settings.apply_trained(fv, "export")  # its model flags and vocabulary
+    exp = stored_settings.apply_trained(fv, "export")  # its model flags and vocabulary
+    export_dir = check_export_dir(fv.export_dir)
 
     console.import_tensorflow()
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.decoding import decode
     from pointer_generator.decoding.decoder import decoder_for
     from pointer_generator.models.families import build_model
-    from pointer_generator.runtime.experiment import open_experiment
     from pointer_generator.serving.export import export_saved_model
 
-    exp = open_experiment(fv.log_root, fv.exp_name, "decode")
     hps = configs.hparams(fv).replace(mode="decode")
     vocab = Vocab(fv.vocab_path, fv.vocab_size)
     model = build_model(hps, vocab.size())

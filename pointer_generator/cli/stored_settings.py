@@ -58,24 +58,25 @@ def _digest(path: str) -> str | None:
     return h.hexdigest()
 
 
-def require_experiment(fv, command: str) -> None:
+def require_experiment(fv, command: str):
     """FlagError unless `<log_root>/<exp_name>` exists: a command that uses a trained
     experiment (summarize, export, tune_features) says so before asking for flags the
-    experiment would have supplied."""
+    experiment would have supplied. Returns the `Experiment`."""
     from pointer_generator.runtime.experiment import open_experiment
 
     if not fv.log_root or not fv.exp_name:
         raise FlagError(f"{command} needs --log_root and --exp_name of a trained experiment")
-    open_experiment(fv.log_root, fv.exp_name, "decode")  # the same check as decode mode's
+    return open_experiment(fv.log_root, fv.exp_name, "decode")  # decode mode's check
 
 
-def apply_trained(fv, command: str) -> None:
+def apply_trained(fv, command: str):
     """What a command that uses a trained experiment (summarize, export) does with its
     flags first: the experiment must exist; its stored model flags and vocabulary fill
-    the flags not given; the model family's defaults apply; a vocabulary is known."""
+    the flags not given; the model family's defaults apply; a vocabulary is known.
+    Returns the `Experiment`."""
     from pointer_generator.cli.flag_checks import apply_model_family
 
-    require_experiment(fv, command)
+    exp = require_experiment(fv, command)
     apply(fv, "decode")
     apply_model_family(fv)
     if not fv.vocab_path:
@@ -83,6 +84,7 @@ def apply_trained(fv, command: str) -> None:
             f"{command} needs --vocab_path: this experiment does not record its vocabulary "
             "(it was trained before experiments kept their settings)"
         )
+    return exp
 
 
 def read(fv) -> dict | None:

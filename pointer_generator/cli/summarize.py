@@ -85,9 +85,7 @@ def main(argv: list[str]) -> int:
         return 0
     rest = ["summarize", *flags_lib.parse_subcommand("summarize", argv, positional=True)]
     console.setup_logging()
-    if not fv.log_root:
-        raise FlagError("summarize needs --log_root and --exp_name of a trained experiment")
-    stored_settings.apply_trained(fv, "summarize")  # its model flags and vocabulary
+    exp = stored_settings.apply_trained(fv, "summarize")  # its model flags and vocabulary
     inputs = read_inputs(rest[1:])
     names = [name for name, _ in inputs]
     texts = [text for _, text in inputs]
@@ -102,9 +100,7 @@ def main(argv: list[str]) -> int:
     from pointer_generator.decoding.decoder import decoder_for
     from pointer_generator.decoding.summarize import summarize_examples
     from pointer_generator.models.families import build_model
-    from pointer_generator.runtime.experiment import open_experiment
 
-    exp = open_experiment(fv.log_root, fv.exp_name, "decode")
     hps = configs.hparams(fv).replace(mode="decode")
     vocab = Vocab(fv.vocab_path, fv.vocab_size)
     model = build_model(hps, vocab.size())

@@ -12,11 +12,11 @@ ASCII lower-casing, the missing-period fix, nothing after an `@highlight` line, 
 joined by one space.
 
 It is not the Python tokenizer: rare constructions (SGML, smileys, phone numbers, swear
-masks, `'twas`, a few context rules) differ. `experiments/benchmarks/export_tokenizer.py`
-measures how often, on real stories; docs/export.md gives the figures.
+masks, `'twas`, a few context rules) differ. `experiments/benchmarks/export.py` measures
+how often, on real stories; docs/export.md gives the figures.
 
 Each rule is `(pattern, rewrite)`; the order matters (comments say why). Control
-characters \\x01-\\x06 are placeholders that protect a character from later rules and
+characters \\x01-\\x07 and \\x0e are placeholders that protect a character from later rules and
 are restored at the end (the input's own control characters are deleted first, as the
 PTB tokenizer deletes them).
 """

@@ -242,7 +242,7 @@ class BeamSearchDecoder:
 
     def decode_batch(self, batch: dict) -> list[Summary]:
         """Beam-search every article of a pipeline batch; returns one Summary per row."""
-        out = self._search(
+        out = self.search(
             batch["enc_batch"],
             batch["enc_padding_mask"],
             batch["enc_batch_extend_vocab"],

@@ -53,6 +53,23 @@ class SummaryResult:
     p_gens: np.ndarray
     score: float
 
+    @classmethod
+    def of(cls, words, article_tokens, attention, p_gens, score) -> SummaryResult:
+        """The result of summary `words` (readable text and sentences made from them)."""
+        from pointer_generator.data.detokenize import detokenize
+        from pointer_generator.decoding.decode_output import split_sentences
+
+        words = list(words)
+        return cls(
+            text=detokenize(words),
+            tokens=words,
+            sentences=split_sentences(words),
+            article_tokens=list(article_tokens),
+            attention=np.asarray(attention),
+            p_gens=np.asarray(p_gens),
+            score=float(score),
+        )
+
 
 class Summarizer:
     """A model, its vocabulary and a search, ready for raw texts.
@@ -136,9 +153,7 @@ class Summarizer:
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
-        from pointer_generator.data.detokenize import detokenize
         from pointer_generator.data.stories import articles_of_texts
-        from pointer_generator.decoding.decode_output import split_sentences
         from pointer_generator.decoding.summarize import summarize_examples
 
         if isinstance(texts, str):
@@ -151,14 +166,12 @@ class Summarizer:
             words = list(summary.words)
             article_tokens = article.split()[:max_enc]
             out.append(
-                SummaryResult(
-                    text=detokenize(words),
-                    tokens=words,
-                    sentences=split_sentences(words),
-                    article_tokens=article_tokens,
-                    attention=np.asarray(summary.attn[: len(words), : len(article_tokens)]),
-                    p_gens=np.asarray(summary.p_gens[: len(words)]),
-                    score=float(summary.score),
+                SummaryResult.of(
+                    words,
+                    article_tokens,
+                    summary.attn[: len(words), : len(article_tokens)],
+                    summary.p_gens[: len(words)],
+                    summary.score,
                 )
             )
         return out
@@ -190,8 +203,6 @@ class SavedModelSummarizer:
         DataError, as with `Summarizer`)."""
         import tensorflow as tf
 
-        from pointer_generator.data.detokenize import detokenize
-        from pointer_generator.decoding.decode_output import split_sentences
         from pointer_generator.errors import DataError
 
         if isinstance(texts, str):
@@ -206,14 +217,12 @@ class SavedModelSummarizer:
                     raise DataError(f"text {start + i + 1}: no article text to summarize")
                 words = [w.decode("utf-8") for w in out["tokens"][i, :n]]
                 results.append(
-                    SummaryResult(
-                        text=detokenize(words),
-                        tokens=words,
-                        sentences=split_sentences(words),
-                        article_tokens=[w.decode("utf-8") for w in out["article_tokens"][i, :m]],
-                        attention=out["attention"][i, :n, :m],
-                        p_gens=out["p_gens"][i, :n],
-                        score=float(out["scores"][i]),
+                    SummaryResult.of(
+                        words,
+                        [w.decode("utf-8") for w in out["article_tokens"][i, :m]],
+                        out["attention"][i, :n, :m],
+                        out["p_gens"][i, :n],
+                        out["scores"][i],
                     )
                 )
         return results
