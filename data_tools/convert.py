@@ -40,6 +40,7 @@ from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter, add_outpu
 from data_tools.progress import Issue, ordered_map, plural
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.data.stories import process_raw_story, story_text
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, abstract2sents, ascii_strip
 from pointer_generator.errors import DataError
@@ -388,7 +389,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the text is already PTB-tokenized and lower-cased: use it verbatim",
     )
-    p.add_argument("--num_workers", type=int, default=1, help="tokenizer processes")
+    p.add_argument(
+        "--num_workers", type=arg_types.positive_int, default=1, help="tokenizer processes"
+    )
     p.add_argument(
         "--unicode_text", action="store_true", help="Python 3 text semantics (Unicode lower-casing)"
     )

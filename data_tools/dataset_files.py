@@ -53,9 +53,11 @@ def _table_records(table, path: str, make_record) -> Iterator:
             "is it the cnn_dailymail dataset?"
         )
     columns = [c for c in ("article", "highlights", "id") if c in names]
+    row_number = 0  # over the whole file: record batches each count from 0
     for batch in table.select(columns).to_batches():
-        for i, row in enumerate(batch.to_pylist()):
-            yield make_record(row, f"{path} row {i}")
+        for row in batch.to_pylist():
+            yield make_record(row, f"{path} row {row_number}")
+            row_number += 1
 
 
 def read_parquet(pattern: str, make_record) -> Iterator:
@@ -88,6 +90,9 @@ def read_arrow(pattern: str, make_record) -> Iterator:
 def tfrecords(path: str) -> Iterator[bytes]:
     """The records of one TFRecord file (TensorFlow reads the framing and checks the
     CRCs; a damaged file is one DataError naming it)."""
+    from pointer_generator.cli import console
+
+    console.import_tensorflow()  # without its start-up notices before our own lines
     import tensorflow as tf
 
     count = 0
@@ -112,9 +117,23 @@ def read_tfrecord(pattern: str, make_record) -> Iterator:
                 features = decode_example(payload)
             except (ValueError, IndexError, KeyError) as e:
                 raise DataError(f"{path} record {i}: not a tf.train.Example ({e})") from None
-            row = {
-                k: v[0].decode("utf-8", errors="replace")
-                for k, v in features.items()
-                if k in ("article", "highlights", "id") and v
-            }
-            yield make_record(row, f"{path} record {i}")
+            yield make_record(_text_features(features, f"{path} record {i}"), f"{path} record {i}")
+
+
+def _text_features(features: dict, where: str) -> dict:
+    """The text fields of a parsed Example; DataError for one that is there but is not
+    a single bytes value (an int64 `article`, several highlights values)."""
+    row = {}
+    for name in ("article", "highlights", "id"):
+        if name not in features:
+            continue
+        values = features[name]
+        if len(values) != 1:
+            what = (
+                "is not a bytes (text) feature, or is empty"
+                if not values
+                else (f"holds {len(values)} values")
+            )
+            raise DataError(f"{where}: the '{name}' feature {what}; expected one text value")
+        row[name] = values[0].decode("utf-8", errors="replace")
+    return row

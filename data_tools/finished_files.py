@@ -13,14 +13,14 @@ import logging
 import os
 import re
 import shutil
-import socket
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
+from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import AtomicWriter, encode_record, write_chunked
 from pointer_generator.errors import DataError, FlagError
+from pointer_generator.runtime import staging
 
 log = logging.getLogger(__name__)
 
@@ -37,33 +37,13 @@ class SetOutput:
     chunk_files: list[str]
 
 
-def _staging_prefix(pid: int | None = None) -> str:
-    """`.staging-<host>-<pid>-`: whose staging folder it is (mkdtemp adds a suffix
-    without '-')."""
-    return f".staging-{socket.gethostname()}-{os.getpid() if pid is None else pid}-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
+STAGING_KIND = "staging"
 
 
 def remove_stale_staging(out_dir: str) -> None:
     """Remove the staging folders of writers on this host that no longer run (a killed
     `convert` or `make_datafiles`): they hold only unfinished copies of output files."""
-    host_prefix = f".staging-{socket.gethostname()}-"
-    for name in os.listdir(out_dir):
-        if not name.startswith(host_prefix):
-            continue
-        pid = name[len(host_prefix) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            log.info("Removing %s, left by a writer that was killed", os.path.join(out_dir, name))
-            shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
+    staging.remove_stale(out_dir, STAGING_KIND)
 
 
 class FinishedFilesWriter:
@@ -77,7 +57,7 @@ class FinishedFilesWriter:
         try:
             os.makedirs(out_dir, exist_ok=True)
             remove_stale_staging(out_dir)
-            self._staging = tempfile.mkdtemp(prefix=_staging_prefix(), dir=out_dir)
+            self._staging = staging.make(out_dir, STAGING_KIND)
         except OSError as e:
             raise DataError(f"cannot create output folder {out_dir!r} ({e.strerror})") from None
         self._sets: dict[str, SetOutput] = {}
@@ -177,11 +157,16 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         default="train",
         help="name of the output set: {set}.bin, chunked/{set}_NNN.bin",
     )
-    parser.add_argument("--chunk_size", type=int, default=CHUNK_SIZE, help="records per chunk file")
+    parser.add_argument(
+        "--chunk_size",
+        type=arg_types.positive_int,
+        default=CHUNK_SIZE,
+        help="records per chunk file",
+    )
     parser.add_argument(
         "--write_vocab",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="write a vocab file (default: only when --set_name is train)",
     )
-    parser.add_argument("--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE)
+    parser.add_argument("--vocab_size", type=arg_types.positive_int, default=DEFAULT_VOCAB_SIZE)

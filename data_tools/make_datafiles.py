@@ -27,6 +27,7 @@ from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.progress import Issue, ordered_map, plural
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.data.stories import process_raw_story
 from pointer_generator.data.vocab import ascii_strip
 from pointer_generator.errors import DataError
@@ -322,7 +323,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--out_dir", required=True, help="output folder (finished_files)")
     p.add_argument(
         "--num_workers",
-        type=int,
+        type=arg_types.positive_int,
         default=os.cpu_count() or 1,
         help="tokenizer processes (default: all CPUs)",
     )
@@ -332,9 +333,17 @@ def build_arg_parser() -> argparse.ArgumentParser:
         default=False,
         help="require the full corpus (92,579 CNN and 219,506 DM stories)",
     )
-    p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE, help="records per chunk file")
     p.add_argument(
-        "--vocab_size", type=int, default=DEFAULT_VOCAB_SIZE, help="words in the vocab file"
+        "--chunk_size",
+        type=arg_types.positive_int,
+        default=CHUNK_SIZE,
+        help="records per chunk file",
+    )
+    p.add_argument(
+        "--vocab_size",
+        type=arg_types.positive_int,
+        default=DEFAULT_VOCAB_SIZE,
+        help="words in the vocab file",
     )
     p.add_argument(
         "--unicode_text",

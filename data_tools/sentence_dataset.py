@@ -26,6 +26,7 @@ import argparse
 import os
 
 from data_tools import gigaword_rules, sumdata
+from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import AtomicWriter
 from pointer_generator.errors import DataError
 
@@ -73,7 +74,12 @@ def write_dataset(splits: dict, out_dir: str, min_count: int = 5) -> dict:
 
 
 def add_min_count_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--min_count", type=int, default=5, help="dictionary threshold (NAMAS: 5)")
+    parser.add_argument(
+        "--min_count",
+        type=arg_types.positive_int,
+        default=5,
+        help="dictionary threshold (NAMAS: 5)",
+    )
 
 
 def check_min_count(min_count: int) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter, add_output_arguments
 from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator import exit_codes
-from pointer_generator.data.text_files import read_text
+from pointer_generator.data.text_files import read_lines
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, UNK_TOKEN
 from pointer_generator.errors import DataError
 
@@ -46,7 +46,7 @@ REFERENCES_SUFFIX = ".references"
 
 
 def _lines(path: str) -> list[str]:
-    return read_text(path).splitlines()
+    return read_lines(path)
 
 
 def normalize(line: str) -> str:

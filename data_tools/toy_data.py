@@ -26,6 +26,7 @@ import sys
 from data_tools.finished_files import CHUNK_SIZE, FinishedFilesWriter
 from data_tools.vocab_counts import VocabCounter
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
 
 MIN_ARTICLE_TOKENS, MAX_ARTICLE_TOKENS = 100, 200
@@ -351,11 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         description="Write a small synthetic summarization corpus in the original .bin format.",
     )
     p.add_argument("--out_dir", required=True, help="output folder (finished_files layout)")
-    p.add_argument("--num_train", type=int, default=4000)
-    p.add_argument("--num_val", type=int, default=200)
-    p.add_argument("--num_test", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE)
+    p.add_argument("--num_train", type=arg_types.positive_int, default=4000)
+    p.add_argument("--num_val", type=arg_types.positive_int, default=200)
+    p.add_argument("--num_test", type=arg_types.positive_int, default=200)
+    p.add_argument("--seed", type=arg_types.non_negative_int, default=0)
+    p.add_argument("--chunk_size", type=arg_types.positive_int, default=CHUNK_SIZE)
     args = p.parse_args(argv)
     make_toy_data(
         args.out_dir, args.num_train, args.num_val, args.num_test, args.seed, args.chunk_size

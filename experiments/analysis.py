@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 
 from experiments.sentences import split_tokens
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import read_records
 from pointer_generator.data.vocab import UNK_ID, UNK_TOKEN, Vocab, abstract2sents, ascii_split
 from pointer_generator.decoding import decode_output
@@ -455,10 +456,10 @@ def main(argv: list[str] | None = None) -> int:
         "they were decoded (needed for novelty and OOV measures)",
     )
     parser.add_argument("--vocab_path", help="vocab file (for the OOV measure)")
-    parser.add_argument("--vocab_size", type=int, default=50000)
+    parser.add_argument("--vocab_size", type=arg_types.non_negative_int, default=50000)
     parser.add_argument(
         "--max_enc_steps",
-        type=int,
+        type=arg_types.non_negative_int,
         default=DEFAULT_MAX_ENC_STEPS,
         help="article tokens the model read (OOV copies); 0 = all",
     )

@@ -31,6 +31,7 @@ import sys
 from experiments import sentences
 from experiments.analysis import iter_examples
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.data.vocab import abstract2sents
 from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
@@ -101,8 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--data_path", required=True, help="glob of .bin files")
     parser.add_argument("--out_dir", required=True)
-    parser.add_argument("--num_sentences", type=int, default=LEAD_SENTENCES)
-    parser.add_argument("--max_examples", type=int, default=None, help="only the first N examples")
+    parser.add_argument("--num_sentences", type=arg_types.positive_int, default=LEAD_SENTENCES)
+    parser.add_argument(
+        "--max_examples",
+        type=arg_types.positive_int,
+        default=None,
+        help="only the first N examples",
+    )
     parser.add_argument(
         "--lines",
         choices=("period", "sentence"),

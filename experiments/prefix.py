@@ -22,7 +22,8 @@ import sys
 from experiments.analysis import iter_examples
 from experiments.lead3 import prepare_out_dir
 from pointer_generator import exit_codes
-from pointer_generator.data.text_files import read_text
+from pointer_generator.cli import arg_types
+from pointer_generator.data.text_files import read_lines
 from pointer_generator.data.vocab import abstract2sents
 from pointer_generator.decoding import decode_output
 from pointer_generator.errors import DataError, PointerGeneratorError
@@ -42,7 +43,7 @@ def _extra_references(references_dir: str | None) -> list[list[str]]:
     names = sorted(n for n in os.listdir(references_dir) if n.startswith("ref"))
     if not names:
         raise DataError(f"{references_dir}: no ref1.txt, ref2.txt, ... files")
-    return [read_text(os.path.join(references_dir, n)).splitlines() for n in names]
+    return [read_lines(os.path.join(references_dir, n)) for n in names]
 
 
 def write_prefix(data_path: str, out_dir: str, chars: int, references_dir: str | None) -> int:
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data_path", required=True, help="glob of .bin files")
     parser.add_argument("--out_dir", required=True)
     parser.add_argument("--references_dir", default=None, help="ref1.txt, ref2.txt, ...")
-    parser.add_argument("--chars", type=int, default=PREFIX_CHARS)
+    parser.add_argument("--chars", type=arg_types.positive_int, default=PREFIX_CHARS)
     parser.add_argument("--style", choices=list(rouge.STYLES), default="duc")
     parser.add_argument("--no_rouge", action="store_true", help="write the files only")
     parser.add_argument(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from experiments import analysis
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import _fields as proto_fields  # tiny protobuf reader
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import PointerGeneratorError
@@ -594,8 +595,10 @@ def main(argv: list[str] | None = None) -> int:
         help="glob of the decoded .bin files (for novelty and OOV measures)",
     )
     parser.add_argument("--vocab_path", default=None)
-    parser.add_argument("--vocab_size", type=int, default=50000)
-    parser.add_argument("--max_enc_steps", type=int, default=analysis.DEFAULT_MAX_ENC_STEPS)
+    parser.add_argument("--vocab_size", type=arg_types.non_negative_int, default=50000)
+    parser.add_argument(
+        "--max_enc_steps", type=arg_types.non_negative_int, default=analysis.DEFAULT_MAX_ENC_STEPS
+    )
     parser.add_argument("--train_dirs", nargs="*", default=[], metavar="NAME=DIR")
     parser.add_argument("--no_check_references", action="store_true")
     args = parser.parse_args(argv)

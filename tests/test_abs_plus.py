@@ -79,7 +79,7 @@ def test_weight_files(tmp_path):
         ("uni four\n", "w.txt:1: 'four' is not a number"),
         ("unigram 1\n", "w.txt:1: expected '<feature> <weight>'"),
         ("lm 0\n", "the lm weight must be positive"),
-        ("bi nan\n", "w.txt:1: the weight must be finite"),
+        ("bi nan\n", "w.txt:1: the weight nan is out of range"),
     ):
         good.write_text(text)
         with pytest.raises(DataError, match=message):

@@ -230,6 +230,42 @@ def test_python_api_over_the_saved_model(toy):
         pg.Summarizer.from_saved_model(data.log_root)
 
 
+def test_an_empty_batch_gives_empty_outputs(toy):
+    """`serving_default` on an empty batch raised inside the search (issue 27)."""
+    _, export_dir = toy
+    out = run_exported(export_dir, [])
+    assert out["summary"] == [] and out["num_tokens"] == [] and out["scores"] == []
+
+
+def test_a_bad_text_fails_only_its_own_request_over_the_saved_model(toy):
+    """With --saved_model, a lone surrogate gave every client of the batch a 500; a text
+    of no words failed them all with 422 (issue 27, item 4)."""
+    import threading
+
+    from pointer_generator.serving.http_server import SummaryService, make_server
+    from tests.test_reliability_round3 import post_concurrently
+
+    _, export_dir = toy
+    service = SummaryService(
+        pg.Summarizer.from_saved_model(export_dir), "exported", max_batch=8, max_wait_s=0.3
+    )
+    httpd = make_server(service, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        bad = {"\ud800 w3": 400, "&nbsp;": 422, "@highlight": 422, "\u200b": 422}
+        results = post_concurrently(url, [{"text": t} for t in [*TEXTS, *bad]])
+        want = pg.Summarizer.from_saved_model(export_dir).summarize(TEXTS)
+        for (code, body), w in zip(results[: len(TEXTS)], want, strict=True):
+            assert code == 200 and body["summaries"][0]["tokens"] == w.tokens
+        for (code, body), status in zip(results[len(TEXTS) :], bad.values(), strict=True):
+            assert code == status and body["error"].startswith("text 0"), body
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        service.batcher.close()
+
+
 def test_serve_an_exported_model(toy):
     """`pointer-generator serve --saved_model=DIR`: the server over the SavedModel alone."""
     import urllib.request

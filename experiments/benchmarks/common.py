@@ -16,6 +16,8 @@ import resource
 import socket
 import sys
 
+from pointer_generator.cli import arg_types
+
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 TABLE = os.path.join(RESULTS_DIR, "benchmarks.md")
 TABLE_HEADER = (
@@ -96,12 +98,22 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
         help="a .jsonl.gz sample (converted to .bin chunks) or a glob of .bin files",
     )
     p.add_argument("--vocab_path", default=data and os.path.join(data, "vocab_200k"))
-    p.add_argument("--vocab_size", type=int, default=50000)
+    p.add_argument("--vocab_size", type=arg_types.non_negative_int, default=50000)
 
 
 def add_thread_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--intra_op_threads", type=int, default=0, help="0 = TensorFlow default")
-    p.add_argument("--inter_op_threads", type=int, default=0, help="0 = TensorFlow default")
+    p.add_argument(
+        "--intra_op_threads",
+        type=arg_types.non_negative_int,
+        default=0,
+        help="0 = TensorFlow default",
+    )
+    p.add_argument(
+        "--inter_op_threads",
+        type=arg_types.non_negative_int,
+        default=0,
+        help="0 = TensorFlow default",
+    )
 
 
 def data_missing(args, check_data_path: bool = False) -> bool:

@@ -47,6 +47,7 @@ import tempfile
 import time
 
 from experiments.benchmarks import common, flops, original_decode
+from pointer_generator.cli import arg_types
 
 TARGET_ARTICLES_PER_S = 4.0
 TARGET_SPEEDUP = 10.0
@@ -119,14 +120,16 @@ def _parse(argv):
     common.add_data_arguments(p)
     p.add_argument(
         "--batch_size",
-        type=int,
+        type=arg_types.positive_int,
         default=32,
         help="articles per batched search (32 was the fastest of 16/32/64 here)",
     )
-    p.add_argument("--articles", type=int, default=64, help="articles decoded batched")
+    p.add_argument(
+        "--articles", type=arg_types.positive_int, default=64, help="articles decoded batched"
+    )
     p.add_argument(
         "--single_articles",
-        type=int,
+        type=arg_types.positive_int,
         default=6,
         help="articles decoded one at a time (each way; the noisiest figure, "
         "so more than the 2-3 of earlier rows)",
@@ -143,14 +146,14 @@ def _parse(argv):
     p.add_argument("--xla", action="store_true", help="compile the whole search with XLA")
     p.add_argument(
         "--compare_full_dist",
-        type=int,
+        type=arg_types.non_negative_int,
         default=1,
         help="also time the batched search over the whole final distribution "
         "(--full_final_dist), alternating batch by batch",
     )
     p.add_argument(
         "--compare_plain_top_k",
-        type=int,
+        type=arg_types.non_negative_int,
         default=0,
         help="also time the batched search over the whole distribution with "
         "tf.math.top_k instead of top_k.chunked_top_k (alternating "
@@ -158,7 +161,7 @@ def _parse(argv):
     )
     p.add_argument(
         "--compare_no_compaction",
-        type=int,
+        type=arg_types.non_negative_int,
         default=1,
         help="also time the batched search that keeps finished articles in the "
         "batch (min_compact_size=None), alternating batch by batch (only "
@@ -166,7 +169,7 @@ def _parse(argv):
     )
     p.add_argument(
         "--compare_reference",
-        type=int,
+        type=arg_types.non_negative_int,
         default=1,
         help="also run the pre-optimisation batched search (see reference_search)"
         " on the same batches, alternating with the current one",
@@ -175,16 +178,16 @@ def _parse(argv):
     p.add_argument("--tf1_checkpoint", default="", help="load an original TF1 checkpoint")
     p.add_argument(
         "--stop_bias",
-        type=float,
+        type=arg_types.finite_float,
         default=0.0,
         help="synthetic summary lengths: add this to the [STOP] logit (7.8 with "
         "untrained weights: summaries of 36 or 120 tokens), to see what "
         "dropping finished articles does without a trained model; the "
         "step's cost is unchanged",
     )
-    p.add_argument("--seed", type=int, default=111)
+    p.add_argument("--seed", type=arg_types.non_negative_int, default=111)
     common.add_thread_arguments(p)
-    p.add_argument("--matmul_seconds", type=float, default=2.0)
+    p.add_argument("--matmul_seconds", type=arg_types.positive_float, default=2.0)
     p.add_argument(
         "--out_json", default=None, help="default: experiments/results/decode_<hostname>.json"
     )

@@ -20,6 +20,7 @@ import time
 
 from experiments.benchmarks import common
 from experiments.benchmarks.serve import _articles, _toy_experiment
+from pointer_generator.cli import arg_types
 
 
 def tokenizer_agreement(path: str) -> dict:
@@ -48,10 +49,10 @@ def main(argv=None) -> int:
     p.add_argument("--log_root", default=None)
     p.add_argument("--exp_name", default=None)
     p.add_argument("--data_path", default=None, help="articles to summarize (a .bin file)")
-    p.add_argument("--articles", type=int, default=64)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--beam_size", type=int, default=4)
-    p.add_argument("--train_steps", type=int, default=200)
+    p.add_argument("--articles", type=arg_types.positive_int, default=64)
+    p.add_argument("--batch", type=arg_types.positive_int, default=16)
+    p.add_argument("--beam_size", type=arg_types.positive_int, default=4)
+    p.add_argument("--train_steps", type=arg_types.positive_int, default=200)
     p.add_argument("--out_json", default=None)
     args = p.parse_args(argv)
     tf = common.import_tensorflow()

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from experiments.benchmarks import common, flops
+from pointer_generator.cli import arg_types
 
 TARGET_RATIO = 0.45
 PRESETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "families")
@@ -170,13 +171,13 @@ def bench_decoding(model, hps, beam: int, args) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--family", choices=("abs", "ras_elman", "ras_lstm", "all"), default="all")
-    p.add_argument("--vocab_size", type=int, default=69_000)
-    p.add_argument("--steps", type=int, default=12)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--matmul_seconds", type=float, default=1.5)
-    p.add_argument("--decode_inputs", type=int, default=64)
-    p.add_argument("--decode_batch", type=int, default=16)
-    p.add_argument("--decode_steps", type=int, default=12)
+    p.add_argument("--vocab_size", type=arg_types.positive_int, default=69_000)
+    p.add_argument("--steps", type=arg_types.positive_int, default=12)
+    p.add_argument("--rounds", type=arg_types.positive_int, default=3)
+    p.add_argument("--matmul_seconds", type=arg_types.positive_float, default=1.5)
+    p.add_argument("--decode_inputs", type=arg_types.positive_int, default=64)
+    p.add_argument("--decode_batch", type=arg_types.positive_int, default=16)
+    p.add_argument("--decode_steps", type=arg_types.positive_int, default=12)
     common.add_thread_arguments(p)
     p.add_argument("--out_json", default=None)
     args = p.parse_args(argv)

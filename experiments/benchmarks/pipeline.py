@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from experiments.benchmarks import common
+from pointer_generator.cli import arg_types
 
 TARGET = 320.0  # examples/s: 20x the model's best CPU training throughput
 
@@ -70,9 +71,9 @@ def _rate(iterator, n_batches: int) -> tuple[float, float, int]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_data_arguments(p)
-    p.add_argument("--batch_size", type=int, default=16)
-    p.add_argument("--warmup_batches", type=int, default=100)
-    p.add_argument("--batches", type=int, default=500)
+    p.add_argument("--batch_size", type=arg_types.positive_int, default=16)
+    p.add_argument("--warmup_batches", type=arg_types.positive_int, default=100)
+    p.add_argument("--batches", type=arg_types.positive_int, default=500)
     p.add_argument(
         "--out_json", default=None, help="default: experiments/results/pipeline_<hostname>.json"
     )

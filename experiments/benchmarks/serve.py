@@ -25,6 +25,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from experiments.benchmarks import common
+from pointer_generator.cli import arg_types
 
 
 def _toy_experiment(work: str, steps: int) -> tuple[str, str, str]:
@@ -81,10 +82,10 @@ def main(argv=None) -> int:
     p.add_argument("--log_root", default=None)
     p.add_argument("--exp_name", default=None)
     p.add_argument("--data_path", default=None, help="articles to send (a .bin file)")
-    p.add_argument("--requests", type=int, default=48)
-    p.add_argument("--beam_size", type=int, default=4)
-    p.add_argument("--max_batch", type=int, default=8)
-    p.add_argument("--train_steps", type=int, default=200)
+    p.add_argument("--requests", type=arg_types.positive_int, default=48)
+    p.add_argument("--beam_size", type=arg_types.positive_int, default=4)
+    p.add_argument("--max_batch", type=arg_types.positive_int, default=8)
+    p.add_argument("--train_steps", type=arg_types.positive_int, default=200)
     p.add_argument("--out_json", default=None)
     args = p.parse_args(argv)
     common.import_tensorflow()

@@ -33,6 +33,7 @@ import tempfile
 import time
 
 from experiments.benchmarks import common, flops
+from pointer_generator.cli import arg_types
 
 TARGET_RATIO = 0.40
 TARGET_PEAK_MIB = 4096.0
@@ -112,9 +113,9 @@ def _timed_rounds(impls, step, args) -> tuple[dict, list[float], list[float]]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_data_arguments(p)
-    p.add_argument("--batch_size", type=int, default=16)
-    p.add_argument("--max_enc_steps", type=int, default=400)
-    p.add_argument("--max_dec_steps", type=int, default=100)
+    p.add_argument("--batch_size", type=arg_types.positive_int, default=16)
+    p.add_argument("--max_enc_steps", type=arg_types.positive_int, default=400)
+    p.add_argument("--max_dec_steps", type=arg_types.positive_int, default=100)
     p.add_argument("--no_coverage", action="store_true", help="pointer-generator only")
     p.add_argument(
         "--mixed_precision",
@@ -127,16 +128,20 @@ def main(argv=None) -> int:
         action="store_true",
         help="compile the whole forward/backward pass with XLA (train --xla)",
     )
-    p.add_argument("--batches", type=int, default=8, help="real batches cached and cycled")
-    p.add_argument("--steps", type=int, default=16, help="timed steps (per implementation)")
+    p.add_argument(
+        "--batches", type=arg_types.positive_int, default=8, help="real batches cached and cycled"
+    )
+    p.add_argument(
+        "--steps", type=arg_types.positive_int, default=16, help="timed steps (per implementation)"
+    )
     p.add_argument(
         "--rounds",
-        type=int,
+        type=arg_types.positive_int,
         default=4,
         help="timed steps are split in this many rounds, each followed by a "
         "matmul-rate measurement",
     )
-    p.add_argument("--matmul_seconds", type=float, default=1.5)
+    p.add_argument("--matmul_seconds", type=arg_types.positive_float, default=1.5)
     common.add_thread_arguments(p)
     p.add_argument(
         "--out_json", default=None, help="default: experiments/results/train_step_<hostname>.json"

@@ -30,6 +30,7 @@ from experiments import report
 from experiments.cpu_scale import findings
 from experiments.cpu_scale.split_sample import default_input
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.errors import PointerGeneratorError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -155,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", default=None, help="default: ../shared/data sample")
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=arg_types.positive_int,
         default=2,
         help="recipes run at the same time (2 uses 2 cores best: one "
         "training process keeps only ~1.2 cores busy)",
     )
     parser.add_argument(
         "--steps_scale",
-        type=float,
+        type=arg_types.positive_float,
         default=1.0,
         help="multiply every training step count (smoke tests)",
     )

@@ -33,6 +33,7 @@ from data_tools.finished_files import FinishedFilesWriter
 from data_tools.vocab_counts import VocabCounter
 from experiments.benchmarks.common import shared_data_dir
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
 
 SAMPLE_NAME = "cnndm_sample.jsonl.gz"
@@ -138,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"JSONL(.gz) with id/article/abstract (default: ../shared/data/{SAMPLE_NAME})",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--val_size", type=int, default=500)
-    parser.add_argument("--test_size", type=int, default=500)
+    parser.add_argument("--seed", type=arg_types.non_negative_int, default=0)
+    parser.add_argument("--val_size", type=arg_types.positive_int, default=500)
+    parser.add_argument("--test_size", type=arg_types.positive_int, default=500)
     args = parser.parse_args(argv)
     input_path = args.input or default_input()
     if not input_path or not os.path.isfile(input_path):

@@ -32,6 +32,7 @@ import sys
 import time
 
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.families.run_proxy")
     p.add_argument("--work_dir", required=True)
     p.add_argument("--only", default=",".join([*RUNS, "abs_plus"]))
-    p.add_argument("--epochs_scale", type=float, default=1.0)
+    p.add_argument("--epochs_scale", type=arg_types.positive_float, default=1.0)
     p.add_argument("--input", default=SHARED, help="the tokenized CNN/DM sample")
     p.add_argument(
         "--results_name",

@@ -38,6 +38,7 @@ from types import SimpleNamespace
 from experiments.paper import recipe as recipe_lib
 from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
 
 STATE_FILE = "recipe_state.json"
@@ -585,13 +586,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--steps_scale",
-        type=float,
+        type=arg_types.positive_float,
         default=1.0,
         help="multiply every training step count (e.g. 0.001 for a smoke test)",
     )
     parser.add_argument(
         "--eval_grace_secs",
-        type=float,
+        type=arg_types.non_negative_float,
         default=120.0,
         help="after training, how long the eval job may go on evaluating "
         "the last checkpoints before it is stopped",

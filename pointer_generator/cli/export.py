@@ -14,11 +14,13 @@ from the experiment (settings.json); the newest checkpoint is exported (or
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
 
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime import staging
 
 # The flags that matter for export, in the order `--help` lists them.
 HELP_FLAGS = {
@@ -69,6 +71,32 @@ def check_export_dir(path: str) -> str:
     return path
 
 
+STAGING_KIND = "export"
+
+
+def _move_into_place(tmp: str, export_dir: str) -> None:
+    """Rename the finished export to `export_dir`, which must still not exist: an empty
+    folder is made there first (exclusively), then replaced by the rename, so a folder
+    created there meanwhile, by anyone, is never replaced."""
+    try:
+        os.mkdir(export_dir)
+    except FileExistsError:
+        raise FlagError(
+            f"--export_dir {export_dir} was created while the model was being exported; "
+            "nothing was written there: run the export again with a new folder"
+        ) from None
+    try:
+        os.rename(tmp, export_dir)
+    except OSError as e:
+        # Something was put into the empty folder in the moment between: leave it be.
+        with contextlib.suppress(OSError):
+            os.rmdir(export_dir)
+        raise FlagError(
+            f"--export_dir {export_dir} was filled while the model was being exported "
+            f"({e.strerror}); nothing was written there: run the export again with a new folder"
+        ) from None
+
+
 def main(argv: list[str]) -> int:
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.cli import flags as flags_lib
@@ -107,16 +135,19 @@ def main(argv: list[str]) -> int:
         },
         "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    # Written beside the target and renamed into place: an interrupted export leaves no
-    # half-written model at DIR.
-    tmp = f"{export_dir}.tmp-{os.getpid()}"
+    # Written in a staging folder beside the target and renamed into place: an
+    # interrupted export leaves no half-written model at DIR, and the staging folder of
+    # an export that was killed is removed by the next export there (runtime/staging.py).
+    parent = os.path.dirname(export_dir)
+    staging.remove_stale(parent, STAGING_KIND)
+    tmp = staging.make(parent, STAGING_KIND)
     start = time.time()
     try:
         export_saved_model(decoder, tmp, info)
-        os.rename(tmp, export_dir)
+        _move_into_place(tmp, export_dir)
     finally:
         if os.path.isdir(tmp):
-            shutil.rmtree(tmp)  # our own temporary folder, never the user's
+            shutil.rmtree(tmp)  # our own staging folder, never the user's
     print(
         f"Exported {checkpoint} to {export_dir} in {time.time() - start:.0f} s "
         "(signatures: serving_default for raw text, summarize_tokens for tokenized text)",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import glob
 import os
 
+from pointer_generator.cli.flag_bounds import check_numbers
 from pointer_generator.cli.flags import experiment_dir, strategy_name
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES, POSITIVE_FIELDS
+from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES
 from pointer_generator.runtime.experiment import check_exp_name
 
 
@@ -129,32 +130,9 @@ def _validate_epochs(fv) -> None:
 
 
 def _validate_numbers(fv) -> None:
-    positive = POSITIVE_FIELDS + (
-        "save_checkpoint_secs",
-        "log_every_n_steps",
-        "num_cpu_devices",
-        "decode_batch_size",
-    )
-    for name in positive:
-        if getattr(fv, name) <= 0:
-            raise FlagError(f"--{name} must be positive, got {getattr(fv, name)}")
-    non_negative = (
-        "min_dec_steps",
-        "vocab_size",
-        "max_steps",
-        "max_eval_iterations",
-        "eval_interval_secs",
-        "cov_loss_wt",
-        "length_penalty",
-        "attention_pages",
-        "max_decode_examples",
-    )
-    for name in non_negative:
-        if getattr(fv, name) < 0:
-            raise FlagError(f"--{name} must be >= 0, got {getattr(fv, name)}")
-    for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
-        if not getattr(fv, name) > 0:
-            raise FlagError(f"--{name} must be > 0, got {getattr(fv, name)}")
+    check_numbers(fv)
+    if fv.mode == "decode":
+        check_decode_lengths(fv)
     if 0 < fv.vocab_size < 5:
         raise FlagError(
             f"--vocab_size {fv.vocab_size} leaves no room for words after the 4 "
@@ -196,6 +174,25 @@ def _validate_distribution(fv) -> None:
         raise FlagError("--num_cpu_devices > 1 is only used by --distribution_strategy=mirrored")
     if fv.num_gpus < -1:
         raise FlagError(f"--num_gpus must be -1 (all), 0 or positive, got {fv.num_gpus}")
+
+
+def given(fv, name: str) -> bool:
+    """Whether flag `name` was given on the command line (True for a plain namespace)."""
+    try:
+        return bool(fv[name].present)
+    except (TypeError, KeyError, AttributeError):
+        return True
+
+
+def check_decode_lengths(fv) -> None:
+    """A --min_dec_steps given above the --max_dec_steps in force (given, or stored by
+    the experiment) asks for summaries that can never end: one error. (Defaults are left
+    alone: the original's 35 above a short experiment's length just runs to the end.)"""
+    if given(fv, "min_dec_steps") and fv.min_dec_steps > fv.max_dec_steps:
+        raise FlagError(
+            f"--min_dec_steps={fv.min_dec_steps} is above --max_dec_steps={fv.max_dec_steps} "
+            "(no summary could end): lower it, or raise --max_dec_steps"
+        )
 
 
 def apply_model_family(fv) -> None:

@@ -377,6 +377,40 @@ def strategy_name(fv) -> str:
     return fv.distribution_strategy
 
 
+# Flags that name files or folders (globs included).
+PATH_FLAGS = (
+    "data_path",
+    "vocab_path",
+    "log_root",
+    "tf1_checkpoint",
+    "valid_data_path",
+    "feature_weights",
+    "weights_out",
+    "saved_model",
+    "export_dir",
+)
+
+
+def resolve_paths(fv) -> None:
+    """Make every path flag absolute, once, where the command line is parsed: a job
+    that changes its working directory, or TensorFlow code that joins a relative
+    directory a second time, can then never land somewhere else (a relative --log_root
+    once made training rotate away files of the working directory)."""
+    for name in PATH_FLAGS:
+        value = fv[name].value
+        if value:
+            fv[name].value = os.path.abspath(os.path.expanduser(value))
+
+
+def after_parsing(fv=FLAGS) -> None:
+    """What every command does right after absl parsed its flags: paths resolved,
+    every number checked against its range (`flag_bounds`)."""
+    from pointer_generator.cli.flag_bounds import check_numbers
+
+    resolve_paths(fv)
+    check_numbers(fv)
+
+
 def parse_subcommand(name: str, argv: list[str], positional: bool = False) -> list[str]:
     """Parse `pointer-generator <name> argv...` into FLAGS; returns the positional
     arguments (an error when the subcommand takes none). FlagError for a bad flag."""
@@ -386,4 +420,5 @@ def parse_subcommand(name: str, argv: list[str], positional: bool = False) -> li
         raise FlagError(str(e)) from None
     if rest and not positional:
         raise FlagError(f"unexpected arguments {rest!r} (flags are written --name=value)")
+    after_parsing()
     return rest

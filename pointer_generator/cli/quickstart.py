@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from pointer_generator.cli import arg_types
+
 # Small enough for about 2 minutes on a 2-core CPU, big enough to learn to copy names.
 MODEL_FLAGS = [
     "--hidden_dim=64",
@@ -60,10 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         help="where the data and the experiment go (default: %(default)s)",
     )
     parser.add_argument(
-        "--train_steps", type=int, default=1000, help="training steps (default: %(default)s)"
+        "--train_steps",
+        type=arg_types.positive_int,
+        default=1000,
+        help="training steps (default: %(default)s)",
     )
     parser.add_argument(
-        "--num_train", type=int, default=4000, help="toy training examples (default: %(default)s)"
+        "--num_train",
+        type=arg_types.positive_int,
+        default=4000,
+        help="toy training examples (default: %(default)s)",
     )
     args = parser.parse_args(argv)
 

@@ -19,6 +19,7 @@ from absl import logging as absl_logging
 from pointer_generator import exit_codes
 from pointer_generator.cli import configs, console, flag_checks, stored_settings
 from pointer_generator.cli import flags as flags_lib
+from pointer_generator.errors import FlagError
 
 FLAGS = flags_lib.FLAGS
 
@@ -31,9 +32,13 @@ def fail(message) -> None:
 def parse_flags(argv: list[str]) -> list[str]:
     """absl flag parsing whose errors (unknown flag, bad value) are one line + exit 2."""
     try:
-        return FLAGS(argv)
+        rest = FLAGS(argv)
+        flags_lib.after_parsing(FLAGS)
     except absl_flags.Error as e:
         fail(e)
+    except FlagError as e:
+        fail(e)
+    return rest
 
 
 def main(argv: list[str]) -> None:

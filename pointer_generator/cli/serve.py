@@ -42,15 +42,17 @@ def main(argv: list[str]) -> int:
             "serve needs --log_root and --exp_name of a trained experiment, or "
             "--saved_model of an exported one"
         )
+    given = [n for n in ("log_root", "exp_name", "vocab_path") if fv[n].present]
+    if fv.saved_model and given:
+        raise FlagError(
+            f"{', '.join('--' + n for n in given)} and --saved_model name two models: serve "
+            "either an experiment (--log_root, --exp_name) or an exported model (--saved_model)"
+        )
     fixed = [n for n in DECODE_FLAGS if fv[n].present]
     if fv.saved_model and fixed:
         raise FlagError(
             f"{', '.join('--' + n for n in fixed)}: an exported model's search settings were "
             "fixed when it was exported; export it again with them (pointer-generator export)"
-        )
-    if not 0 <= fv.serve_port < 65536 or fv.serve_max_batch < 1 or fv.serve_max_chars < 1:
-        raise FlagError(
-            "--serve_port must be 0-65535, --serve_max_batch and --serve_max_chars positive"
         )
     console.setup_logging()
     console.import_tensorflow()

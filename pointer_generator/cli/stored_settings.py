@@ -18,12 +18,11 @@ converts a model to coverage half way), and the new value is stored.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 
+from pointer_generator.cli.flag_bounds import BOUNDS, check_numbers
 from pointer_generator.errors import FlagError
-from pointer_generator.runtime.experiment import SETTINGS_FILE
+from pointer_generator.runtime import experiment_settings
 
 MODEL_FLAGS = (
     "model",
@@ -44,18 +43,11 @@ LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
 
 
 def settings_path(fv) -> str:
-    return os.path.join(fv.log_root, fv.exp_name, SETTINGS_FILE)
+    return experiment_settings.settings_path(_root(fv))
 
 
-def _digest(path: str) -> str | None:
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError:
-        return None
-    return h.hexdigest()
+def _root(fv) -> str:
+    return os.path.join(fv.log_root, fv.exp_name)
 
 
 def require_experiment(fv, command: str):
@@ -74,11 +66,12 @@ def apply_trained(fv, command: str):
     flags first: the experiment must exist; its stored model flags and vocabulary fill
     the flags not given; the model family's defaults apply; a vocabulary is known.
     Returns the `Experiment`."""
-    from pointer_generator.cli.flag_checks import apply_model_family
+    from pointer_generator.cli.flag_checks import apply_model_family, check_decode_lengths
 
     exp = require_experiment(fv, command)
     apply(fv, "decode")
     apply_model_family(fv)
+    check_decode_lengths(fv)
     if not fv.vocab_path:
         raise FlagError(
             f"{command} needs --vocab_path: this experiment does not record its vocabulary "
@@ -89,20 +82,11 @@ def apply_trained(fv, command: str):
 
 def read(fv) -> dict | None:
     """The stored settings of the flags' experiment, or None (no file: an experiment of
-    an older version, or none yet). An unreadable file is an error naming it."""
-    path = settings_path(fv)
-    if not fv.log_root or not os.path.isfile(path):
+    an older version, or none yet). An unreadable or malformed file is an error naming
+    it (`runtime.experiment_settings.read`)."""
+    if not fv.log_root or not fv.exp_name:
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            stored = json.load(f)
-        stored["flags"], stored["vocab"]  # noqa: B018  (both must be there)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise FlagError(
-            f"{path} is unreadable ({e}); remove it, and give every model flag on the "
-            "command line (the next training run writes it again)"
-        ) from None
-    return stored
+    return experiment_settings.read(_root(fv))
 
 
 def apply(fv, mode: str) -> dict | None:
@@ -130,26 +114,18 @@ def apply(fv, mode: str) -> dict | None:
             "; ".join(contradictions) + f" (stored in {path} when it was trained); drop the "
             "flag, or train a new experiment (another --exp_name)"
         )
-    _apply_vocab(fv, stored["vocab"], path)
+    _apply_vocab(fv, stored)
+    check_numbers(fv, [n for n in stored["flags"] if n in BOUNDS])  # hand-edited values
     return stored
 
 
-def _apply_vocab(fv, vocab: dict, path: str) -> None:
-    if not fv["vocab_path"].present:
-        if not os.path.isfile(vocab["path"]):
-            raise FlagError(
-                f"the vocabulary this experiment was trained with, {vocab['path']}, is gone "
-                f"(stored in {path}); give --vocab_path with a copy of it"
-            )
-        fv.vocab_path = vocab["path"]
-        return
-    given = _digest(fv.vocab_path)
-    if given is not None and given != vocab["sha256"]:
-        raise FlagError(
-            f"--vocab_path {fv.vocab_path} is not the vocabulary this experiment was trained "
-            f"with ({vocab['path']}, stored in {path}: other content); drop the flag, or "
-            "train a new experiment (another --exp_name)"
-        )
+def _apply_vocab(fv, stored: dict) -> None:
+    """The vocabulary: the experiment's own (checked against its digest), or a given
+    --vocab_path, which must have the same content."""
+    if fv["vocab_path"].present:
+        experiment_settings.check_given_vocabulary(_root(fv), stored, fv.vocab_path)
+    else:
+        fv.vocab_path = experiment_settings.vocabulary(_root(fv), stored)
 
 
 def _show(value) -> str:
@@ -161,5 +137,8 @@ def content(fv) -> dict:
     run holds train/'s lock)."""
     return {
         "flags": {name: getattr(fv, name) for name in MODEL_FLAGS + LENGTH_FLAGS},
-        "vocab": {"path": os.path.abspath(fv.vocab_path), "sha256": _digest(fv.vocab_path)},
+        "vocab": {
+            "path": os.path.abspath(fv.vocab_path),
+            "sha256": experiment_settings.file_digest(fv.vocab_path),
+        },
     }

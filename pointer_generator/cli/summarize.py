@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import sys
 
-from pointer_generator.data.text_files import read_text
+from pointer_generator.data.text_files import decode_text, read_text
 from pointer_generator.errors import DataError, FlagError
+
+# The most one input may hold: an article is kilobytes, and the model reads its first
+# --max_enc_steps tokens; a larger input is a mistake (a whole corpus, /dev/zero).
+MAX_INPUT_BYTES = 16 << 20
 
 
 def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
@@ -25,7 +29,7 @@ def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
         if path == "-":
             out.append(("<stdin>", _read_stdin()))
             continue
-        out.append((path, read_text(path)))
+        out.append((path, read_text(path, MAX_INPUT_BYTES)))
     return out
 
 
@@ -36,9 +40,7 @@ def _read_stdin() -> str:
             "or pipe the text in"
         )
     try:
-        return sys.stdin.buffer.read().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DataError(f"<stdin>: not UTF-8 text ({e})") from None
+        return decode_text(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), "<stdin>", MAX_INPUT_BYTES)
     except OSError as e:
         raise DataError(f"<stdin>: cannot read ({e.strerror})") from None
 

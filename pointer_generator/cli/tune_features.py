@@ -22,12 +22,12 @@ summaries' tokens without [STOP]; ROUGE-1 recall here does no stemming (ROUGE-1.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import numpy as np
 
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime import staging
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +44,7 @@ def _check(fv) -> None:
             "tune_features tunes ABS+'s features for --model=abs|ras_*; this experiment "
             "is a pointer-generator"
         )
-    if fv.mert_iterations < 1 or fv.random_starts < 0 or fv.objective_bytes < 0:
-        raise FlagError(
-            "--mert_iterations must be >= 1, --random_starts and --objective_bytes >= 0"
-        )
-    out_dir = os.path.dirname(os.path.abspath(fv.weights_out))
-    if not os.path.isdir(out_dir):
-        raise FlagError(f"--weights_out: folder {out_dir} does not exist")
+    staging.check_new_file(fv.weights_out, "weights_out")
 
 
 def main(argv: list[str]) -> int:
@@ -121,8 +115,7 @@ def main(argv: list[str]) -> int:
         f"# ABS+ feature weights: MERT ({fv.objective}) on {fv.data_path}\n"
         f"# model {ckpt}; {fv.objective} {value:.4f} on the n-best lists\n"
     )
-    with open(fv.weights_out, "w", encoding="utf-8") as f:
-        f.write(header + format_weights(weights))
+    staging.write_new_file(fv.weights_out, header + format_weights(weights), "weights_out")
     print(f"Wrote {fv.weights_out}:\n{format_weights(weights)}", end="", flush=True)
     return 0
 

@@ -277,7 +277,14 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = build_model(hps, vocab.size())  # mirrored weights under the strategy
     print(model.parameter_summary(), flush=True)
-    ckpt = load_weights(model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass)
+    pin = None
+    if cfg.single_pass and cfg.decode_shards > 1 and not cfg.tf1_checkpoint:
+        ckpt, pin = _pin_shard_checkpoint(exp, cfg, vocab, hps)
+        load_checkpoint(model, ckpt)
+    else:
+        ckpt = load_weights(
+            model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass
+        )
     decoder = decoder_for(model, vocab, hps, cfg, jit_compile=cfg.xla)
     if strategy is not None:
         decoder = ReplicatedDecoder(decoder, strategy)
@@ -304,7 +311,7 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
             )
             decode_dir = decode_inputs.folder_for(base, record)
             if cfg.decode_shards > 1:
-                return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir)
+                return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir, pin)
             locks.acquire(decode_dir, "single-pass decode", "decode another checkpoint or data")
             print(f"Decoding {cfg.data_path} into {decode_dir}", flush=True)
             try:
@@ -325,27 +332,77 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                 decode_forever(decoder, dataset, decode_dir, exp.train_dir, cfg.max_decode_examples)
 
 
-def _decode_shard(decoder, vocab, batch_hps, cfg: DecodeConfig, decode_dir: str) -> None:
+def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]:
+    """The checkpoint every shard of this decode uses: the one the first shard pinned,
+    else the newest intact one, pinned now. Returns (checkpoint, pin file)."""
+    from pointer_generator.errors import CheckpointError
+    from pointer_generator.runtime import checkpointing
+
+    newest = checkpointing.latest_checkpoint(exp.train_dir)
+    if newest is None:
+        raise CheckpointError(
+            f"no checkpoint in {exp.train_dir}{checkpointing.none_intact_note(exp.train_dir)}; "
+            "train a model first (or give --tf1_checkpoint)"
+        )
+    record = decode_inputs.describe(
+        cfg.data_path, vocab, hps, newest, decode_inputs.search_settings(cfg)
+    )
+    del record["checkpoint"]
+    pin = decode_shards.pin_file(exp.root, record, cfg.decode_shards)
+    ckpt, pinned_here = decode_shards.pinned_checkpoint(pin, newest)
+    if pinned_here:
+        print(f"Pinned {ckpt} for all {cfg.decode_shards} shards ({pin})", flush=True)
+    else:
+        note = "" if ckpt == newest else f"; newer now: {newest}"
+        print(f"Using {ckpt}, pinned by the first shard ({pin}{note})", flush=True)
+        if checkpointing.checkpoint_scan.damage(ckpt) is not None:
+            raise CheckpointError(
+                f"the decode shards share checkpoint {ckpt} (pinned by the first shard in "
+                f"{pin}), which is gone or damaged, rotated away by training perhaps; "
+                "shards decoded with it cannot be merged with others: remove the pin file "
+                "and the decode folder's shards/, and run every shard again"
+            )
+    return ckpt, pin
+
+
+def load_checkpoint(model, path: str) -> None:
+    """Load the checkpoint at prefix `path` (checked) into `model`."""
+    from pointer_generator.runtime import checkpointing
+
+    checkpointing.restore(tf.train.Checkpoint(model=model), path, model)
+    log.info("Loaded checkpoint %s", path)
+
+
+def _decode_shard(
+    decoder, vocab, batch_hps, cfg: DecodeConfig, decode_dir: str, pin: str | None
+) -> None:
     """Decode shard `cfg.decode_shard` of `cfg.decode_shards`; the last one to finish
     merges them all into `decode_dir` and scores it (decode_shards.py)."""
     from pointer_generator.data.input_pipeline import make_dataset
 
     n, i = cfg.decode_shards, cfg.decode_shard
     directory = decode_shards.shard_dir(decode_dir, i, n)
-    dataset = make_dataset(cfg.data_path, vocab, batch_hps, "decode", True,
-                           seed=batch_hps.seed, num_replicas=n, replica_index=i,
-                           by_example=True)  # fmt: skip
     total = count_examples(cfg.data_path)
     mine = None if total is None else len(range(i, total, n))
     os.makedirs(directory, exist_ok=True)
     locks.acquire(directory, "decode shard", f"run each --decode_shard once (this is {i} of {n})")
-    print(f"Decoding shard {i} of {n} of {cfg.data_path} into {directory}", flush=True)
     try:
         with _write_errors(directory, "run the same command again: it resumes"):
-            decode_single_pass(decoder, dataset, directory, total=mine,
-                               attention_pages=-(-cfg.attention_pages // n), run_rouge=False,
-                               readable=cfg.readable_summaries,
-                               number=lambda j: j * n + i)  # fmt: skip
+            if mine == 0:
+                print(
+                    f"Shard {i} of {n} has no examples ({cfg.data_path} holds {total}); "
+                    "nothing to decode",
+                    flush=True,
+                )
+            else:
+                print(f"Decoding shard {i} of {n} of {cfg.data_path} into {directory}", flush=True)
+                dataset = make_dataset(cfg.data_path, vocab, batch_hps, "decode", True,
+                                       seed=batch_hps.seed, num_replicas=n, replica_index=i,
+                                       by_example=True)  # fmt: skip
+                decode_single_pass(decoder, dataset, directory, total=mine,
+                                   attention_pages=-(-cfg.attention_pages // n),
+                                   run_rouge=False, readable=cfg.readable_summaries,
+                                   number=lambda j: j * n + i)  # fmt: skip
             decode_shards.mark_done(directory, decode_output.count_complete(directory))
     finally:
         locks.release(directory)
@@ -361,6 +418,8 @@ def _decode_shard(decoder, vocab, batch_hps, cfg: DecodeConfig, decode_dir: str)
             return  # merged already
         with _write_errors(decode_dir, "merge again by running the last shard's command"):
             merged = decode_shards.merge(decode_dir, n)
+            if pin:
+                decode_shards.unpin(pin)
             pages = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
             if os.path.isdir(pages):
                 attention_html.write_index(pages)

@@ -9,19 +9,77 @@ j*N + I in the decode folder (reference/, decoded/, attention pages, readable/, 
 lines), the shard folders go, and ROUGE scores the whole. The result is the folder a
 one-process decode of the same data writes (tested). Shards may run anywhere that sees
 the same experiment folder (a shared file system across machines).
+
+All shards decode with one checkpoint: the first shard to start pins the newest intact
+one in `<experiment>/decode_shard_pins/<digest>.json` (the digest of the data, the
+vocabulary, the settings and the shard count), and the others load that one even when
+training has saved newer ones meanwhile; the merge removes the pin. A shard that gets no
+example (more shards than examples) marks itself finished at once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
+import time
 
 from pointer_generator.decoding import decode_output
 
 SHARDS_SUBDIR = "shards"
 DONE_FILE = ".shard_done"
 _NUMBERED = re.compile(r"^(\d{6})(.*)$")
+
+
+PINS_SUBDIR = "decode_shard_pins"
+
+
+def pin_file(exp_root: str, record: dict, count: int) -> str:
+    """Where the shards of one decode (its inputs `record`, without the checkpoint, and
+    the shard count) keep the checkpoint they share."""
+    key = json.dumps({"inputs": record, "shards": count}, sort_keys=True)
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+    return os.path.join(exp_root, PINS_SUBDIR, f"{digest}.json")
+
+
+def pinned_checkpoint(path: str, newest: str) -> tuple[str, bool]:
+    """(checkpoint, pinned_here): the checkpoint pinned in `path`, or `newest` pinned
+    now if no shard has pinned one yet (an exclusive create: of shards starting at the
+    same moment exactly one pins, the others read its choice)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    text = json.dumps({"checkpoint": newest}) + "\n"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        for _ in range(50):  # the pinning shard may still be writing it
+            try:
+                with open(path, encoding="utf-8") as f:
+                    return json.load(f)["checkpoint"], False
+            except (ValueError, KeyError, TypeError):
+                time.sleep(0.1)
+        os.replace(_write_tmp(path, text), path)  # unreadable: ours from now on
+        return newest, True
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return newest, True
+
+
+def _write_tmp(path: str, text: str) -> str:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    return tmp
+
+
+def unpin(path: str) -> None:
+    """Remove a pin file (after the merge), and its folder once empty."""
+    try:
+        os.remove(path)
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
 
 
 def shard_dir(decode_dir: str, index: int, count: int) -> str:

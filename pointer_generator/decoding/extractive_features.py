@@ -28,6 +28,7 @@ import hashlib
 import numpy as np
 import tensorflow as tf
 
+from pointer_generator.data.text_files import text_lines
 from pointer_generator.data.vocab import START_ID, STOP_ID
 from pointer_generator.errors import DataError
 
@@ -43,6 +44,10 @@ NAMAS_WEIGHTS = {
     "ooo": -0.5293249226416208,
     "length": 0.0,
 }
+# The largest weight a file may give: scores are float32 (overflow at 3.4e38) sums of a
+# weight times a count of up to max_dec_steps n-grams, plus log-probabilities; MERT's
+# weights are of order 1-10. 1e6 keeps every score finite with room to spare.
+MAX_WEIGHT = 1e6
 PAD = 3  # NAMAS wraps the input as <s> <s> <s> x </s> </s> </s>
 
 
@@ -53,7 +58,7 @@ def read_weights(path: str) -> dict:
     weights = {"lm": 1.0, **dict.fromkeys(INDICATORS, 0.0)}
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            lines = text_lines(f.read())
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(
             f"cannot read feature weights {path}: {getattr(e, 'strerror', e)}"
@@ -72,8 +77,12 @@ def read_weights(path: str) -> dict:
             weights[name] = float(words[1])
         except ValueError:
             raise DataError(f"{path}:{number}: {words[1]!r} is not a number") from None
-        if not np.isfinite(weights[name]):
-            raise DataError(f"{path}:{number}: the weight must be finite")
+        if not abs(weights[name]) <= MAX_WEIGHT:  # NaN fails this too
+            raise DataError(
+                f"{path}:{number}: the weight {words[1]} is out of range: a weight must be a "
+                f"finite number within +-{MAX_WEIGHT:g} (scores are float32 sums of up to "
+                "hundreds of weighted feature counts; larger weights overflow them)"
+            )
     if weights["lm"] <= 0:
         raise DataError(f"{path}: the lm weight must be positive, got {weights['lm']}")
     return weights

@@ -23,7 +23,6 @@ its summaries are theirs.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import numpy as np
@@ -71,6 +70,26 @@ class SummaryResult:
         )
 
 
+def check_text(text: str) -> None:
+    """DataError unless `text` is a str with words to summarize once tokenized."""
+    from pointer_generator.data.stories import articles_of_texts
+    from pointer_generator.errors import DataError
+
+    if not isinstance(text, str):
+        raise DataError(f"a text to summarize must be a str, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise DataError(
+            f"not valid Unicode: a lone surrogate (U+{ord(text[e.start]):04X}) at character "
+            f"{e.start}"
+        ) from None
+    try:
+        articles_of_texts([text])
+    except DataError:
+        raise DataError("no article text to summarize (no words once tokenized)") from None
+
+
 class Summarizer:
     """A model, its vocabulary and a search, ready for raw texts.
 
@@ -106,8 +125,7 @@ class Summarizer:
         from pointer_generator.decoding.extractive_features import read_weights
         from pointer_generator.hparams import HParams
         from pointer_generator.models.families import build_model
-        from pointer_generator.runtime import checkpointing
-        from pointer_generator.runtime.experiment import SETTINGS_FILE
+        from pointer_generator.runtime import checkpointing, experiment_settings
 
         unknown = sorted(set(decode_options) - set(DECODE_OPTIONS))
         if unknown:
@@ -116,20 +134,24 @@ class Summarizer:
                 f"{', '.join(DECODE_OPTIONS)}"
             )
         root = os.path.join(log_root, exp_name)
-        path = os.path.join(root, SETTINGS_FILE)
-        try:
-            with open(path, encoding="utf-8") as f:
-                stored = json.load(f)
-        except (OSError, ValueError) as e:
+        stored = experiment_settings.read(root)
+        if stored is None:
             raise FlagError(
-                f"cannot read {path} ({getattr(e, 'strerror', None) or e}): is "
-                f"{root} an experiment trained by this version?"
-            ) from None
+                f"no {experiment_settings.settings_path(root)}: is {root} an experiment "
+                "trained by this version?"
+            )
         fields = {f.name for f in dataclasses.fields(HParams)}
         values = {k: v for k, v in stored["flags"].items() if k in fields}
         values.update(decode_options)
         hps = HParams(**values).replace(mode="decode")
-        vocab = Vocab(vocab_path or stored["vocab"]["path"], hps.vocab_size)
+        if "min_dec_steps" in decode_options and hps.min_dec_steps > hps.max_dec_steps:
+            raise FlagError(
+                f"min_dec_steps={hps.min_dec_steps} is above max_dec_steps="
+                f"{hps.max_dec_steps} (no summary could end): lower it, or raise max_dec_steps"
+            )
+        if vocab_path:
+            experiment_settings.check_given_vocabulary(root, stored, vocab_path)
+        vocab = Vocab(vocab_path or experiment_settings.vocabulary(root, stored), hps.vocab_size)
         model = build_model(hps, vocab.size())
         if checkpoint:
             if not os.path.exists(checkpoint + ".index"):
@@ -150,6 +172,11 @@ class Summarizer:
     def from_saved_model(export_dir: str, batch_size: int = 16) -> SavedModelSummarizer:
         """A model exported by `pointer-generator export`, with `summarize` as here."""
         return SavedModelSummarizer(export_dir, batch_size)
+
+    def check_text(self, text: str) -> None:
+        """DataError when `text` has nothing to summarize (no words once tokenized:
+        markup such as `&nbsp;`, only `@highlight`, invisible characters)."""
+        check_text(text)
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
@@ -198,6 +225,11 @@ class SavedModelSummarizer:
         self._serve = self._model.signatures["serving_default"]
         self.batch_size = batch_size
 
+    def check_text(self, text: str) -> None:
+        """As `Summarizer.check_text` (the tokenizer in the graph follows the same rules;
+        a text it still finds empty fails in `summarize`)."""
+        check_text(text)
+
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (a text with no words is a
         DataError, as with `Summarizer`)."""
@@ -208,6 +240,13 @@ class SavedModelSummarizer:
         if isinstance(texts, str):
             texts = [texts]
         results = []
+        for i, text in enumerate(texts):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as e:  # TensorFlow strings are UTF-8
+                raise DataError(
+                    f"text {i + 1}: not valid Unicode: a lone surrogate at character {e.start}"
+                ) from None
         for start in range(0, len(texts), self.batch_size):
             chunk = list(texts[start : start + self.batch_size])
             out = {k: v.numpy() for k, v in self._serve(texts=tf.constant(chunk)).items()}

@@ -107,14 +107,27 @@ def listed(directory: str, state_file: str) -> list[str] | None:
         state = None
     if state is None or not state.model_checkpoint_path:
         return None
+    # TensorFlow has already joined relative entries to `directory` (joining them again
+    # named files outside it when `directory` was relative).
     paths = [p for p in state.all_model_checkpoint_paths if p != state.model_checkpoint_path]
     paths.append(state.model_checkpoint_path)
-    return [p if os.path.isabs(p) else os.path.join(directory, p) for p in paths]
+    return [os.path.normpath(os.path.abspath(p)) for p in paths]
+
+
+def foreign(directory: str, prefixes: list[str], names: re.Pattern) -> list[str]:
+    """The entries of a state file that are not checkpoints of `directory` (another
+    folder, or a name no save of this project gives): the state file's rotation would
+    delete their files, so the writer drops them from the list and never touches them."""
+    home = os.path.normpath(os.path.abspath(directory))
+    return [
+        p for p in prefixes if os.path.dirname(p) != home or not names.match(os.path.basename(p))
+    ]
 
 
 def on_disk(directory: str, names: re.Pattern) -> list[str]:
     """The checkpoint prefixes in `directory` (those with an `.index` file) whose names
     match `names`, oldest first."""
+    directory = os.path.normpath(os.path.abspath(directory))
     prefixes = [i[: -len(".index")] for i in tf.io.gfile.glob(os.path.join(directory, "*.index"))]
     return oldest_first([p for p in prefixes if names.match(os.path.basename(p))])
 
@@ -174,8 +187,19 @@ def newest_intact(directory: str, state_file: str, names: re.Pattern) -> str | N
 def recover(directory: str, state_file: str, names: re.Pattern) -> str | None:
     """For the one job that writes `directory`: the newest intact checkpoint, with the
     directory repaired around it (see module). Returns its prefix, or None."""
+    directory = os.path.normpath(os.path.abspath(directory))
     remove_unfinished_saves(directory)
     named = listed(directory, state_file)
+    outside = foreign(directory, named or [], names)
+    if outside:
+        log.warning(
+            "%s named %s, which %s not a checkpoint of this folder; dropped from its list "
+            "(the files are left alone)",
+            os.path.join(directory, state_file),
+            ", ".join(outside),
+            "is" if len(outside) == 1 else "are",
+        )
+        named = [p for p in named if p not in outside] or None
     newest = None
     damaged = []
     for prefix in reversed(oldest_first(on_disk(directory, names) + (named or []))):
@@ -192,7 +216,7 @@ def recover(directory: str, state_file: str, names: re.Pattern) -> str | None:
         )
     for prefix, reason in damaged:
         _set_aside(prefix, reason)
-    if newest is not None and (named is None or named[-1] != newest):
+    if newest is not None and (outside or named is None or named[-1] != newest):
         _rewrite_state(directory, state_file, named, newest)
     return newest
 
@@ -209,11 +233,38 @@ def none_intact_note(directory: str) -> str:
     return f" (its checkpoints are all damaged: {describe(damaged)})" if damaged else ""
 
 
+# What a save cut short leaves: TensorFlow writes a checkpoint's shards into
+# `<prefix>_temp/part-*` before merging them into `<prefix>.index` / `.data-*`.
+UNFINISHED_SAVE = re.compile(r"^(?:model\.ckpt|model|bestmodel)-\d+(?:_cov_init)?_temp$")
+# The shards' files, and the `.tempstate<N>` files of a shard being written.
+_SAVE_PART = re.compile(r"^part-\d+-of-\d+(?:\.index|\.data-\d+-of-\d+)?(?:\.tempstate-?\d+)?$")
+
+
+def is_unfinished_save(path: str) -> bool:
+    """True only for a folder that is provably a save's leftover: named
+    `<checkpoint prefix>_temp` and holding nothing but TensorFlow's `part-*` shards."""
+    if not UNFINISHED_SAVE.match(os.path.basename(path)) or not os.path.isdir(path):
+        return False
+    if os.path.islink(path):
+        return False
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return False
+    return all(e.is_file(follow_symlinks=False) and _SAVE_PART.match(e.name) for e in entries)
+
+
 def remove_unfinished_saves(directory: str) -> None:
     """Remove the `<prefix>_temp/` folders of saves that were cut short (only the
-    directory's one writer calls this, so no save is in progress)."""
-    for leftover in tf.io.gfile.glob(os.path.join(directory, "*_temp*")):
-        if not tf.io.gfile.isdir(leftover):
+    directory's one writer calls this, so no save is in progress). Nothing else is
+    touched: a folder of the user's whose name merely contains `_temp` stays."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in sorted(names):
+        leftover = os.path.join(directory, name)
+        if not is_unfinished_save(leftover):
             continue
         log.info("Removing %s, left by a save that did not finish", leftover)
         try:
@@ -263,8 +314,11 @@ def _rewrite_state(directory: str, state_file: str, named: list[str] | None, new
     rotating = [t for p, t in zip(paths, stamps, strict=True) if _is_rotating(p)]
     preserved_until = (min(rotating) if rotating else time.time()) - 1.0
     stamps = [t if _is_rotating(p) else preserved_until for p, t in zip(paths, stamps, strict=True)]
+    # An absolute directory: TensorFlow stores the bare names as they are (with a
+    # relative one it rewrites them relative to it, as if they were relative to the
+    # working directory).
     tf.compat.v1.train.update_checkpoint_state(
-        directory,
+        os.path.abspath(directory),
         os.path.basename(newest),
         [os.path.basename(p) for p in paths],
         latest_filename=state_file,

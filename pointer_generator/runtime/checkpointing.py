@@ -137,7 +137,8 @@ def write_failure_reason(error: Exception) -> str:
 def _remove_partial_write(prefix: str) -> None:
     """Remove what a failed save of `prefix` left behind (its `_temp` directory and any
     files of the unfinished checkpoint), freeing the space it took on a full disk."""
-    for leftover in tf.io.gfile.glob(prefix + "_temp*"):
+    leftover = prefix + "_temp"
+    if checkpoint_scan.is_unfinished_save(leftover):
         try:
             tf.io.gfile.rmtree(leftover)
         except tf.errors.OpError:
@@ -385,8 +386,9 @@ def add_to_state_file(
     # Relative names keep the experiment directory movable. Timestamps equal to the
     # "last preserved" time make a later CheckpointManager keep these files for good
     # (a converted or restored model is never rotated away by the next training run).
+    # An absolute directory keeps the bare names as written (see checkpoint_scan).
     tf.compat.v1.train.update_checkpoint_state(
-        directory,
+        os.path.abspath(directory),
         os.path.basename(prefix),
         [os.path.basename(p) for p in paths],
         latest_filename=state_file,

@@ -6,12 +6,12 @@
     eval/    checkpoint_best, bestmodel-<step>.*, events.out.tfevents.*,
              single_pass_loss.txt (eval --single_pass)
     decode*/ written by decode mode
+    settings.json, vocab   how it was made (runtime/experiment_settings.py)
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import tempfile
 
@@ -23,8 +23,6 @@ EVAL_SUBDIR = "eval"
 VOCAB_METADATA = "vocab_metadata.tsv"
 PROJECTOR_CONFIG = "projector_config.pbtxt"
 SINGLE_PASS_LOSS = "single_pass_loss.txt"
-# How the experiment was made (model flags, vocabulary): see cli/stored_settings.py.
-SETTINGS_FILE = "settings.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,28 +61,6 @@ def check_exp_name(exp_name: str) -> None:
             f"--exp_name {exp_name!r} must be a name, not a path (no '/', not '.' or '..'): "
             "experiments are folders directly in --log_root"
         )
-
-
-def write_settings(exp: Experiment, settings: dict | None) -> None:
-    """Store `settings` as the experiment's `settings.json` (atomically; unchanged
-    content is not rewritten)."""
-    if settings is None:
-        return
-    path = os.path.join(exp.root, SETTINGS_FILE)
-    text = json.dumps(settings, indent=1, sort_keys=True) + "\n"
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise OutputError(f"cannot write {path} ({e.strerror or e})") from None
 
 
 def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:

@@ -4,7 +4,9 @@ Two training jobs on one experiment would rotate each other's checkpoints away; 
 eval jobs would race on the best models; two single-pass decodes into one folder would
 interleave files. Each writer therefore takes an exclusive `flock` on `<dir>/.lock`
 before it writes. The kernel releases the lock when the process ends, however it ends
-(`kill -9` included), so a stale lock is impossible. The file holds the holder's pid,
+(`kill -9` included), so a stale lock is impossible. The directory itself is locked
+the same way, so deleting `.lock` while a job runs lets no second writer in. The file
+holds the holder's pid,
 host and start time, which the refusal message quotes; a job that ends normally removes
 it (a killed one leaves it, unlocked, for the next job to take). Readers (an
 eval job reading train/, a decode reading checkpoints) take no lock.
@@ -32,7 +34,8 @@ except ImportError:  # Windows
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
-_held: dict[str, int] = {}  # directory -> open descriptor (kept for the process lifetime)
+# directory -> open descriptors of the lock file and of the directory (kept while held)
+_held: dict[str, tuple[int, int | None]] = {}
 
 
 class DirectoryBusyError(FlagError):
@@ -60,10 +63,12 @@ def acquire(directory: str, role: str, fix: str) -> None:
             log.warning("No file locking on this platform: nothing stops a second %s", role)
         return
     path = os.path.join(directory, LOCK_FILE)
+    dir_fd = _lock_directory(directory, path, role, fix)
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
+            _close(dir_fd)
             raise OutputError(
                 f"cannot create {path} ({e.strerror or e}); check --log_root and --exp_name"
             ) from None
@@ -71,6 +76,7 @@ def acquire(directory: str, role: str, fix: str) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            _close(dir_fd)
             raise DirectoryBusyError(
                 f"another {role} is writing {directory} ({_holder(path)}); wait for it to "
                 f"end, stop it, or {fix}"
@@ -78,6 +84,7 @@ def acquire(directory: str, role: str, fix: str) -> None:
         except OSError as e:  # e.g. ENOLCK on a network file system
             os.close(fd)
             log.warning("Cannot lock %s (%s): nothing stops a second %s", path, e.strerror, role)
+            _close(dir_fd)
             return
         # The holder before us may have removed the file on release after we opened it:
         # a lock on a removed file protects nothing, so take the one at the path.
@@ -98,17 +105,45 @@ def acquire(directory: str, role: str, fix: str) -> None:
         os.write(fd, json.dumps(info).encode("utf-8"))
     except OSError:
         pass  # a full disk: the lock holds all the same, the refusal just says less
-    _held[directory] = fd
+    _held[directory] = (fd, dir_fd)
+
+
+def _lock_directory(directory: str, path: str, role: str, fix: str) -> int | None:
+    """Lock the directory's own descriptor (None where that cannot be done: the lock
+    file's lock still holds)."""
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(dir_fd)
+        raise DirectoryBusyError(
+            f"another {role} is writing {directory} ({_holder(path)}); wait for it to "
+            f"end, stop it, or {fix}"
+        ) from None
+    except OSError:
+        os.close(dir_fd)
+        return None
+    return dir_fd
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
 
 
 def release(directory: str) -> None:
     """Give up the lock on `directory` and remove its file (a job that ends without
     calling this, killed say, leaves the file, but not the lock)."""
     directory = os.path.abspath(directory)
-    fd = _held.pop(directory, None)
-    if fd is not None:
+    held = _held.pop(directory, None)
+    if held is not None:
+        fd, dir_fd = held
         try:
             os.remove(os.path.join(directory, LOCK_FILE))  # while still holding it
         except OSError:
             pass
         os.close(fd)
+        _close(dir_fd)

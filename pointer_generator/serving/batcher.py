@@ -3,15 +3,23 @@
 Each request (a list of texts) waits in a queue; one worker thread takes the waiting
 requests, up to `max_batch` texts (a request is never split), waiting at most
 `max_wait_s` after the first for others to join, decodes them in one call and hands each
-request its results. A failure of one batch fails only its requests; the worker goes on.
+request its results. A batch that fails is decoded again one request at a time, so a
+text that cannot be summarized fails only its own request; the worker goes on whatever
+happens (`alive` says so, for the server's health check).
 """
 
 from __future__ import annotations
 
 import collections
+import logging
+import math
 import threading
 import time
 from concurrent.futures import Future
+
+from pointer_generator.errors import FlagError
+
+log = logging.getLogger(__name__)
 
 
 class RequestBatcher:
@@ -22,6 +30,10 @@ class RequestBatcher:
     """
 
     def __init__(self, summarize, max_batch: int = 16, max_wait_s: float = 0.01):
+        if not (isinstance(max_wait_s, int | float) and math.isfinite(max_wait_s)):
+            raise FlagError(f"max_wait_s must be a finite number of seconds, got {max_wait_s}")
+        if max_wait_s < 0:
+            raise FlagError(f"max_wait_s must be >= 0, got {max_wait_s}")
         self.summarize = summarize
         self.max_batch = max(1, max_batch)
         self.max_wait_s = max_wait_s
@@ -41,6 +53,11 @@ class RequestBatcher:
             self._queue.append((list(texts), future))
             self._cond.notify()
         return future
+
+    @property
+    def alive(self) -> bool:
+        """Whether the worker thread is there to decode requests."""
+        return self._thread.is_alive()
 
     def close(self) -> None:
         with self._cond:
@@ -71,18 +88,30 @@ class RequestBatcher:
 
     def _run(self) -> None:
         while True:
-            group = self._take()
+            try:
+                group = self._take()
+            except BaseException:  # never a dead worker behind a live server
+                log.exception("request batcher: could not take requests")
+                time.sleep(0.1)
+                continue
             if group is None:
                 return
-            texts = [t for request, _ in group for t in request]
-            try:
-                results = self.summarize(texts)
-            except BaseException as e:  # the requests fail, the server goes on
-                for _, future in group:
-                    future.set_exception(e)
-                continue
-            self.batch_sizes.append(len(texts))
-            i = 0
-            for request, future in group:
-                future.set_result(results[i : i + len(request)])
-                i += len(request)
+            self._decode(group)
+
+    def _decode(self, group: list) -> None:
+        texts = [t for request, _ in group for t in request]
+        try:
+            results = self.summarize(texts)
+        except BaseException as e:
+            if len(group) == 1:
+                group[0][1].set_exception(e)
+                return
+            # One request's text may be what failed: each request again, alone.
+            for request in group:
+                self._decode([request])
+            return
+        self.batch_sizes.append(len(texts))
+        i = 0
+        for request, future in group:
+            future.set_result(results[i : i + len(request)])
+            i += len(request)

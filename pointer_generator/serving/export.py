@@ -82,6 +82,13 @@ class SummarizerModule(tf.Module):
         return self._summarize(articles)
 
     def _summarize(self, articles):
+        # An empty batch is searched as one "." article (the search needs a row) and
+        # every output sliced back to no rows.
+        n = tf.shape(articles)[0]
+        articles = tf.cond(n > 0, lambda: articles, lambda: tf.constant(["."]))
+        return {k: v[:n] for k, v in self._summarize_rows(articles).items()}
+
+    def _summarize_rows(self, articles):
         # A text with no words is decoded as "." (the search needs one position) and
         # its outputs are blanked afterwards.
         has_words = tf.strings.length(tf.strings.strip(articles)) > 0

@@ -9,10 +9,15 @@
                            [summary tokens][article tokens], "p_gens", "score"
                            (+ "attention_page": HTML)}]}
 
-Requests of all clients are decoded together (`batcher.RequestBatcher`). A bad request
-gets a 4xx status and {"error": "..."}: 400 for a body that is not UTF-8 or not JSON or
-has no non-empty text, 411 without Content-Length, 413 for a body or text over the
-limits, 404 / 405 for other paths and methods; the server keeps serving.
+Requests of all clients are decoded together (`batcher.RequestBatcher`). Each text is
+checked before it joins a batch, so a text that cannot be summarized fails only its own
+request. A bad request gets a 4xx status and {"error": "..."} (texts are numbered from 0,
+as in the request's list): 400 for a body that is not UTF-8 or not JSON, a text that is
+empty or not valid Unicode (a lone surrogate), 411 without Content-Length, 413 for a
+body or text over the limits, 422 for a text with no words to summarize, 404 for other
+paths and 405 for other methods; the server keeps serving. A client that stops sending
+is cut off after `read_timeout_s`, and at most `max_connections` are served at once
+(503 beyond), so stalled sockets cannot pile up threads.
 
 The standard library's `ThreadingHTTPServer` is enough here: every request waits on the
 one model anyway, so a web framework would add a dependency and no speed.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +54,8 @@ class SummaryService:
       max_batch, max_wait_s: see `RequestBatcher`.
       max_chars: the longest text accepted; max_texts: texts per request;
       max_body_bytes: the largest request body; timeout_s: how long a request may wait.
+      read_timeout_s: how long a connection may take to send its request;
+      max_connections: connections served at once.
     """
 
     def __init__(
@@ -60,8 +68,11 @@ class SummaryService:
         max_texts: int = 64,
         max_body_bytes: int = 8 << 20,
         timeout_s: float = 600.0,
+        read_timeout_s: float = 30.0,
+        max_connections: int = 256,
     ):
         self.summarizer, self.name = summarizer, name
+        self.read_timeout_s, self.max_connections = read_timeout_s, max_connections
         self.batcher = RequestBatcher(summarizer.summarize, max_batch, max_wait_s)
         self.max_chars, self.max_texts = max_chars, max_texts
         self.max_body_bytes, self.timeout_s = max_body_bytes, timeout_s
@@ -93,14 +104,33 @@ class SummaryService:
                 HTTPStatus.BAD_REQUEST, f"send 1 to {self.max_texts} texts, got {len(texts)}"
             )
         for i, t in enumerate(texts):
-            if not t.strip():
-                raise RequestError(HTTPStatus.BAD_REQUEST, f"text {i} is empty")
-            if len(t) > self.max_chars:
-                raise RequestError(
-                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                    f"text {i} has {len(t):,} characters; the limit is {self.max_chars:,}",
-                )
+            self.check_text(i, t)
         return texts, bool(request.get("attention_page", False))
+
+    def check_text(self, i: int, text: str) -> None:
+        """RequestError when text `i` of a request cannot be summarized, before it joins
+        a batch that it would fail for everyone."""
+        if not text.strip():
+            raise RequestError(HTTPStatus.BAD_REQUEST, f"text {i} is empty")
+        if len(text) > self.max_chars:
+            raise RequestError(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"text {i} has {len(text):,} characters; the limit is {self.max_chars:,}",
+            )
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise RequestError(
+                HTTPStatus.BAD_REQUEST,
+                f"text {i} is not valid Unicode: a lone surrogate "
+                f"(U+{ord(text[e.start]):04X}) at character {e.start}",
+            ) from None
+        check = getattr(self.summarizer, "check_text", None)
+        if check is not None:
+            try:
+                check(text)
+            except PointerGeneratorError as e:
+                raise RequestError(HTTPStatus.UNPROCESSABLE_ENTITY, f"text {i}: {e}") from None
 
     def summarize(self, texts: list[str], attention_page: bool) -> dict:
         try:
@@ -164,11 +194,33 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/":
             self._send(HTTPStatus.OK, page_html().encode("utf-8"), "text/html; charset=utf-8")
         elif path == "/healthz":
-            self._json(HTTPStatus.OK, {"status": "ok", "model": self.service.name})
+            if self.service.batcher.alive:
+                self._json(HTTPStatus.OK, {"status": "ok", "model": self.service.name})
+            else:
+                self._json(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    {"status": "error", "error": "the model's worker has stopped"},
+                )
         elif path == "/api/summarize":
             self._json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": "POST a JSON body here"})
         else:
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {path}"})
+
+    def _not_allowed(self):
+        self._json(
+            HTTPStatus.METHOD_NOT_ALLOWED,
+            {"error": f"{self.command} is not served: GET / and /healthz, POST /api/summarize"},
+        )
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
+
+    def do_HEAD(self):
+        # HEAD gets no body, only the status and headers a GET would have.
+        self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Allow", "GET, POST")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def do_POST(self):
         if self.path.split("?", 1)[0] != "/api/summarize":
@@ -192,15 +244,48 @@ class Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.OK, self.service.summarize(texts, page))
         except RequestError as e:
             self._json(e.status, {"error": str(e)})
+        except TimeoutError:  # the client stopped sending its body: drop it
+            self.close_connection = True
         except Exception as e:  # never a dead server for one request
             log.exception("request failed")
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {e}"})
 
 
+class _Server(ThreadingHTTPServer):
+    """A ThreadingHTTPServer that serves at most `max_connections` connections at once
+    (a 503 answers the rest at once) and cuts off clients that stop sending."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler, max_connections: int):
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            try:
+                body = b'{"error": "the server is busy: too many connections; try again"}'
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def make_server(service: SummaryService, host: str = "127.0.0.1", port: int = 8000):
-    """A ThreadingHTTPServer bound to (host, port) (port 0: a free one); call
+    """A threading HTTP server bound to (host, port) (port 0: a free one); call
     `serve_forever()` on it."""
-    handler = type("BoundHandler", (Handler,), {"service": service})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    handler = type(
+        "BoundHandler", (Handler,), {"service": service, "timeout": service.read_timeout_s}
+    )
+    return _Server((host, port), handler, service.max_connections)

@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.runtime import checkpointing, locks, summaries
-from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment, write_settings
+from pointer_generator.runtime import checkpointing, experiment_settings, locks, summaries
+from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
@@ -129,7 +129,8 @@ def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
             path = restore_best_model(hps, vocab, exp)
         else:
             return _train(hps, vocab, cfg, exp)
-        write_settings(exp, cfg.settings)  # the model now in train/ is made with these
+        # The model now in train/ is made with these settings.
+        experiment_settings.write(exp.root, cfg.settings)
         return path
     finally:
         locks.release(exp.train_dir)
@@ -173,7 +174,7 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig, epochs: E
         trainer.load_tf1(cfg.tf1_checkpoint)
     if chief:
         # Only now: the flags have passed the checkpoint's checks.
-        write_settings(exp, cfg.settings)
+        experiment_settings.write(exp.root, cfg.settings)
     keep_data = cfg.checkpoint_data_position and trainer.num_workers == 1
     iterator, data_config = training_data(trainer, vocab, cfg, latest if keep_data else None)
     directory = _worker_directory(exp, trainer)

@@ -1,0 +1,219 @@
+"""What an experiment remembers of how it was made: `settings.json` and its own copy of
+the vocabulary.
+
+    <log_root>/<exp_name>/settings.json   {"flags": {model and length flags},
+                                           "vocab": {"path": the file trained with,
+                                                     "sha256": its content's digest,
+                                                     "copy": "vocab"}}
+    <log_root>/<exp_name>/vocab           that vocabulary, copied when training started
+
+An experiment is self-contained: moved, copied, or with its data folder rebuilt (a second
+`data_tools.convert` into the same folder rewrites `vocab`), it still reads the
+vocabulary it was trained with, and the digest is checked every time the vocabulary is
+used, so a changed file is one error instead of summaries made with other words.
+
+The file is written by the training job; anyone may edit it by hand, so every read
+checks its shape and types (`read`), naming the file and the entry on a problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+from pointer_generator.errors import FlagError, OutputError
+
+SETTINGS_FILE = "settings.json"
+VOCAB_COPY = "vocab"
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def file_digest(path: str) -> str | None:
+    """The SHA-256 of a file's content (hex), or None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def settings_path(root: str) -> str:
+    return os.path.join(root, SETTINGS_FILE)
+
+
+def read(root: str) -> dict | None:
+    """The checked settings of the experiment at `root`, or None when it has no
+    settings.json (an experiment of an older version, or none yet).
+
+    Raises FlagError naming the file and what is wrong with it: not JSON, no "flags" or
+    "vocab" object, a flag that is not a model setting or whose value has the wrong
+    type (`"hidden_dim": "abc"`, `null`, `24.7`).
+    """
+    path = settings_path(root)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            stored = json.load(f)
+    except (OSError, ValueError) as e:
+        raise _bad(path, getattr(e, "strerror", None) or str(e)) from None
+    if not isinstance(stored, dict):
+        raise _bad(path, "it holds no JSON object")
+    flags, vocab = stored.get("flags"), stored.get("vocab")
+    if not isinstance(flags, dict):
+        raise _bad(path, '"flags" must be an object of flag names and values')
+    if not isinstance(vocab, dict) or not isinstance(vocab.get("path"), str):
+        raise _bad(path, '"vocab" must be an object with the vocabulary\'s "path"')
+    sha = vocab.get("sha256")
+    if not (sha is None or (isinstance(sha, str) and len(sha) == 64)):
+        raise _bad(path, '"vocab"."sha256" must be a SHA-256 digest (64 hex digits)')
+    if "copy" in vocab and vocab["copy"] != VOCAB_COPY:
+        raise _bad(path, f'"vocab"."copy" must be "{VOCAB_COPY}"')
+    types = _field_types()
+    for name, value in flags.items():
+        if name not in types:
+            raise _bad(path, f'"flags" holds {name!r}, which is not a model setting')
+        want = types[name]
+        # JSON has one number type: 2 is a fine float, but 24.7 is no int, true no int.
+        ok = (isinstance(value, want) and not (want is int and isinstance(value, bool))) or (
+            want is float and isinstance(value, int) and not isinstance(value, bool)
+        )
+        if not ok:
+            raise _bad(path, f'"{name}" must be {_article(want.__name__)}, got {json.dumps(value)}')
+    return stored
+
+
+def _article(type_name: str) -> str:
+    return {"int": "an integer", "float": "a number", "bool": "true or false"}.get(
+        type_name, "a string"
+    )
+
+
+def _bad(path: str, why: str) -> FlagError:
+    return FlagError(
+        f"{path} is unreadable ({why}); restore it (the training run writes it again when "
+        "it resumes), or remove it and give every model flag on the command line"
+    )
+
+
+def _field_types() -> dict[str, type]:
+    from pointer_generator.hparams import HParams
+
+    return {f.name: _TYPES[str(f.type)] for f in dataclasses.fields(HParams)}
+
+
+def vocabulary(root: str, stored: dict) -> str:
+    """The vocabulary file the experiment at `root` was trained with, checked.
+
+    Its own copy when it has one, else (an experiment made before copies were kept) the
+    file it was trained from. Raises FlagError when that file is gone or its content is
+    not what training used (the digest in settings.json).
+    """
+    vocab, path = stored["vocab"], settings_path(root)
+    if vocab.get("copy"):
+        copy = os.path.join(root, vocab["copy"])
+        if not os.path.isfile(copy):
+            raise FlagError(
+                f"{copy}, this experiment's copy of its vocabulary, is gone; put it back (a "
+                f"copy of {vocab['path']} as it was when training began), or give --vocab_path"
+            )
+        if vocab.get("sha256") and file_digest(copy) != vocab["sha256"]:
+            raise FlagError(
+                f"{copy} is not the vocabulary this experiment was trained with (its "
+                f"SHA-256 differs from the one in {path}); put back the original file"
+            )
+        return copy
+    source = vocab["path"]
+    if not os.path.isfile(source):
+        raise FlagError(
+            f"the vocabulary this experiment was trained with, {source}, is gone "
+            f"(stored in {path}); give --vocab_path with a copy of it"
+        )
+    if vocab.get("sha256") and file_digest(source) != vocab["sha256"]:
+        raise FlagError(
+            f"{source} changed since this experiment was trained with it (its SHA-256 "
+            f"differs from the one in {path}: was the data folder made again?); put back "
+            "the file it was trained with, or give --vocab_path with a copy of it"
+        )
+    return source
+
+
+def check_given_vocabulary(root: str, stored: dict, given: str) -> None:
+    """FlagError when a --vocab_path given with a trained experiment has other content."""
+    digest, sha = file_digest(given), stored["vocab"].get("sha256")
+    if digest is not None and sha and digest != sha:
+        own = os.path.join(root, stored["vocab"].get("copy") or "")
+        keeps = (
+            f"the experiment keeps its own copy, {own}"
+            if stored["vocab"].get("copy")
+            else f"it was trained with {stored['vocab']['path']}"
+        )
+        raise FlagError(
+            f"--vocab_path {given} is not the vocabulary this experiment was trained with "
+            f"(other content than the SHA-256 in {settings_path(root)}); drop the flag "
+            f"({keeps}), or train a new experiment (another --exp_name)"
+        )
+
+
+def write(root: str, settings: dict | None) -> None:
+    """Store `settings` as `root/settings.json`, with a copy of its vocabulary as
+    `root/vocab` (both atomically; unchanged content is not rewritten). Only the
+    training job, which holds train/'s lock, calls this."""
+    if settings is None:
+        return
+    settings = json.loads(json.dumps(settings))  # a copy we may extend
+    vocab = settings["vocab"]
+    _store_vocabulary(root, vocab)
+    vocab["copy"] = VOCAB_COPY
+    path = settings_path(root)
+    text = json.dumps(settings, indent=1, sort_keys=True) + "\n"
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    _write_atomically(path, lambda tmp: _write_text(tmp, text))
+
+
+def _store_vocabulary(root: str, vocab: dict) -> None:
+    copy = os.path.join(root, VOCAB_COPY)
+    if os.path.lexists(copy):
+        if file_digest(copy) == vocab["sha256"]:
+            return
+        raise FlagError(
+            f"{copy} exists but is not the vocabulary this run trains with "
+            f"({vocab['path']}); it is this experiment's copy of the vocabulary it was "
+            "trained with: train a new experiment (another --exp_name), or move it away"
+        )
+    _write_atomically(copy, lambda tmp: shutil.copyfile(vocab["path"], tmp))
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _write_atomically(path: str, write) -> None:
+    """`write(tmp)` into a temporary file beside `path`, then rename it into place."""
+    directory = os.path.dirname(path)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+        )
+        os.close(fd)
+        try:
+            write(tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    except OSError as e:
+        raise OutputError(f"cannot write {path} ({e.strerror or e})") from None
