@@ -67,7 +67,7 @@ from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
 
 NGRAM_ORDERS = (1, 2, 3, 4)
-P_GENS_FILE = "p_gens.tsv"  # written by pointer_generator.decoding.decode in single-pass mode
+P_GENS_FILE = "p_gens.tsv"  # written by pointer_generator.decoding.decode_mode in single-pass mode
 DEFAULT_MAX_ENC_STEPS = 400
 
 _DECODED_RE = re.compile(r"(\d+)_decoded\.txt")

@@ -7,7 +7,7 @@ pointer_generator` does not start TensorFlow:
     Vocab, make_dataset, model_inputs                  data
     PointerGeneratorModel, load_tf1_checkpoint         the model and the original's weights
     Trainer                                            one distributed training step
-    BeamSearchDecoder, Summary                         batched beam-search decoding
+    BeamSearchDecoder, Summary, SearchSettings         batched beam-search decoding
     summarize_texts                                    raw texts in, summaries out
     Summarizer, SummaryResult                          a trained experiment, for raw texts
     SavedModelSummarizer                               the same over an exported model
@@ -34,7 +34,8 @@ _API = {
     "Trainer": "pointer_generator.training.trainer",
     "BeamSearchDecoder": "pointer_generator.decoding.decoder",
     "Summary": "pointer_generator.decoding.decoder",
-    "summarize_texts": "pointer_generator.decoding.summarize",
+    "SearchSettings": "pointer_generator.decoding.search_settings",
+    "summarize_texts": "pointer_generator.decoding.article_texts",
     "Summarizer": "pointer_generator.decoding.summarizer",
     "SummaryResult": "pointer_generator.decoding.summarizer",
     "SavedModelSummarizer": "pointer_generator.decoding.summarizer",

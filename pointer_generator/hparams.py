@@ -25,7 +25,6 @@ OPTIMIZERS = ("adagrad", "sgd")
 LR_DECAYS = ("none", "plateau", "previous")
 # Fields with a fixed set of values.
 _CHOICES = {
-    "mode": MODES,
     "decode_attention": DECODE_ATTENTION_MODES,
     "model": MODEL_FAMILIES,
     "abs_encoder": ABS_ENCODERS,
@@ -47,7 +46,6 @@ POSITIVE_FIELDS = (
 
 @dataclass(frozen=True)
 class HParams:
-    mode: str = "train"
     lr: float = 0.15
     adagrad_init_acc: float = 0.1
     rand_unif_init_mag: float = 0.02

@@ -12,8 +12,10 @@ import tensorflow as tf
 
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab, outputids2words
-from pointer_generator.decoding import decode, decode_output
+from pointer_generator.decoding import decode_mode, decode_output
 from pointer_generator.decoding.beam_search import tile_beams
+from pointer_generator.decoding.decoder import BeamSearchDecoder
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 from tests.reference_search import beam_search_single
@@ -71,7 +73,7 @@ def _one_article_search(model, hps, vocab, batch, i):
         stop_id=STOP_ID,
         unk_id=UNK_ID,
     )
-    strings = decode.example_strings(batch, i)
+    strings = decode_mode.example_strings(batch, i)
     words = outputids2words(hyp.tokens[1:], vocab, strings["art_oovs"])
     if "[STOP]" in words:
         words = words[: words.index("[STOP]")]
@@ -105,7 +107,9 @@ def test_batched_search_equals_one_article_search_for_the_model(
     hps, vocab, model = _model(
         setup, coverage=coverage, decode_attention=attention, pointer_gen=pointer
     )
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full)
+    decoder = BeamSearchDecoder(
+        model, vocab, hps, SearchSettings.from_hparams(hps, full_final_dist=full)
+    )
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )
@@ -119,7 +123,13 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
     hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.8]))  # most end at once
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=full, min_compact_size=1)
+    decoder = BeamSearchDecoder(
+        model,
+        vocab,
+        hps,
+        SearchSettings.from_hparams(hps, full_final_dist=full),
+        min_compact_size=1,
+    )
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=7), "decode", True))
     )
@@ -136,15 +146,16 @@ def test_decode_stream_equals_decode_batch(setup, skip):
     hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
-    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+    decoder = BeamSearchDecoder(model, vocab, hps)
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     expected = [
-        (decode.example_strings(b, i), s)
+        (decode_mode.example_strings(b, i), s)
         for b in dataset
         for i, s in enumerate(decoder.decode_batch(b))
     ]
     streamed = [
-        (decode.example_strings(b, i), s) for b, i, s in decoder.decode_stream(dataset, skip=skip)
+        (decode_mode.example_strings(b, i), s)
+        for b, i, s in decoder.decode_stream(dataset, skip=skip)
     ]
     assert len(expected) == 7 and len(streamed) == 7 - skip
     for (strings, summary), (want_strings, want) in zip(streamed, expected[skip:], strict=True):
@@ -157,13 +168,15 @@ def test_decode_stream_equals_decode_batch(setup, skip):
 
 def test_single_pass_writes_files_and_resumes_identically(setup):
     hps, vocab, model = _model(setup)
-    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+    decoder = BeamSearchDecoder(model, vocab, hps)
 
     def dataset():
         return make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
 
     full = os.path.join(setup.log_root, "full")
-    decode.decode_single_pass(decoder, dataset(), full, total=7, attention_pages=2, run_rouge=False)
+    decode_mode.decode_single_pass(
+        decoder, dataset(), full, total=7, attention_pages=2, run_rouge=False
+    )
     assert decode_output.count_complete(full) == 7
     assert sorted(os.listdir(os.path.join(full, "attention"))) == [
         "000000.html",
@@ -172,11 +185,11 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
     ]
     # An interrupted run: only the first 4 examples were written; the rerun completes it.
     part = os.path.join(setup.log_root, "part")
-    decode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
+    decode_mode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
     for k in range(4, 7):
         os.remove(os.path.join(part, "decoded", "%06d_decoded.txt" % k))
     assert decode_output.count_complete(part) == 4
-    decode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
+    decode_mode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
     for sub, name in (("decoded", "%06d_decoded.txt"), ("reference", "%06d_reference.txt")):
         for k in range(7):
             with (
@@ -185,7 +198,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
             ):
                 assert a.read() == b.read()
     # The mean p_gen of each example was recorded once per decode (a resume appends).
-    with open(os.path.join(part, decode.P_GENS_FILE)) as f:
+    with open(os.path.join(part, decode_mode.P_GENS_FILE)) as f:
         indices = [int(line.split("\t")[0]) for line in f]
     assert sorted(set(indices)) == list(range(7))
 
@@ -193,7 +206,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup, monkeypatch):
     hps, vocab, model = _model(setup)
-    decoder = decode.BeamSearchDecoder(model, vocab, hps)
+    decoder = BeamSearchDecoder(model, vocab, hps)
     real_write = decode_output.write_for_rouge
     written = []
 
@@ -207,7 +220,7 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setu
     out = os.path.join(setup.log_root, "ctrl_c")
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     with helpers.ctrl_c_remembered(), pytest.raises(KeyboardInterrupt):
-        decode.decode_single_pass(decoder, dataset, out, run_rouge=False, attention_pages=0)
+        decode_mode.decode_single_pass(decoder, dataset, out, run_rouge=False, attention_pages=0)
     # It stopped before the next example: two complete ones for a rerun to resume after.
     assert len(written) == 2 and decode_output.count_complete(out) == 2
 
@@ -287,8 +300,10 @@ def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
     """Trigram blocking needs the whole distribution: the decoder switches to it."""
     hps, vocab, model = _model(setup)
     hps = hps.replace(max_dec_steps=12)
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, trigram_blocking=True)
-    assert decoder.full_final_dist
+    decoder = BeamSearchDecoder(
+        model, vocab, hps, SearchSettings.from_hparams(hps, trigram_blocking=True)
+    )
+    assert decoder.settings.whole_distribution
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )

@@ -100,7 +100,7 @@ def test_count_complete(tmp_path):
 
 
 def test_decode_dir_name_matches_original_layout():
-    hps = HParams(mode="decode")  # 400 maxenc, 4 beam, 35 mindec, 100 maxdec
+    hps = HParams()  # 400 maxenc, 4 beam, 35 mindec, 100 maxdec
     assert (
         do.decode_dir_name(
             "/data/finished_files/chunked/test_*", hps, "/log/myexp/train/model.ckpt-238410"

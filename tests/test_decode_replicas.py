@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent("""
     from pointer_generator.runtime.devices import local_mirrored_strategy
 
     vocab_path, data_path = sys.argv[1:3]
-    hps = helpers.hparams(mode="decode", beam_size=3, max_dec_steps=7, min_dec_steps=2,
+    hps = helpers.hparams(beam_size=3, max_dec_steps=7, min_dec_steps=2,
                           coverage=True, batch_size=3)
     vocab = Vocab(vocab_path, hps.vocab_size)
     strategy = local_mirrored_strategy()

@@ -74,6 +74,7 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     from pointer_generator.data import input_pipeline
     from pointer_generator.data.vocab import UNK_ID, Vocab
     from pointer_generator.decoding.decoder import BeamSearchDecoder
+    from pointer_generator.decoding.search_settings import SearchSettings
     from pointer_generator.errors import FlagError
     from pointer_generator.models.abs_model import ABSConfig, ABSModel
     from pointer_generator.models.families import build_model
@@ -82,16 +83,17 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     vocab = Vocab(data.vocab_path, 100)
     config = ABSConfig(window=3, emb_dim=8, hidden_dim=8, namas=True)  # an output bias
     model = ABSModel(config, vocab.size()).build_weights()
-    model.hps = hps
     model.out.bias.assign(tf.one_hot(UNK_ID, vocab.size()) * 50.0)
     ds = input_pipeline.make_dataset(
         data.val_path, vocab, hps.replace(batch_size=2), "decode", True
     )
     batch = next(iter(ds))
     for block in (False, True):
-        decoder = BeamSearchDecoder(model, vocab, hps, block_unk=block)
+        settings = SearchSettings.from_hparams(hps, block_unk=block)
+        decoder = BeamSearchDecoder(model, vocab, hps, settings)
         words = [w for summary in decoder.decode_batch(batch) for w in summary.words]
         assert words and (UNK_TOKEN in words) != block, words
     with pytest.raises(FlagError, match="--block_unk is for"):
         pg = helpers.hparams()
-        BeamSearchDecoder(build_model(pg, vocab.size()), vocab, pg, block_unk=True)
+        blocked = SearchSettings.from_hparams(pg, block_unk=True)
+        BeamSearchDecoder(build_model(pg, vocab.size()), vocab, pg, blocked)

@@ -11,7 +11,9 @@ import tensorflow as tf
 from experiments.benchmarks import original_decode
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import Vocab, outputids2words
-from pointer_generator.decoding import decode
+from pointer_generator.decoding import decode_mode
+from pointer_generator.decoding.decoder import BeamSearchDecoder
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 
@@ -42,7 +44,8 @@ def test_original_one_article_decoding_equals_the_batched_decoder(setup, coverag
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=5), "decode", True))
     )
-    batched = decode.BeamSearchDecoder(model, vocab, hps, full_final_dist=True).decode_batch(batch)
+    settings = SearchSettings.from_hparams(hps, full_final_dist=True)
+    batched = BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
     searches = {
         original: original_decode.one_at_a_time(model, vocab, hps, original)
         for original in (True, False)
@@ -58,7 +61,9 @@ def test_original_one_article_decoding_equals_the_batched_decoder(setup, coverag
             hyp = search(one)
             generated = hyp.tokens[1:]
             assert len(generated) == len(summary.p_gens), (i, original)
-            words = outputids2words(generated, vocab, decode.example_strings(batch, i)["art_oovs"])
+            words = outputids2words(
+                generated, vocab, decode_mode.example_strings(batch, i)["art_oovs"]
+            )
             assert words[: len(summary.words)] == summary.words, (i, original)
             np.testing.assert_allclose(np.stack(hyp.attn_dists), summary.attn, atol=1e-5)
             assert float(hyp.avg_log_prob) == pytest.approx(summary.score, abs=1e-5)

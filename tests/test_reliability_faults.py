@@ -597,7 +597,7 @@ class _FakeDecoder:
         self.vocab = vocab
 
     def decode_batch(self, batch):
-        from pointer_generator.decoding.decode import Summary
+        from pointer_generator.decoding.decode_mode import Summary
 
         out = []
         for n in batch["enc_lens"].numpy():
@@ -622,7 +622,7 @@ class _FakeDecoder:
 def fake_decode(tmp_path):
     from pointer_generator.data.input_pipeline import make_dataset
     from pointer_generator.data.vocab import Vocab
-    from pointer_generator.decoding import decode
+    from pointer_generator.decoding import decode_mode
 
     data = helpers.tiny_setup(tmp_path, n_train=4, n_val=7)
     vocab = Vocab(data.vocab_path, 100)
@@ -632,7 +632,7 @@ def fake_decode(tmp_path):
         dataset = make_dataset(
             data.val_path, vocab, decoder.hps.replace(batch_size=3), "decode", True
         )
-        decode.decode_single_pass(
+        decode_mode.decode_single_pass(
             decoder, dataset, decode_dir, run_rouge=False, attention_pages=4, **kwargs
         )
 
@@ -644,14 +644,14 @@ def test_decode_writes_everything_of_an_example_before_it_counts_as_done(
 ):
     """A kill can come between any two writes; the decoded file (which makes an example
     complete, so that a resumed run skips it) must be the last one."""
-    from pointer_generator.decoding import decode
+    from pointer_generator.decoding import decode_mode
 
     decode_dir = str(tmp_path / "dec")
     real_write = decode_output.write_for_rouge
     checked = []
 
     def write_last(reference_sents, decoded_words, ex_index, directory, **kwargs):
-        with open(os.path.join(directory, decode.P_GENS_FILE), encoding="utf-8") as f:
+        with open(os.path.join(directory, decode_mode.P_GENS_FILE), encoding="utf-8") as f:
             on_disk = [int(line.split("\t")[0]) for line in f]
         assert on_disk[-1:] == [ex_index], (on_disk, ex_index)  # its p_gen line, flushed
         page = os.path.join(directory, "attention", "%06d.html" % ex_index)

@@ -13,6 +13,7 @@ from pointer_generator.cli import configs
 from pointer_generator.cli.inspect_checkpoint import inspect
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import NonFiniteLossError
+from pointer_generator.models import families
 from pointer_generator.runtime import checkpointing, summaries
 from pointer_generator.runtime.experiment import Experiment
 from pointer_generator.training import train
@@ -198,7 +199,7 @@ def test_projector_files_point_at_the_embedding(trained, data):
     assert words[:4] == ["[UNK]", "[PAD]", "[START]", "[STOP]"]
     assert len(words) == 100
     config = open(trained.projector_config, encoding="utf-8").read()
-    key = checkpointing.embedding_key(
+    key = families.embedding_key(
         checkpointing.variable_shapes(checkpointing.latest_checkpoint(trained.train_dir))
     )
     assert f'tensor_name: "{key}"' in config

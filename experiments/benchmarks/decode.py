@@ -14,7 +14,7 @@ runs the full 120 steps: the worst case (a trained model stops most summaries ea
 (the row says so). The figures report the average number of decoder steps per article.
 
 Measured in one run, after a warm-up (tracing and compilation) of each:
-  * batched: `decode.BeamSearchDecoder.decode_batch` on `--articles` articles in batches
+  * batched: `BeamSearchDecoder.decode_batch` on `--articles` articles in batches
     of `--batch_size` (B articles x 4 beams per compiled step), with the top candidates
     of each step's final distribution (final_candidates.py; the default);
   * the same with the whole final distribution (`--full_final_dist`), alternating batch
@@ -87,7 +87,7 @@ def reference_search(model, vocab, hps):
         batched_beam_search,
         tile_beams,
     )
-    from pointer_generator.decoding.search_rules import search_settings
+    from pointer_generator.decoding.search_settings import SearchSettings
 
     k = hps.beam_size
     step = original_decode.reference_step(model, hps)
@@ -101,7 +101,7 @@ def reference_search(model, vocab, hps):
             lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry),
             carry,
             batch_size=tf.shape(enc_batch)[0],
-            **search_settings(hps, vocab.size()),
+            **SearchSettings.from_hparams(hps).search_keywords(vocab.size()),
             top_k=tf.math.top_k,
         )
 
@@ -197,12 +197,11 @@ def _parse(argv):
 def _model_and_batches(args, tf):
     """(hps, vocab, model, its weights' description, batches) at the paper's settings."""
     from pointer_generator.data.vocab import STOP_ID, Vocab
-    from pointer_generator.decoding import decode
+    from pointer_generator.decoding.trained import load_weights
     from pointer_generator.hparams import HParams
     from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
     hps = HParams(
-        mode="decode",
         batch_size=args.batch_size,
         max_enc_steps=400,
         max_dec_steps=120,
@@ -221,9 +220,7 @@ def _model_and_batches(args, tf):
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
     weights = "random (untrained)"
     if args.train_dir or args.tf1_checkpoint:
-        weights = decode.load_weights(
-            model, args.train_dir, args.tf1_checkpoint or None, wait=False
-        )
+        weights = load_weights(model, args.train_dir, args.tf1_checkpoint or None, wait=False)
     if args.stop_bias:
         bias = model.output_projection.bias
         bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [args.stop_bias]))
@@ -234,11 +231,14 @@ def _model_and_batches(args, tf):
 def _alternatives(args, model, vocab, hps, tf) -> dict:
     """{figure name: decode(batch)} of the searches timed against the default one, batch
     by batch; a decode returns Summaries (compared with the default's) or None."""
-    from pointer_generator.decoding import decode
 
-    def decoder(**kwargs):
-        return decode.BeamSearchDecoder(
-            model, vocab, hps, jit_compile=args.xla, **kwargs
+    from pointer_generator.decoding.decoder import BeamSearchDecoder
+    from pointer_generator.decoding.search_settings import SearchSettings
+
+    def decoder(full_final_dist=False, **kwargs):
+        settings = SearchSettings.from_hparams(hps, full_final_dist=full_final_dist)
+        return BeamSearchDecoder(
+            model, vocab, hps, settings, jit_compile=args.xla, **kwargs
         ).decode_batch
 
     out = {}
@@ -351,7 +351,7 @@ def main(argv=None) -> int:
     if common.data_missing(args):
         return 0
     tf = common.import_tensorflow(args)
-    from pointer_generator.decoding import decode
+    from pointer_generator.decoding.decoder import BeamSearchDecoder
 
     hps, vocab, model, weights, batches = _model_and_batches(args, tf)
     n_articles = sum(int(b["enc_lens"].shape[0]) for b in batches)
@@ -361,7 +361,7 @@ def main(argv=None) -> int:
         flush=True,
     )
     print(model.parameter_summary(), f"- weights: {weights}", flush=True)
-    decoder = decode.BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla)
+    decoder = BeamSearchDecoder(model, vocab, hps, jit_compile=args.xla)
     rss_model = common.peak_rss_mib()
 
     timing = _time_batched(

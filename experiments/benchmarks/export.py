@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     tf = common.import_tensorflow()
     import pointer_generator as pg
-    from pointer_generator.serving.export import export_saved_model
+    from pointer_generator.serving.saved_model import export_saved_model
 
     figures = {}
     with tempfile.TemporaryDirectory() as work:

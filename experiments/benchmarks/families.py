@@ -148,13 +148,16 @@ def bench_training(family: str, args) -> dict:
 def bench_decoding(model, hps, beam: int, args) -> float:
     """Inputs per second of the batched search at beam `beam`."""
     from pointer_generator.decoding.decoder import BeamSearchDecoder
+    from pointer_generator.decoding.search_settings import SearchSettings
 
     class Words:  # the search needs only the vocabulary's size
         def size(self):
             return args.vocab_size
 
     hps = hps.replace(beam_size=beam, max_dec_steps=args.decode_steps, min_dec_steps=0)
-    decoder = BeamSearchDecoder(model, Words(), hps, block_unk=hps.model == "abs")
+    decoder = BeamSearchDecoder(
+        model, Words(), hps, SearchSettings.from_hparams(hps, block_unk=hps.model == "abs")
+    )
     batch = batch_of(args.decode_batch, args.vocab_size, np.random.default_rng(1))
     search = decoder._search
     search(batch["enc_batch"], batch["enc_padding_mask"], batch["enc_batch_extend_vocab"],

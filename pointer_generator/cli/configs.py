@@ -9,6 +9,7 @@ import dataclasses
 from pointer_generator.cli import stored_settings
 from pointer_generator.cli.flags import strategy_name
 from pointer_generator.decoding.config import DecodeConfig
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.training.config import TrainConfig
@@ -42,8 +43,28 @@ def eval_config(fv) -> EvalConfig:
     return _fields(EvalConfig, fv, distributed=strategy_name(fv) != "default")
 
 
+def search_settings(fv) -> SearchSettings:
+    """The beam search the flags ask for (--length_penalty 0 = none; --feature_weights
+    is read here: the settings hold the weights, not the file)."""
+    from pointer_generator.decoding.extractive_features import read_weights
+
+    return SearchSettings(
+        beam_size=fv.beam_size,
+        min_dec_steps=fv.min_dec_steps,
+        max_dec_steps=fv.max_dec_steps,
+        trigram_blocking=fv.trigram_blocking,
+        length_penalty=fv.length_penalty or None,
+        full_final_dist=fv.full_final_dist,
+        block_unk=fv.block_unk,
+        feature_weights=read_weights(fv.feature_weights) if fv.feature_weights else None,
+        namas_features=fv.namas_features,
+    )
+
+
 def decode_config(fv) -> DecodeConfig:
-    return _fields(DecodeConfig, fv, distribution_strategy=strategy_name(fv))
+    return _fields(
+        DecodeConfig, fv, distribution_strategy=strategy_name(fv), search=search_settings(fv)
+    )
 
 
 def mode_config(fv):

@@ -112,17 +112,14 @@ def main(argv: list[str]) -> int:
     export_dir = check_export_dir(fv.export_dir)
 
     console.import_tensorflow()
-    from pointer_generator.data.vocab import Vocab
-    from pointer_generator.decoding import decode
-    from pointer_generator.decoding.decoder import decoder_for
-    from pointer_generator.models.families import build_model
-    from pointer_generator.serving.export import export_saved_model
+    from pointer_generator.decoding.trained import open_trained
+    from pointer_generator.serving.saved_model import export_saved_model
 
-    hps = configs.hparams(fv).replace(mode="decode")
-    vocab = Vocab(fv.vocab_path, fv.vocab_size)
-    model = build_model(hps, vocab.size())
-    checkpoint = decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
-    decoder = decoder_for(model, vocab, hps, fv)
+    trained = open_trained(
+        exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
+    )
+    hps, vocab, checkpoint = trained.hps, trained.vocab, trained.checkpoint
+    decoder = trained.decoder(configs.search_settings(fv))
     info = {
         "experiment": os.path.abspath(os.path.join(fv.log_root, fv.exp_name)),
         "checkpoint": os.path.abspath(checkpoint),

@@ -286,7 +286,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         flag_values=fv,
     )
 
-    # ---- decode-mode additions (read by pointer_generator.decoding.decode) -----------------------
+    # ---- decode-mode additions (pointer_generator.decoding.decode_mode) -------------------
     flags.DEFINE_integer(
         "decode_batch_size",
         32,

@@ -3,7 +3,7 @@
     pointer-generator summarize --log_root=L --exp_name=E [FILE ...]
         # one article per file; no FILE or "-" reads stdin
 
-The texts are summarized by `pointer_generator.decoding.summarize.summarize_texts` (the
+The texts are summarized by `pointer_generator.decoding.article_texts.summarize_texts` (the
 same tokenization as the training data, the same batched beam search as `--mode=decode`)
 from the newest checkpoint of the experiment (or `--tf1_checkpoint`). The model flags
 and the vocabulary come from the experiment (`settings.json`, written when it was
@@ -97,17 +97,14 @@ def main(argv: list[str]) -> int:
 
     console.import_tensorflow()
     from pointer_generator.data.detokenize import detokenize
-    from pointer_generator.data.vocab import Vocab
-    from pointer_generator.decoding import decode, decode_output
-    from pointer_generator.decoding.decoder import decoder_for
-    from pointer_generator.decoding.summarize import summarize_examples
-    from pointer_generator.models.families import build_model
+    from pointer_generator.decoding import decode_output
+    from pointer_generator.decoding.article_texts import summarize_examples
+    from pointer_generator.decoding.trained import open_trained
 
-    hps = configs.hparams(fv).replace(mode="decode")
-    vocab = Vocab(fv.vocab_path, fv.vocab_size)
-    model = build_model(hps, vocab.size())
-    decode.load_weights(model, exp.train_dir, fv.tf1_checkpoint or None, wait=False)
-    decoder = decoder_for(model, vocab, hps, fv)
+    trained = open_trained(
+        exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
+    )
+    decoder = trained.decoder(configs.search_settings(fv))
     summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
     for name, summary in zip(names, summaries, strict=True):
         if len(inputs) > 1:

@@ -21,17 +21,8 @@ summaries' tokens without [STOP]; ROUGE-1 recall here does no stemming (ROUGE-1.
 
 from __future__ import annotations
 
-import logging
-import time
-
-import numpy as np
-
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import staging
-
-log = logging.getLogger(__name__)
-
-FREE = ("uni", "bi", "tri", "ooo")  # the weights MERT moves
 
 
 def _check(fv) -> None:
@@ -50,7 +41,7 @@ def _check(fv) -> None:
 def main(argv: list[str]) -> int:
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.cli import flags as flags_lib
-    from pointer_generator.cli.flag_checks import apply_model_family
+    from pointer_generator.cli.flag_checks import apply_model_family, validate
     from pointer_generator.cli.help import wants_help
 
     fv = flags_lib.FLAGS
@@ -59,176 +50,34 @@ def main(argv: list[str]) -> int:
         return 0
     flags_lib.parse_subcommand("tune_features", argv)
     console.setup_logging()
-    stored_settings.require_experiment(fv, "tune_features")
+    exp = stored_settings.require_experiment(fv, "tune_features")
     stored_settings.apply(fv, "decode")
     apply_model_family(fv)
     _check(fv)
-    from pointer_generator.cli.flag_checks import validate
-
     fv.mode, fv.single_pass = "decode", True
     validate(fv)
     console.import_tensorflow()
-    from pointer_generator.data.vocab import Vocab
-    from pointer_generator.decoding import decode
-    from pointer_generator.decoding.extractive_features import (
-        FEATURES,
-        INDICATORS,
-        format_weights,
-        read_weights,
-    )
-    from pointer_generator.models.families import build_model
-    from pointer_generator.runtime.experiment import open_experiment
+    from pointer_generator.decoding.extractive_features import format_weights
+    from pointer_generator.decoding.feature_tuning import TuningConfig, tune
+    from pointer_generator.decoding.trained import open_trained
 
-    exp = open_experiment(fv.log_root, fv.exp_name, "decode")
-    hps = configs.hparams(fv).replace(mode="decode")
-    vocab = Vocab(fv.vocab_path, fv.vocab_size)
-    model = build_model(hps, vocab.size())
-    ckpt = decode.load_weights(model, exp.train_dir, None, wait=False)
-    weights = (
-        read_weights(fv.feature_weights)
-        if fv.feature_weights
-        else {"lm": 1.0, **dict.fromkeys(INDICATORS, 0.0)}
+    trained = open_trained(exp.root, configs.hparams(fv), fv.vocab_path)
+    config = TuningConfig(
+        data_path=fv.data_path,
+        objective=fv.objective,
+        objective_bytes=fv.objective_bytes,
+        iterations=fv.mert_iterations,
+        random_starts=fv.random_starts,
+        decode_batch_size=fv.decode_batch_size,
     )
-    tuner = Tuner(model, vocab, hps, fv, weights)
-    for round_ in range(1, fv.mert_iterations + 1):
-        t0 = time.time()
-        new = tuner.collect()
-        before = tuner.objective(weights)
-        tuned, value = tuner.optimise(weights)
-        log.info(
-            "round %d: %d new hypotheses (%d in all, %.0f s); %s %.4f -> %.4f; %s",
-            round_,
-            new,
-            tuner.size(),
-            time.time() - t0,
-            fv.objective,
-            before,
-            value,
-            " ".join(f"{k}={tuned[k]:.4g}" for k in FREE),
-        )
-        changed = any(abs(tuned[k] - weights[k]) > 1e-9 for k in FEATURES)
-        weights = tuned
-        tuner.weights = weights
-        if new == 0 or not changed:
-            break
+    weights, value = tune(trained, configs.search_settings(fv), config)
     header = (
         f"# ABS+ feature weights: MERT ({fv.objective}) on {fv.data_path}\n"
-        f"# model {ckpt}; {fv.objective} {value:.4f} on the n-best lists\n"
+        f"# model {trained.checkpoint}; {fv.objective} {value:.4f} on the n-best lists\n"
     )
     staging.write_new_file(fv.weights_out, header + format_weights(weights), "weights_out")
     print(f"Wrote {fv.weights_out}:\n{format_weights(weights)}", end="", flush=True)
     return 0
-
-
-class Tuner:
-    """The n-best pools of the development set and their MERT."""
-
-    def __init__(self, model, vocab, hps, fv, weights: dict):
-        from pointer_generator.decoding.decoder import decoder_for
-
-        self.model, self.vocab, self.hps, self.fv = model, vocab, hps, fv
-        self.weights = weights
-        self.make_decoder = lambda w: decoder_for(model, vocab, hps, fv, feature_weights=w)
-        self.pools: list[dict] = []  # per example: {token ids: (model score, features)}
-        self.references: list[list[list[str]]] = []
-        self.stats_cache: dict = {}
-
-    def size(self) -> int:
-        return sum(len(p) for p in self.pools)
-
-    def collect(self) -> int:
-        """Decode the development set with the current weights; returns how many
-        hypotheses were new."""
-        from pointer_generator.data.input_pipeline import (
-            batch_strings,
-            data_errors,
-            make_dataset,
-        )
-        from pointer_generator.decoding.extractive_features import (
-            INDICATORS,
-            hypothesis_features,
-        )
-        from pointer_generator.decoding.search_rules import SearchConfig, search_settings
-
-        hps, fv = self.hps, self.fv
-        decoder = self.make_decoder(self.weights)
-        norm = SearchConfig(
-            **search_settings(hps, self.vocab.size()),
-            trigram_blocking=False,
-            length_penalty=fv.length_penalty or None,
-        ).norm_table()
-        alpha = np.array([self.weights[k] for k in INDICATORS])
-        new, index = 0, 0
-        batch_hps = hps.replace(batch_size=fv.decode_batch_size)
-        with data_errors():
-            for batch in make_dataset(fv.data_path, self.vocab, batch_hps, "decode", True):
-                out = decoder.nbest_batch(batch)
-                enc = batch["enc_batch"].numpy()
-                lens = batch["enc_lens"].numpy()
-                for b in range(enc.shape[0]):
-                    if index == len(self.pools):
-                        self.pools.append({})
-                        abstract = batch_strings(batch, b)["abstract_sents"]
-                        self.references.append([" ".join(abstract).lower().split()])
-                    pool = self.pools[index]
-                    for r in np.flatnonzero(out["nbest_valid"][b]):
-                        n = int(out["nbest_lengths"][b, r])
-                        ids = tuple(int(t) for t in out["nbest_tokens"][b, r, :n])
-                        if ids in pool:
-                            continue
-                        f = hypothesis_features(enc[b, : lens[b]], ids, fv.namas_features)
-                        lm = (float(out["nbest_sums"][b, r]) - alpha @ f) / self.weights["lm"]
-                        # The search ranks finished hypotheses by score / norm(length).
-                        pool[ids] = (lm, f, float(norm[min(n, len(norm) - 1)]))
-                        new += 1
-                    index += 1
-        return new
-
-    def _nbests(self):
-        from pointer_generator.data.vocab import STOP_ID
-        from pointer_generator.evaluation import mert
-
-        fv = self.fv
-        out = []
-        for pool, refs in zip(self.pools, self.references, strict=True):
-            ids = list(pool)
-            model = np.array([pool[h][0] / pool[h][2] for h in ids])
-            feats = np.stack([pool[h][1] / pool[h][2] for h in ids])
-            stats = []
-            for h in ids:
-                key = (h, id(refs))
-                if key not in self.stats_cache:
-                    words = [self.vocab.id2word(t).lower() for t in h if t != STOP_ID]
-                    self.stats_cache[key] = mert.statistics(
-                        words, refs, fv.objective, fv.objective_bytes
-                    )
-                stats.append(self.stats_cache[key])
-            out.append(mert.NBest(model, feats, np.stack(stats)))
-        return out
-
-    def objective(self, weights: dict) -> float:
-        from pointer_generator.decoding.extractive_features import INDICATORS
-        from pointer_generator.evaluation import mert
-
-        w = np.array([weights[k] for k in INDICATORS])
-        return mert.evaluate(self._nbests(), w, self.fv.objective)
-
-    def optimise(self, weights: dict) -> tuple[dict, float]:
-        from pointer_generator.decoding.extractive_features import INDICATORS
-        from pointer_generator.evaluation import mert
-
-        start = np.array([weights[k] for k in INDICATORS])
-        free = [INDICATORS.index(k) for k in FREE]
-        upper = {INDICATORS.index("ooo"): 0.0}
-        w, value = mert.optimise(
-            self._nbests(),
-            start,
-            self.fv.objective,
-            free,
-            upper,
-            random_starts=self.fv.random_starts,
-        )
-        return {"lm": weights["lm"], **dict(zip(INDICATORS, map(float, w), strict=True))}, value
 
 
 if __name__ == "__main__":  # the same as `pointer-generator tune_features`

@@ -36,15 +36,9 @@ import tensorflow as tf
 from pointer_generator.data.vocab import PAD_ID
 from pointer_generator.decoding import search_rules, search_state
 from pointer_generator.layers.top_k import chunked_top_k, top_of
+from pointer_generator.models.family import tile_beams  # noqa: F401  (re-exported)
 
 StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor, tf.Tensor, Any]]
-
-
-def tile_beams(nested: Any, beam_size: int) -> Any:
-    """Repeat every row `beam_size` times: [B, ...] -> [B*K, ...], row b*K + k = row b."""
-    return tf.nest.map_structure(
-        lambda x: tf.repeat(tf.convert_to_tensor(x), beam_size, axis=0), nested
-    )
 
 
 # --------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""What decode mode does besides the model's hyper-parameters (`HParams`).
+"""What decode mode does besides the model's hyper-parameters (`HParams`) and its search
+(`SearchSettings`).
 
 Built from the command line by `pointer_generator.cli.configs.decode_config`; fields are
 named after the flags they come from.
@@ -6,7 +7,9 @@ named after the flags they come from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from pointer_generator.decoding.search_settings import SearchSettings
 
 
 @dataclass(frozen=True)
@@ -18,14 +21,12 @@ class DecodeConfig:
     single_pass: decode every example once with a fixed checkpoint, then ROUGE (else the
       original's endless concurrent decoding).
     tf1_checkpoint: decode with an original TF1 checkpoint instead of train/'s newest.
-    trigram_blocking, length_penalty (0 = none), full_final_dist: search options.
+    search: the beam search's settings.
     decode_batch_size: articles decoded together (each with its own beam).
     attention_pages: single pass: attention pages for the first N examples.
     max_decode_examples: concurrent decoding stops after N examples (0 = never).
     xla: compile the whole search with XLA.
     readable_summaries: single pass: also write detokenized summaries in `readable/`.
-    block_unk: the earlier families never generate [UNK].
-    feature_weights: ABS+'s weight file ("" = none); namas_features: NAMAS's tables.
     decode_shards, decode_shard: single pass: decode this shard of that many (processes
       or machines), merged by the last to finish (`decode_shards.py`).
     distribution_strategy: "mirrored" splits each batch over this machine's devices
@@ -37,17 +38,12 @@ class DecodeConfig:
     exp_name: str = ""
     single_pass: bool = False
     tf1_checkpoint: str = ""
-    trigram_blocking: bool = False
-    length_penalty: float = 0.0
-    full_final_dist: bool = False
+    search: SearchSettings = field(default_factory=SearchSettings)
     decode_batch_size: int = 32
     attention_pages: int = 100
     max_decode_examples: int = 0
     xla: bool = False
     readable_summaries: bool = False
-    block_unk: bool = False
-    feature_weights: str = ""
     decode_shards: int = 1
     decode_shard: int = 0
-    namas_features: bool = False
     distribution_strategy: str = "default"

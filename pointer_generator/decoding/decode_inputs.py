@@ -11,7 +11,6 @@ that says what differs) instead of resuming; nothing in the old folder is touche
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import hashlib
 import json
@@ -65,18 +64,6 @@ def describe(data_path: str, vocab, hps, checkpoint: str, search: dict) -> dict:
         "model": {f: getattr(hps, f) for f in MODEL_FIELDS if hasattr(hps, f)},
         "search": search,
     }
-
-
-def search_settings(cfg) -> dict:
-    """The decode options (a DecodeConfig) that change a summary."""
-    fields = {f.name for f in dataclasses.fields(cfg)}
-    names = ("trigram_blocking", "length_penalty", "block_unk", "namas_features")
-    out = {f: getattr(cfg, f) for f in names if f in fields}
-    if getattr(cfg, "feature_weights", ""):
-        from pointer_generator.decoding.extractive_features import read_weights
-
-        out["feature_weights"] = read_weights(cfg.feature_weights)  # the values, not the path
-    return out
 
 
 def _read(directory: str) -> dict | None:

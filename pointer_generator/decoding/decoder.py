@@ -1,6 +1,7 @@
-"""The batched decoder of a pointer-generator model: `BeamSearchDecoder` runs the
-batched beam search (`beam_search.py`) over `PointerGeneratorModel.decode_step` and turns
-the chosen ids into `Summary`s (words with article OOVs, attention, p_gens, score)."""
+"""The batched decoder of every model family: `BeamSearchDecoder` runs the batched beam
+search (`beam_search.py`) over the search step a model provides (`search_start`,
+models/family.py) and turns the chosen ids into `Summary`s (words with article OOVs,
+attention, p_gens, score)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,12 @@ from pointer_generator.data.vocab import (
     outputids2words,
 )
 from pointer_generator.decoding import extractive_features
-from pointer_generator.decoding.beam_search import (
-    MIN_COMPACT_SIZE,
-    batched_beam_search,
-    tile_beams,
-)
-from pointer_generator.decoding.search_rules import search_settings
+from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search
+from pointer_generator.decoding.search_rules import SearchConfig
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.models import final_candidates
-from pointer_generator.models.model_io import EncoderOutput
+from pointer_generator.models.family import SearchInputs, SearchStart
 
 
 class Summary(NamedTuple):
@@ -43,24 +40,19 @@ class Summary(NamedTuple):
 
 
 class BeamSearchDecoder:
-    """Runs batched beam search for batches of distinct articles.
+    """Runs batched beam search for batches of distinct articles, over the search step of
+    any model family (models/family.py); it never asks which family it holds.
 
     Args:
       model: a built model of any family (`models/families.py`) with weights loaded.
       vocab: the vocabulary the model was trained with.
-      hps: beam_size, max_dec_steps, min_dec_steps, pointer_gen are read.
-      trigram_blocking, length_penalty: optional extras (off = the original's search).
+      hps: the model's hyper-parameters (what its inputs are built with: max_enc_steps,
+        pointer_gen); the search reads none of them.
+      settings: the search (`SearchSettings`); by default the original's search of
+        `hps` (beam_size, min_dec_steps, max_dec_steps).
       jit_compile: compile the whole search with XLA.
       top_k: the search's top-k function over a whole distribution (default
         `top_k.chunked_top_k`).
-      full_final_dist: build the whole extended-vocabulary distribution at every step
-        and search it, as the original; by default (and unless trigram blocking needs
-        it) only the entries that can be in its top 2K are computed
-        (final_candidates.py: same summaries up to float rounding, faster).
-      block_unk: (the earlier families) the search never generates [UNK].
-      feature_weights: (the earlier families) ABS+'s feature weights
-        (`extractive_features.FEATURES`), added to every word's score during the search;
-        namas_features: the official code's skip-gram tables and padded input.
       min_compact_size: finished articles leave the batch (halving it) down to this
         many rows (`beam_search.batched_beam_search`); None = never (the batch's last
         article decides how long every row is computed).
@@ -74,94 +66,51 @@ class BeamSearchDecoder:
         model,
         vocab: Vocab,
         hps: HParams,
+        settings: SearchSettings | None = None,
         *,
-        trigram_blocking: bool = False,
-        length_penalty: float | None = None,
         jit_compile: bool = False,
         top_k=None,
-        full_final_dist: bool = False,
         min_compact_size: int | None = MIN_COMPACT_SIZE,
-        block_unk: bool = False,
-        feature_weights: dict | None = None,
-        namas_features: bool = False,
     ):
-        if 2 * hps.beam_size > vocab.size():
+        settings = settings or SearchSettings.from_hparams(hps)
+        if 2 * settings.beam_size > vocab.size():
             # Each step takes the top 2K words of a distribution over the vocabulary.
             raise FlagError(
-                f"--beam_size={hps.beam_size} is too large for a vocabulary of "
+                f"--beam_size={settings.beam_size} is too large for a vocabulary of "
                 f"{vocab.size()} words: beam search takes the top 2*beam_size words each "
                 f"step; use --beam_size <= {vocab.size() // 2}"
             )
-        self.model, self.vocab, self.hps = model, vocab, hps
+        for option, flag in settings.search_options():
+            if option not in model.SEARCH_OPTIONS:
+                raise FlagError(f"{flag} {model.search_option_note}")
+        self.model, self.vocab, self.hps, self.settings = model, vocab, hps, settings
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
-        self.full_final_dist = full_final_dist or trigram_blocking
-        self.trigram_blocking = trigram_blocking
-        self.length_penalty = length_penalty
-        if block_unk and hps.model == "pointer_generator":
-            raise FlagError("--block_unk is for --model=abs|ras_*: the pointer-generator copies")
-        self.block_unk = block_unk
-        if feature_weights is not None and hps.model == "pointer_generator":
-            raise FlagError(
-                "--feature_weights (ABS+) is for --model=abs|ras_*: the pointer-generator "
-                "copies through its pointer instead"
-            )
-        self.feature_weights = feature_weights
-        self.namas_features = namas_features
         self._nbest = None
         self._search = tf.function(
             self._search_graph, reduce_retracing=True, jit_compile=jit_compile
         )
 
-    def _articles(self, enc: EncoderOutput, enc_batch_extend_vocab, enc_padding_mask) -> dict:
-        """The per-article tensors [B, ...] the step function reads (`_step_fn`): the
-        encoder tensors stay one row per article (the attention reads them once for all
-        K beams); the small per-row tensors are tiled to the B*K rows in each step."""
-        articles = {
-            "states": enc.states,
-            "features": enc.features,
-            "mask": enc.padding_mask,
-            "ext": enc_batch_extend_vocab,
-        }
-        if not self.full_final_dist and self.hps.pointer_gen:
-            articles["words"] = final_candidates.article_index(
-                enc_batch_extend_vocab, enc_padding_mask
-            )
-        return articles
+    # The settings a decode folder's name and record are made of.
+    trigram_blocking = property(lambda self: self.settings.trigram_blocking)
+    length_penalty = property(lambda self: self.settings.length_penalty)
+    block_unk = property(lambda self: self.settings.block_unk)
+    feature_weights = property(lambda self: self.settings.feature_weights)
 
-    def _step_fn(self, max_art_oovs, projection):
-        """step_fn(tokens, carry, articles) of the searches over `model.decode_step`;
-        projection: `model.candidate_projection()`, or None for the whole distribution."""
-        model, k = self.model, self.hps.beam_size
-
-        def step_fn(tokens, carry, art):
-            art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
-            setup = None
-            if projection is not None:
-                words = (
-                    final_candidates.tile_article_words(art["words"], k)
-                    if self.hps.pointer_gen
-                    else None
-                )
-                setup = final_candidates.CandidateSetup(projection, words, 2 * k)
-            ext = None if setup is not None else tile_beams(art["ext"], k)
-            return model.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
-
-        return step_fn
-
-    def _family_search(self, enc_batch, enc_padding_mask, batch_size, n_best: bool = False):
-        """The search for the earlier families (ABS, RAS): their own step function, with
-        ABS+'s feature score (`extractive_features.py`) added to every word when the
-        decoder has feature weights."""
-        model, k = self.model, self.hps.beam_size
-        rows = batch_size * k
+    def _start(self, inputs: SearchInputs):
+        """The model's search (step, carry, articles), with the search options of the
+        settings that act on any step's distribution: [UNK] blocked, ABS+'s features."""
+        settings, k = self.settings, self.settings.beam_size
+        start = self.model.search_start(inputs, k, settings.whole_distribution)
+        if not settings.block_unk and settings.feature_weights is None:
+            return start
         keep = tf.one_hot(UNK_ID, self.vocab.size(), on_value=0.0, off_value=1.0)
-        weights, namas = self.feature_weights, self.namas_features
+        weights, namas = settings.feature_weights, settings.namas_features
 
         def step(tokens, carry, art):
-            probs, attn, p_gen, new = model.decode_step(tokens, carry["model"], art["model"], k)
-            if self.block_unk:  # the ABS papers' search never writes <unk>
+            probs, attn, p_gen, new = start.step(tokens, carry["model"], art["model"])
+            if settings.block_unk:  # the ABS papers' search never writes <unk>
                 probs = probs * keep
             # (y_{i-1}, y_i): the two latest words of each hypothesis, [START] before.
             history = tf.concat([carry["history"][:, 1:], tokens[:, None]], axis=1)
@@ -175,69 +124,70 @@ class BeamSearchDecoder:
                 probs = probs * tf.exp(scores)
             return probs, attn, p_gen, {"model": new, "history": history}
 
-        carry = {"model": model.initial_carry(rows), "history": tf.fill([rows, 2], START_ID)}
+        first = tf.nest.flatten(start.carry)[0]
+        rows = first.shape[0] if first.shape[0] is not None else tf.shape(first)[0]
+        carry = {"model": start.carry, "history": tf.fill([rows, 2], START_ID)}
         articles = {
-            "model": model.search_articles(enc_batch, enc_padding_mask),
-            "ids": enc_batch,
-            "mask": enc_padding_mask,
+            "model": start.articles,
+            "ids": inputs.enc_batch,
+            "mask": inputs.enc_padding_mask,
         }
-        return self._run_search(step, carry, batch_size, articles, n_best)
+        return SearchStart(step, carry, articles)
 
-    def _run_search(self, step, carry, batch_size, articles, n_best: bool = False):
-        """`batched_beam_search` with this decoder's settings."""
+    def _search_graph(
+        self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs, n_best=False
+    ):
+        inputs = SearchInputs(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs)
+        step, carry, articles = self._start(inputs)
+        # A Python int when the batch size is static; a tensor once retracing relaxed it
+        # (and for n-best lists, which are kept for every article without compaction).
+        batch_size = enc_batch.shape[0]
+        if batch_size is None or n_best:
+            batch_size = tf.shape(enc_batch)[0]
         return batched_beam_search(
             step,
             carry,
             batch_size=batch_size,
-            **search_settings(self.hps, self.vocab.size()),
-            trigram_blocking=self.trigram_blocking,
-            length_penalty=self.length_penalty,
+            **self.settings.search_keywords(self.vocab.size()),
             top_k=self.top_k,
             articles=articles,
             min_compact_size=self.min_compact_size,
             n_best=n_best,
         )
 
-    def _search_graph(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
-        model, hps, k = self.model, self.hps, self.hps.beam_size
-        if hps.model != "pointer_generator":
-            batch_size = enc_batch.shape[0]
-            if batch_size is None:
-                batch_size = tf.shape(enc_batch)[0]
-            return self._family_search(enc_batch, enc_padding_mask, batch_size)
-        enc = model.encode(enc_batch, enc_padding_mask)
-        carry = tile_beams(model.initial_carry(enc), k)
-        articles = self._articles(enc, enc_batch_extend_vocab, enc_padding_mask)
-        projection = None if self.full_final_dist else model.candidate_projection()
-        # A Python int when the batch size is static; a tensor once retracing relaxed it.
-        batch_size = enc_batch.shape[0]
-        if batch_size is None:
-            batch_size = tf.shape(enc_batch)[0]
-        step = self._step_fn(max_art_oovs, projection)
-        return self._run_search(step, carry, batch_size, articles)
+    def norm_table(self):
+        """The length normalisation the search ranks finished hypotheses by (float32
+        [max_dec_steps + 1], `search_rules.SearchConfig.norm_table`)."""
+        cfg = SearchConfig(**self.settings.search_keywords(self.vocab.size()))
+        return cfg.norm_table()
 
     def nbest_batch(self, batch: dict) -> dict:
         """The earlier families' final hypotheses of every article of a pipeline batch
         (`batched_beam_search` with n_best, as numpy arrays: nbest_tokens [B, K, M],
         nbest_lengths, nbest_sums, nbest_valid [B, K]); for ABS+'s tuning."""
-        if self.hps.model == "pointer_generator":
-            raise FlagError("n-best lists are for --model=abs|ras_*")
+        if "nbest" not in self.model.SEARCH_OPTIONS:
+            raise FlagError(f"n-best lists {self.model.search_option_note}")
         if self._nbest is None:
 
-            def graph(enc_batch, enc_padding_mask):
-                return self._family_search(
-                    enc_batch, enc_padding_mask, tf.shape(enc_batch)[0], n_best=True
+            def graph(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):
+                return self._search_graph(
+                    enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs, True
                 )
 
             self._nbest = tf.function(graph, reduce_retracing=True)
-        out = self._nbest(batch["enc_batch"], batch["enc_padding_mask"])
+        out = self._nbest(
+            batch["enc_batch"],
+            batch["enc_padding_mask"],
+            batch["enc_batch_extend_vocab"],
+            batch["max_art_oovs"],
+        )
         return {k: v.numpy() for k, v in out.items() if k.startswith("nbest_")}
 
     def search(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs) -> dict:
         """The search's outputs for the encoder inputs of a pipeline batch: tokens,
         lengths, scores, attn_dists, p_gens (one row per article, see
         `batched_beam_search`). A tf.function: called eagerly, on a replica
-        (`replicated.py`) or inside another graph (an export, `serving/export.py`)."""
+        (`replicated.py`) or inside another graph (an export, `serving/saved_model.py`)."""
         return self._search(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs)
 
     def decode_batch(self, batch: dict) -> list[Summary]:
@@ -302,21 +252,3 @@ def _text(x: bytes) -> str:
     # Text that is not UTF-8 flows through the pipeline as bytes (as in the original, whose
     # Python 2 strings were bytes; the pipeline warns about it); here it is shown with U+FFFD.
     return x.decode("utf-8", errors="replace")
-
-
-def decoder_for(model, vocab: Vocab, hps: HParams, options, **overrides) -> BeamSearchDecoder:
-    """The decoder the search options ask for: `options` is a `DecodeConfig` or the flags
-    (the same names: trigram_blocking, block_unk, length_penalty (0 = none),
-    full_final_dist, feature_weights (a weight file, "" = none), namas_features);
-    `overrides` are further `BeamSearchDecoder` arguments."""
-    path = options.feature_weights
-    kwargs = dict(
-        trigram_blocking=options.trigram_blocking,
-        block_unk=options.block_unk,
-        length_penalty=options.length_penalty or None,
-        full_final_dist=options.full_final_dist,
-        feature_weights=extractive_features.read_weights(path) if path else None,
-        namas_features=options.namas_features,
-    )
-    kwargs.update(overrides)
-    return BeamSearchDecoder(model, vocab, hps, **kwargs)

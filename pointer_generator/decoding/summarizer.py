@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-from pointer_generator.errors import CheckpointError, FlagError
+from pointer_generator.errors import FlagError
 
 # Decode options `from_experiment` takes besides the stored model flags.
 DECODE_OPTIONS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps")
@@ -117,15 +117,9 @@ class Summarizer:
     ) -> Summarizer:
         """The experiment `<log_root>/<exp_name>` as trained; `decode_options` may set
         beam_size, min_dec_steps, max_dec_steps and max_enc_steps."""
-        import tensorflow as tf
-
-        from pointer_generator.data.vocab import Vocab
-        from pointer_generator.decoding import decode
-        from pointer_generator.decoding.decoder import BeamSearchDecoder
         from pointer_generator.decoding.extractive_features import read_weights
-        from pointer_generator.hparams import HParams
-        from pointer_generator.models.families import build_model
-        from pointer_generator.runtime import checkpointing, experiment_settings
+        from pointer_generator.decoding.search_settings import SearchSettings
+        from pointer_generator.decoding.trained import open_trained, stored_hparams
 
         unknown = sorted(set(decode_options) - set(DECODE_OPTIONS))
         if unknown:
@@ -134,39 +128,19 @@ class Summarizer:
                 f"{', '.join(DECODE_OPTIONS)}"
             )
         root = os.path.join(log_root, exp_name)
-        stored = experiment_settings.read(root)
-        if stored is None:
-            raise FlagError(
-                f"no {experiment_settings.settings_path(root)}: is {root} an experiment "
-                "trained by this version?"
-            )
-        fields = {f.name for f in dataclasses.fields(HParams)}
-        values = {k: v for k, v in stored["flags"].items() if k in fields}
-        values.update(decode_options)
-        hps = HParams(**values).replace(mode="decode")
+        hps, vocab = stored_hparams(root, vocab_path, **decode_options)
         if "min_dec_steps" in decode_options and hps.min_dec_steps > hps.max_dec_steps:
             raise FlagError(
                 f"min_dec_steps={hps.min_dec_steps} is above max_dec_steps="
                 f"{hps.max_dec_steps} (no summary could end): lower it, or raise max_dec_steps"
             )
-        if vocab_path:
-            experiment_settings.check_given_vocabulary(root, stored, vocab_path)
-        vocab = Vocab(vocab_path or experiment_settings.vocabulary(root, stored), hps.vocab_size)
-        model = build_model(hps, vocab.size())
-        if checkpoint:
-            if not os.path.exists(checkpoint + ".index"):
-                raise CheckpointError(f"no checkpoint {checkpoint} (no {checkpoint}.index)")
-            checkpointing.restore(tf.train.Checkpoint(model=model), checkpoint, model)
-        else:
-            decode.load_weights(model, os.path.join(root, "train"), None, wait=False)
-        decoder = BeamSearchDecoder(
-            model,
-            vocab,
+        settings = SearchSettings.from_hparams(
             hps,
             block_unk=block_unk,
             feature_weights=read_weights(feature_weights) if feature_weights else None,
         )
-        return cls(decoder, batch_size)
+        trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
+        return cls(trained.decoder(settings), batch_size)
 
     @staticmethod
     def from_saved_model(export_dir: str, batch_size: int = 16) -> SavedModelSummarizer:
@@ -181,7 +155,7 @@ class Summarizer:
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
         from pointer_generator.data.stories import articles_of_texts
-        from pointer_generator.decoding.summarize import summarize_examples
+        from pointer_generator.decoding.article_texts import summarize_examples
 
         if isinstance(texts, str):
             texts = [texts]

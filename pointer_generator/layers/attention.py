@@ -106,6 +106,23 @@ class CoverageAttention(keras.layers.Layer):
         self.build()
         return tf.einsum("btd,da->bta", enc_states, self.W_h)
 
+    def decoder_weights(self) -> tuple:
+        """(W_s, b_attn, v, w_c) as tensors, w_c flattened to [attn_dim] (zeros without
+        coverage): what the fused training loop (`layers/fused_decoder.py`) computes eq. 1
+        and 11 with, in the order it takes them."""
+        self.build()
+        w_c = (
+            tf.reshape(self.w_c, [-1])
+            if self.use_coverage
+            else tf.zeros([self.attention_dim], self.W_s.dtype)
+        )
+        return (
+            tf.convert_to_tensor(self.W_s),
+            tf.convert_to_tensor(self.b_attn),
+            tf.convert_to_tensor(self.v),
+            w_c,
+        )
+
     def call(self, enc_states, enc_features, enc_padding_mask, dec_state, coverage=None):
         """One attention step.
 

@@ -74,6 +74,24 @@ class ABSModel(SentenceSummarizer):
     query, F for the input), the NNLM hidden layer, one encoder, the output layer."""
 
     CONFIG = ABSConfig
+    FAMILY = "abs"
+    EMBEDDING = ("model/e/_embeddings/.ATTRIBUTES/VARIABLE_VALUE", "emb_dim")
+
+    @classmethod
+    def from_hparams(cls, hps, vocab_size: int) -> ABSModel:
+        """ABS as the flags give it: hidden_dim is H, emb_dim is D."""
+        config = ABSConfig(
+            encoder=hps.abs_encoder,
+            window=hps.context_window,
+            emb_dim=hps.emb_dim,
+            hidden_dim=hps.hidden_dim,
+            smoothing=hps.smoothing_window,
+            namas=hps.abs_namas,
+        )
+        return cls(config, vocab_size)
+
+    def embedding_width(self) -> int:
+        return self.config.emb_dim
 
     def kind(self) -> str:
         return f"ABS ({self.config.encoder} encoder)"

@@ -1,55 +1,60 @@
-"""The model families behind `--model`: one constructor for every mode.
+"""The model families behind `--model`, and what is asked of all of them at once.
 
-Every family's model reads the input pipeline's batches and returns, from
-`model(batch)`, what the trainer and the eval job read: `loss` (the mean NLL per real
-target token for the earlier families), `step_nll` [B, T], `coverage_loss`,
-`total_loss`, `p_gens` [B, T] and `p_gen_mean`. The pointer-generator also has its own
-decoder (`decoding/decoder.py`); the earlier families give the shared batched search a
-step function: `search_articles(enc_batch, mask)`, `initial_carry(rows)` and
-`decode_step(tokens, carry, articles, beam_size)`.
+Each family is one model class keeping the contract of `models/family.py`; this table
+is the only place that lists them. Adding a family means its module (with its layers
+and flags) and a line here: nothing in `decoding/`, `runtime/` or `training/` asks
+which family it holds.
 """
 
 from __future__ import annotations
 
-import tensorflow as tf
+import importlib
 
 from pointer_generator.hparams import HParams
+
+# --model value -> "module:class" (imported when used).
+FAMILIES = {
+    "pointer_generator": "pointer_generator.models.pointer_generator:PointerGeneratorModel",
+    "abs": "pointer_generator.models.abs_model:ABSModel",
+    "ras_elman": "pointer_generator.models.ras_model:RASModel",
+    "ras_lstm": "pointer_generator.models.ras_model:RASModel",
+}
+
+
+def family_class(name: str) -> type:
+    """The model class of family `name` (a --model value)."""
+    module, cls = FAMILIES[name].split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def build_model(hps: HParams, vocab_size: int):
     """The built model of `hps.model`, with every weight created."""
-    if hps.model == "pointer_generator":
-        from pointer_generator.models.pointer_generator import PointerGeneratorModel
-
-        return PointerGeneratorModel(hps, vocab_size).build_weights()
-    if hps.model == "abs":
-        from pointer_generator.models.abs_model import ABSConfig, ABSModel
-
-        config = ABSConfig(
-            encoder=hps.abs_encoder,
-            window=hps.context_window,
-            emb_dim=hps.emb_dim,
-            hidden_dim=hps.hidden_dim,
-            smoothing=hps.smoothing_window,
-            namas=hps.abs_namas,
-        )
-        model = ABSModel(config, vocab_size)
-    else:
-        from pointer_generator.models.ras_model import RASConfig, RASModel
-
-        config = RASConfig(
-            decoder=hps.model.split("_", 1)[1],
-            dim=hps.hidden_dim,
-            width=hps.conv_width,
-            max_positions=hps.max_positions,
-        )
-        model = RASModel(config, vocab_size)
-    # The checkpoint checks read the flags a model was made with.
-    model.hps = hps
-    return model.build_weights()
+    return family_class(hps.model).from_hparams(hps, vocab_size).build_weights()
 
 
-def parameter_summary(model, kind: str) -> str:
-    """`<kind> model with N trainable parameters (vocab V)`, the start-up line."""
-    n = sum(int(tf.size(v)) for v in model.trainable_variables)
-    return f"{kind} model with {n:,} trainable parameters (vocab {model.vocab_size:,})"
+def _classes() -> list[type]:
+    seen = []
+    for name in FAMILIES:
+        cls = family_class(name)
+        if cls not in seen:
+            seen.append(cls)
+    return seen
+
+
+def implied_settings(shapes: dict) -> dict:
+    """The model flags a checkpoint's {key: shape} implies, by the family it belongs to
+    ({} when it is none of theirs)."""
+    for cls in _classes():
+        found = cls.implied_settings(shapes)
+        if found is not None:
+            return found
+    return {}
+
+
+def embedding_key(shapes: dict) -> str | None:
+    """The checkpoint key of a checkpoint's word embedding (the projector's), if any."""
+    for cls in _classes():
+        key = cls.embedding_key(shapes)
+        if key is not None:
+            return key
+    return None

@@ -11,6 +11,8 @@ decoding uses XLA for the attention and the final distribution (docs/performance
 
 from __future__ import annotations
 
+import re
+
 import keras
 import tensorflow as tf
 
@@ -26,15 +28,35 @@ from pointer_generator.layers import (
 )
 from pointer_generator.layers.final_distribution import decode_final_distribution
 from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
+from pointer_generator.layers.input_feeding import InputFeeding
 from pointer_generator.layers.recurrent import keras_cell_step
-from pointer_generator.models import final_candidates
-from pointer_generator.models.families import parameter_summary
+from pointer_generator.models import final_candidates, tf1_names
+from pointer_generator.models.family import (
+    SearchInputs,
+    SearchStart,
+    embedding_mismatches,
+    parameter_summary,
+    tile_beams,
+)
 from pointer_generator.models.model_io import EncoderOutput
 
 
 def _cell_weights(cell: keras.layers.LSTMCell):
     """(kernel, recurrent_kernel, bias) of a Keras LSTMCell as tensors."""
     return tuple(tf.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel, cell.bias))
+
+
+# This implementation's checkpoint keys that tell which flags a checkpoint was trained
+# with, and the original release's TF1 names of the same tensors.
+_EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARIABLE_VALUE$")
+_HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
+_COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
+_POINTER_KEY = re.compile(r"^model/p_gen_layer/")
+
+
+def is_coverage_key(key: str) -> bool:
+    """True for the coverage weight w_c (present only in coverage models)."""
+    return bool(_COVERAGE_KEY.match(key))
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")
@@ -45,6 +67,16 @@ class PointerGeneratorModel(keras.Model):
       hps: hyper-parameters (hidden_dim, emb_dim, pointer_gen, coverage, initialisers...).
       vocab_size: number of words including the 4 special tokens (`Vocab.size()`).
     """
+
+    # The search options of models/family.py it supports: none, it copies instead.
+    SEARCH_OPTIONS = frozenset()
+    search_option_note = (
+        "is for --model=abs|ras_*: the pointer-generator copies through its pointer instead"
+    )
+
+    @classmethod
+    def from_hparams(cls, hps: HParams, vocab_size: int) -> PointerGeneratorModel:
+        return cls(hps, vocab_size)
 
     def __init__(self, hps: HParams, vocab_size: int, **kwargs):
         super().__init__(**kwargs)
@@ -88,8 +120,8 @@ class PointerGeneratorModel(keras.Model):
             name="attention",
         )
         # x_t = Linear([y_t; h*_{t-1}]) (input feeding), 640 -> 128 at the paper's sizes.
-        self.input_merge = keras.layers.Dense(
-            emb, kernel_initializer=glorot(), bias_initializer="zeros", name="input_merge"
+        self.input_merge = InputFeeding(
+            emb, emb, kernel_initializer=glorot(), bias_initializer="zeros", name="input_merge"
         )
         self.decoder_cell = keras.layers.LSTMCell(
             hidden,
@@ -163,6 +195,20 @@ class PointerGeneratorModel(keras.Model):
         features = self.attention.encoder_features(states)
         return EncoderOutput(states, features, enc_padding_mask, c0, h0)
 
+    # ------------------------------------------------------------------ the decoder step
+    def _step(self, x, h, c, coverage, enc: EncoderOutput, attend):
+        """One step of the attention decoder after its input x_t (spec 4.6, 4.12): the
+        LSTM cell, then the attention of the new state [c_t; s_t] over the article (eq.
+        1-3; eq. 11 with the coverage vector, None without). The one definition that
+        training's loop (`attend` = the attention layer itself) and decoding
+        (`attend` = its `beam_attention`, K beams per article) run; the fused training
+        loop is its restricted form. Returns (h, c, context, attn)."""
+        h, c = keras_cell_step(self.decoder_cell, x, h, c)
+        context, attn = attend(
+            enc.states, enc.features, enc.padding_mask, tf.concat([c, h], 1), coverage
+        )
+        return h, c, context, attn
+
     # ------------------------------------------------------------------ training decoder
     def _decoder_loop(self, enc: EncoderOutput, dec_batch):
         """Run the attention decoder over all decoder steps (spec 4.6, training mode).
@@ -178,18 +224,12 @@ class PointerGeneratorModel(keras.Model):
         batch = tf.shape(dec_batch)[0]
         enc_len = tf.shape(enc.states)[1]
         use_cov = self.hps.coverage
-        merge_w = self.input_merge.kernel
-        emb_dim = self.hps.emb_dim
         # The embedding half of the input merge does not depend on the recurrence.
-        y_part = tf.einsum("tbe,ek->tbk", emb_t, merge_w[:emb_dim]) + self.input_merge.bias
-        ctx_w = merge_w[emb_dim:]
+        y_part = self.input_merge.embedding_term(emb_t)
+        ctx_w = self.input_merge.context_kernel()
         if self.hps.fused_recurrence:
-            att = self.attention
-            w_c = (
-                tf.reshape(att.w_c, [-1])
-                if use_cov
-                else tf.zeros([self.hps.attention_dim], y_part.dtype)
-            )
+            # `_step`, fused over all steps with a hand-written gradient (tested against
+            # the loop below, tests/test_recurrent.py).
             steps = fused_decoder.attention_decoder(
                 y_part,
                 enc.states,
@@ -199,12 +239,7 @@ class PointerGeneratorModel(keras.Model):
                 enc.c,
                 ctx_w,
                 _cell_weights(self.decoder_cell),
-                (
-                    tf.convert_to_tensor(att.W_s),
-                    tf.convert_to_tensor(att.b_attn),
-                    tf.convert_to_tensor(att.v),
-                    w_c,
-                ),
+                self.attention.decoder_weights(),
                 use_coverage=use_cov,
                 safe=self.hps.safe_numerics,
             )
@@ -213,13 +248,8 @@ class PointerGeneratorModel(keras.Model):
 
         def body(t, h, c, context, coverage, tas):
             x = y_part[t] + tf.matmul(context, ctx_w)
-            h, c = keras_cell_step(self.decoder_cell, x, h, c)
-            context, attn = self.attention(
-                enc.states,
-                enc.features,
-                enc.padding_mask,
-                tf.concat([c, h], 1),
-                coverage if use_cov else None,
+            h, c, context, attn = self._step(
+                x, h, c, coverage if use_cov else None, enc, self.attention
             )
             coverage = coverage + attn
             tas = tuple(ta.write(t, v) for ta, v in zip(tas, (x, c, h, context, attn), strict=True))
@@ -446,14 +476,9 @@ class PointerGeneratorModel(keras.Model):
             # (that state, the coverage) are those of the previous step's own attention,
             # so the carry holds the result instead (`initial_carry` for the first step).
             coverage = coverage + carry["attn"]
-        x = self.input_merge(tf.concat([self.embedding(tokens), prev_context], 1))
-        h, c = keras_cell_step(self.decoder_cell, x, h, c)
-        context, attn = self.attention.beam_attention(
-            enc.states,
-            enc.features,
-            enc.padding_mask,
-            tf.concat([c, h], 1),
-            coverage if use_cov else None,
+        x = self.input_merge.merge(self.embedding(tokens), prev_context)
+        h, c, context, attn = self._step(
+            x, h, c, coverage if use_cov else None, enc, self.attention.beam_attention
         )
         if not original and use_cov:
             coverage = coverage + attn
@@ -476,6 +501,106 @@ class PointerGeneratorModel(keras.Model):
         if original and use_cov:
             new_carry["attn"] = attn
         return final, attn, p_gen, new_carry
+
+    # ------------------------------------------------------------------ the family contract
+    def search_start(
+        self, inputs: SearchInputs, beam_size: int, full_final_dist: bool = False
+    ) -> SearchStart:
+        """The batched search over `decode_step` (models/family.py): the encoder runs
+        once per article; its tensors stay one row per article (the attention reads them
+        once for all K beams) and the small per-row tensors are tiled to the B*K rows in
+        each step. Unless `full_final_dist`, each step computes only the entries of the
+        final distribution that can be in its top 2K (final_candidates.py)."""
+        k = beam_size
+        enc = self.encode(inputs.enc_batch, inputs.enc_padding_mask)
+        carry = tile_beams(self.initial_carry(enc), k)
+        articles = {
+            "states": enc.states,
+            "features": enc.features,
+            "mask": enc.padding_mask,
+            "ext": inputs.enc_batch_extend_vocab,
+        }
+        projection = None if full_final_dist else self.candidate_projection()
+        if projection is not None and self.hps.pointer_gen:
+            articles["words"] = final_candidates.article_index(
+                inputs.enc_batch_extend_vocab, inputs.enc_padding_mask
+            )
+        max_art_oovs = inputs.max_art_oovs
+
+        def step(tokens, carry, art):
+            art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
+            setup = None
+            if projection is not None:
+                words = (
+                    final_candidates.tile_article_words(art["words"], k)
+                    if self.hps.pointer_gen
+                    else None
+                )
+                setup = final_candidates.CandidateSetup(projection, words, 2 * k)
+            ext = None if setup is not None else tile_beams(art["ext"], k)
+            return self.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
+
+        return SearchStart(step, carry, articles)
+
+    def checkpoint_mismatches(self, shapes: dict) -> list[str]:
+        """What in this model's flags disagrees with a checkpoint ({key: shape}) of this
+        implementation, one phrase each (models/family.py)."""
+        hps, problems = self.hps, []
+        if not any(_EMBEDDING_KEY.match(k) for k in shapes):
+            return ["it is not a pointer-generator checkpoint (another --model?)"]
+        for key, shape in shapes.items():
+            if _EMBEDDING_KEY.match(key):
+                problems += embedding_mismatches(shape, self.vocab_size, hps.emb_dim)
+            if _HIDDEN_KEY.match(key) and len(shape) == 2 and shape[0] != hps.hidden_dim:
+                problems.append(f"it has hidden_dim={shape[0]} but --hidden_dim={hps.hidden_dim}")
+        has_cov = any(_COVERAGE_KEY.match(k) for k in shapes)
+        if has_cov and not hps.coverage:
+            problems.append("it was trained with coverage; add --coverage=1")
+        if hps.coverage and not has_cov:
+            problems.append(
+                "it was trained without coverage; convert it first with "
+                "--convert_to_coverage_model=1 --coverage=1 (or drop --coverage)"
+            )
+        has_ptr = any(_POINTER_KEY.match(k) for k in shapes)
+        if has_ptr != hps.pointer_gen:
+            problems.append(
+                "it is a "
+                + ("pointer-generator" if has_ptr else "baseline")
+                + f" model but --pointer_gen={int(hps.pointer_gen)}"
+            )
+        return problems
+
+    @classmethod
+    def implied_settings(cls, shapes: dict) -> dict | None:
+        """The flags a checkpoint of this family implies (this implementation's keys or
+        the original's TF1 names): vocab_size, emb_dim, hidden_dim, pointer_gen,
+        coverage; None when it is no checkpoint of this family."""
+        from pointer_generator.runtime.checkpointing import is_tf1_checkpoint
+
+        tf1 = is_tf1_checkpoint(shapes)
+        if not tf1 and not any(_EMBEDDING_KEY.match(k) for k in shapes):
+            return None
+        found = {}
+        for key, shape in shapes.items():
+            if (_EMBEDDING_KEY.match(key) or key == tf1_names.EMBEDDING) and len(shape) == 2:
+                found["vocab_size"], found["emb_dim"] = int(shape[0]), int(shape[1])
+            if _HIDDEN_KEY.match(key) and len(shape) == 2:
+                found["hidden_dim"] = int(shape[0])
+            if key == tf1_names.REDUCE_BIAS_C and len(shape) == 1:
+                found["hidden_dim"] = int(shape[0])
+        found["pointer_gen"] = any(
+            k.startswith(tf1_names.P_GEN_SCOPE) if tf1 else bool(_POINTER_KEY.match(k))
+            for k in shapes
+        )
+        found["coverage"] = any(
+            k.startswith(tf1_names.COVERAGE_W) if tf1 else is_coverage_key(k) for k in shapes
+        )
+        return found
+
+    @classmethod
+    def embedding_key(cls, shapes: dict) -> str | None:
+        """The checkpoint key of the shared embedding matrix (the projector's)."""
+        return next((k for k in sorted(shapes) if _EMBEDDING_KEY.match(k)), None)
 
     def get_config(self):
         import dataclasses

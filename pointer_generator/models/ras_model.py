@@ -52,6 +52,45 @@ class RASModel(SentenceSummarizer):
     Elman or LSTM decoder cell, the output layer."""
 
     CONFIG = RASConfig
+    FAMILY = "ras_elman"  # (or ras_lstm: see `family`)
+    EMBEDDING = ("model/y_emb/_embeddings/.ATTRIBUTES/VARIABLE_VALUE", "hidden_dim")
+
+    @classmethod
+    def from_hparams(cls, hps, vocab_size: int) -> RASModel:
+        """RAS as the flags give it: hidden_dim is d (embeddings and state)."""
+        config = RASConfig(
+            decoder=hps.model.split("_", 1)[1],
+            dim=hps.hidden_dim,
+            width=hps.conv_width,
+            max_positions=hps.max_positions,
+        )
+        return cls(config, vocab_size)
+
+    def embedding_width(self) -> int:
+        return self.config.dim
+
+    @property
+    def family(self) -> str:
+        return f"ras_{self.config.decoder}"
+
+    @staticmethod
+    def _decoder_of(shapes: dict) -> str:
+        lstm = any(k.startswith("model/cell/recurrent_kernel/") for k in shapes)
+        return "lstm" if lstm else "elman"
+
+    def checkpoint_mismatches(self, shapes: dict) -> list[str]:
+        problems = super().checkpoint_mismatches(shapes)
+        found = self._decoder_of(shapes)
+        if self.EMBEDDING[0] in shapes and found != self.config.decoder:
+            problems.append(f"it is a --model=ras_{found} checkpoint but --model={self.family}")
+        return problems
+
+    @classmethod
+    def implied_settings(cls, shapes: dict) -> dict | None:
+        found = super().implied_settings(shapes)
+        if found is not None:
+            found["model"] = "ras_" + cls._decoder_of(shapes)
+        return found
 
     def kind(self) -> str:
         return "RAS-" + {"elman": "Elman", "lstm": "LSTM"}[self.config.decoder]

@@ -1,9 +1,11 @@
 """What the earlier families' models share (ABS, RAS): a frozen config, the NLL outputs
-the trainer and the eval job read, building, and the Keras config round trip.
+the trainer and the eval job read, building, the search and checkpoint parts of the
+family contract (models/family.py), and the Keras config round trip.
 
-A family defines `CONFIG` (its config dataclass), `KIND` (its start-up name) and
-`log_probs(enc_batch, enc_padding_mask, dec_batch) -> [B, T, V]`, plus the search step
-(`search_articles`, `initial_carry`, `decode_step`; see models/families.py).
+A family defines `CONFIG` (its config dataclass), `KIND` (its start-up name),
+`from_hparams`, `EMBEDDING` (the checkpoint key of its summary-word embedding and the
+flag that sets its width) and `log_probs(enc_batch, enc_padding_mask, dec_batch) ->
+[B, T, V]`, plus its search step (`search_articles`, `initial_carry`, `decode_step`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from pointer_generator.models.families import parameter_summary
+from pointer_generator.models.family import (
+    SearchInputs,
+    SearchStart,
+    embedding_mismatches,
+    parameter_summary,
+)
 
 
 def nll_outputs(log_probs, batch) -> dict:
@@ -38,10 +45,65 @@ class SentenceSummarizer(keras.Model):
 
     CONFIG: type = None
     KIND = "sentence summarizer"
+    FAMILY = ""  # its --model value(s), for messages
+    # (checkpoint key of the summary-word embedding [V, width], the flag of its width)
+    EMBEDDING: tuple[str, str] = ("", "")
+    # Never generate [UNK] (the ABS papers' search), ABS+'s features and their n-best
+    # lists: the search step is a plain distribution over the vocabulary.
+    SEARCH_OPTIONS = frozenset({"block_unk", "features", "nbest"})
+    search_option_note = ""
 
     def __init__(self, config, vocab_size: int, **kwargs):
         super().__init__(**kwargs)
         self.config, self.vocab_size = config, vocab_size
+
+    def embedding_width(self) -> int:
+        """The width of the `EMBEDDING` table (its flag's value)."""
+        raise NotImplementedError
+
+    @property
+    def family(self) -> str:
+        """Its --model value."""
+        return self.FAMILY
+
+    # ------------------------------------------------------------------ the family contract
+    def search_start(self, inputs: SearchInputs, beam_size: int, full_final_dist: bool = False):
+        """The batched search over `decode_step` (models/family.py); the articles'
+        encoding is computed once (`search_articles`), tiled to the hypotheses in each
+        step. `full_final_dist` changes nothing: the step's distribution is whole."""
+        batch = inputs.enc_batch.shape[0]
+        if batch is None:
+            batch = tf.shape(inputs.enc_batch)[0]
+        articles = self.search_articles(inputs.enc_batch, inputs.enc_padding_mask)
+
+        def step(tokens, carry, art):
+            return self.decode_step(tokens, carry, art, beam_size)
+
+        return SearchStart(step, self.initial_carry(batch * beam_size), articles)
+
+    def checkpoint_mismatches(self, shapes: dict) -> list[str]:
+        """What disagrees between this model's flags and a checkpoint ({key: shape})."""
+        key, flag = self.EMBEDDING
+        if key not in shapes:
+            return [f"it is not a checkpoint of --model={self.family} (it has no {key})"]
+        problems = embedding_mismatches(shapes[key], self.vocab_size, self.embedding_width())
+        return [
+            p.replace("--emb_dim", f"--{flag}").replace("emb_dim=", f"{flag}=") for p in problems
+        ]
+
+    @classmethod
+    def implied_settings(cls, shapes: dict) -> dict | None:
+        """vocab_size and the width flag a checkpoint of this family implies, and its
+        --model; None when it is none of this family's."""
+        key, flag = cls.EMBEDDING
+        shape = shapes.get(key)
+        if shape is None or len(shape) != 2:
+            return None
+        return {"vocab_size": int(shape[0]), flag: int(shape[1]), "model": cls.FAMILY}
+
+    @classmethod
+    def embedding_key(cls, shapes: dict) -> str | None:
+        return cls.EMBEDDING[0] if cls.EMBEDDING[0] in shapes else None
 
     def kind(self) -> str:
         """The family's name in the start-up line."""

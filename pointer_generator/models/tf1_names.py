@@ -34,6 +34,12 @@ FORGET_BIAS = 1.0
 
 ENC = "seq2seq/encoder/bidirectional_rnn"
 DEC = "seq2seq/decoder/attention_decoder"
+REDUCE = "seq2seq/reduce_final_st"
+# Names that tell a checkpoint's flags (`PointerGeneratorModel.implied_settings`).
+EMBEDDING = "seq2seq/embedding/embedding"
+REDUCE_BIAS_C = f"{REDUCE}/bias_reduce_c"
+COVERAGE_W = f"{DEC}/coverage/w_c"
+P_GEN_SCOPE = f"{DEC}/calculate_pgen"
 
 
 # --------------------------------------------------------------------------- LSTM layout
@@ -100,9 +106,7 @@ def entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[Entry]:
             f"tf_version must be one of {', '.join(TF1_VERSIONS)}, got {tf_version!r}"
         )
     h, e, v, a = hps.hidden_dim, hps.emb_dim, vocab_size, hps.attention_dim
-    entries = [
-        Entry("seq2seq/embedding/embedding", (v, e), "plain", (lambda m: m.embedding.embeddings,))
-    ]
+    entries = [Entry(EMBEDDING, (v, e), "plain", (lambda m: m.embedding.embeddings,))]
 
     def lstm(scope, cell_of, input_dim):
         k, b = lstm_names(scope, tf_version)
@@ -119,7 +123,7 @@ def entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[Entry]:
 
     entries += lstm(f"{ENC}/fw", lambda m: m.encoder.forward_layer.cell, e)
     entries += lstm(f"{ENC}/bw", lambda m: m.encoder.backward_layer.cell, e)
-    rs = "seq2seq/reduce_final_st"
+    rs = REDUCE
     entries += [
         Entry(f"{rs}/w_reduce_c", (2 * h, h), "plain", (lambda m: m.reduce_state.w_reduce_c,)),
         Entry(f"{rs}/w_reduce_h", (2 * h, h), "plain", (lambda m: m.reduce_state.w_reduce_h,)),
@@ -129,9 +133,7 @@ def entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[Entry]:
         Entry(f"{DEC}/v", (a,), "plain", (lambda m: m.attention.v,)),
     ]
     if hps.coverage:
-        entries.append(
-            Entry(f"{DEC}/coverage/w_c", (1, 1, 1, a), "conv", (lambda m: m.attention.w_c,))
-        )
+        entries.append(Entry(COVERAGE_W, (1, 1, 1, a), "conv", (lambda m: m.attention.w_c,)))
 
     def linear(scope, rows, cols, layer_of):
         return [
@@ -146,7 +148,7 @@ def entries(hps, vocab_size: int, tf_version: str = "1.2.1") -> list[Entry]:
         Entry(f"{DEC}/Attention/Linear/Bias", (a,), "plain", (lambda m: m.attention.b_attn,)),
     ]
     if hps.pointer_gen:
-        entries += linear(f"{DEC}/calculate_pgen", 4 * h + e, 1, lambda m: m.p_gen_layer.dense)
+        entries += linear(P_GEN_SCOPE, 4 * h + e, 1, lambda m: m.p_gen_layer.dense)
     entries += linear(f"{DEC}/AttnOutputProjection", 3 * h, h, lambda m: m.attn_output_projection)
     entries += [
         Entry(

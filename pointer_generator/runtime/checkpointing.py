@@ -47,18 +47,6 @@ TRANSIENT_ERRORS = (
     OSError,
 )
 
-# Keys of this implementation's checkpoints that tell which flags a checkpoint was
-# trained with (see `_diagnose`).
-_EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARIABLE_VALUE$")
-# The earlier families' summary-word embeddings: ABS's E, RAS's output-word table.
-_FAMILY_EMBEDDING_KEYS = (
-    "model/e/_embeddings/.ATTRIBUTES/VARIABLE_VALUE",
-    "model/y_emb/_embeddings/.ATTRIBUTES/VARIABLE_VALUE",
-)
-_HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
-_COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
-_POINTER_KEY = re.compile(r"^model/p_gen_layer/")
-
 
 # --------------------------------------------------------------------------- finding
 def latest_checkpoint(directory: str, state_file: str = TRAIN_STATE_FILE) -> str | None:
@@ -106,17 +94,6 @@ def is_tf1_checkpoint(shapes: dict) -> bool:
     return any(k.startswith("seq2seq/") for k in shapes)
 
 
-def embedding_key(shapes: dict) -> str | None:
-    """The checkpoint key of the shared embedding matrix (for the projector), or None."""
-    key = next((k for k in sorted(shapes) if _EMBEDDING_KEY.match(k)), None)
-    return key or next((k for k in _FAMILY_EMBEDDING_KEYS if k in shapes), None)
-
-
-def is_coverage_key(key: str) -> bool:
-    """True for the coverage weight w_c (present only in coverage models)."""
-    return bool(_COVERAGE_KEY.match(key))
-
-
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
@@ -147,58 +124,6 @@ def _remove_partial_write(prefix: str) -> None:
 
 
 # --------------------------------------------------------------------------- matching
-def _diagnose(shapes: dict, hps, vocab_size: int) -> list[str]:
-    """What in the flags disagrees with a checkpoint of this implementation."""
-    problems = []
-    for key, shape in shapes.items():
-        if _EMBEDDING_KEY.match(key) and len(shape) == 2:
-            if shape[0] != vocab_size:
-                problems.append(
-                    f"it has a vocabulary of {shape[0]} words but the vocab file "
-                    f"and --vocab_size give {vocab_size}"
-                )
-            if shape[1] != hps.emb_dim:
-                problems.append(f"it has emb_dim={shape[1]} but --emb_dim={hps.emb_dim}")
-        if _HIDDEN_KEY.match(key) and len(shape) == 2 and shape[0] != hps.hidden_dim:
-            problems.append(f"it has hidden_dim={shape[0]} but --hidden_dim={hps.hidden_dim}")
-    has_cov = any(_COVERAGE_KEY.match(k) for k in shapes)
-    if has_cov and not hps.coverage:
-        problems.append("it was trained with coverage; add --coverage=1")
-    if hps.coverage and not has_cov:
-        problems.append(
-            "it was trained without coverage; convert it first with "
-            "--convert_to_coverage_model=1 --coverage=1 (or drop --coverage)"
-        )
-    has_ptr = any(_POINTER_KEY.match(k) for k in shapes)
-    if has_ptr != hps.pointer_gen:
-        problems.append(
-            "it is a "
-            + ("pointer-generator" if has_ptr else "baseline")
-            + f" model but --pointer_gen={int(hps.pointer_gen)}"
-        )
-    return problems
-
-
-def implied_settings(shapes: dict) -> dict:
-    """The model flags a checkpoint's tensor shapes imply (this implementation's keys or
-    the original's TF1 names): vocab_size, emb_dim, hidden_dim, pointer_gen, coverage."""
-    found = {}
-    for key, shape in shapes.items():
-        emb = _EMBEDDING_KEY.match(key) or key == "seq2seq/embedding/embedding"
-        if emb and len(shape) == 2:
-            found["vocab_size"], found["emb_dim"] = int(shape[0]), int(shape[1])
-        if _HIDDEN_KEY.match(key) and len(shape) == 2:
-            found["hidden_dim"] = int(shape[0])
-        if key == "seq2seq/reduce_final_st/bias_reduce_c" and len(shape) == 1:
-            found["hidden_dim"] = int(shape[0])
-    tf1 = is_tf1_checkpoint(shapes)
-    found["pointer_gen"] = any(
-        ("calculate_pgen" in k) if tf1 else bool(_POINTER_KEY.match(k)) for k in shapes
-    )
-    found["coverage"] = any(("coverage/w_c" in k) if tf1 else is_coverage_key(k) for k in shapes)
-    return found
-
-
 def check_compatible(path: str, model) -> dict:
     """Raise CheckpointError (one line per problem) if `path` does not fit `model`.
 
@@ -210,7 +135,8 @@ def check_compatible(path: str, model) -> dict:
             f"{path} is an original (TF1) checkpoint; start from it with "
             "--tf1_checkpoint instead of placing it in train/"
         )
-    problems = _diagnose(shapes, model.hps, model.vocab_size)
+    # The model's family knows what its flags expect (models/family.py).
+    problems = model.checkpoint_mismatches(shapes)
     if problems:
         raise CheckpointError(f"checkpoint {path} does not match the flags: " + "; ".join(problems))
     return shapes

@@ -21,6 +21,8 @@ import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
+from pointer_generator.models import families
+from pointer_generator.models.pointer_generator import is_coverage_key
 from pointer_generator.runtime import checkpointing, experiment_settings, locks, summaries
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
@@ -91,7 +93,7 @@ def make_iterator(data_path: str, vocab, hps: HParams, trainer: Trainer, seed: i
 
 def write_projector_files(exp: Experiment, vocab, checkpoint_path: str) -> None:
     """vocab_metadata.tsv + projector_config.pbtxt pointing at the embedding (spec 4.3)."""
-    key = checkpointing.embedding_key(checkpointing.variable_shapes(checkpoint_path))
+    key = families.embedding_key(checkpointing.variable_shapes(checkpoint_path))
     if key is None:
         log.warning("No embedding found in %s; projector config not written", checkpoint_path)
         return
@@ -426,7 +428,7 @@ def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment, tf1_path: st
     latest = checkpointing.latest_checkpoint(exp.train_dir)
     if latest:
         shapes = checkpointing.variable_shapes(latest)
-        if any(checkpointing.is_coverage_key(k) for k in shapes):
+        if any(is_coverage_key(k) for k in shapes):
             raise CheckpointError(
                 f"{latest} already has coverage weights; nothing to "
                 "convert (train on with --coverage=1)"

@@ -16,7 +16,6 @@ import os
 import time
 
 import numpy as np
-import tensorflow as tf
 
 from pointer_generator.data import binfile
 from pointer_generator.data.vocab import (
@@ -24,12 +23,12 @@ from pointer_generator.data.vocab import (
 )
 from pointer_generator.decoding import attention_html, decode_inputs, decode_output, decode_shards
 from pointer_generator.decoding.config import DecodeConfig
-from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text, decoder_for
+from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
 from pointer_generator.decoding.extractive_features import features_suffix
 from pointer_generator.decoding.replicated import ReplicatedDecoder
+from pointer_generator.decoding.trained import load_weights, open_trained
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.models.families import build_model
 from pointer_generator.runtime import interrupts, locks
 from pointer_generator.runtime.devices import local_mirrored_strategy
 from pointer_generator.runtime.progress import CountProgress
@@ -187,45 +186,6 @@ RELOAD_SECS = 60  # the original reloads the newest checkpoint every 60 s of dec
 WAIT_SECS = 10  # and retries every 10 s while there is none
 
 
-def load_weights(
-    model,
-    train_dir: str,
-    tf1_path: str | None = None,
-    wait: bool = True,
-    max_wait_secs: float | None = None,
-) -> str:
-    """Load the newest checkpoint of `train_dir` (or an original TF1 checkpoint) into model.
-
-    Waits (every 10 s, like the original) while train/ has no checkpoint yet, up to
-    `max_wait_secs`. Returns the loaded checkpoint's path.
-    """
-    from pointer_generator.errors import CheckpointError
-    from pointer_generator.runtime import checkpointing
-
-    if tf1_path:
-        from pointer_generator.models import tf1_checkpoint
-
-        return tf1_checkpoint.load_tf1_checkpoint(model, tf1_path).path
-    start = time.time()
-    while True:
-        interrupts.check()
-        path = checkpointing.latest_checkpoint(train_dir)
-        if path is not None:
-            try:
-                checkpointing.restore(tf.train.Checkpoint(model=model), path, model)
-                log.info("Loaded checkpoint %s", path)
-                return path
-            except checkpointing.TRANSIENT_ERRORS:
-                pass  # being written or deleted by the training job right now
-        if not wait or (max_wait_secs is not None and time.time() - start > max_wait_secs):
-            raise CheckpointError(
-                f"no checkpoint in {train_dir}{checkpointing.none_intact_note(train_dir)}; "
-                "train a model first (or give --tf1_checkpoint)"
-            )
-        log.info("No checkpoint in %s yet; retrying in %d s", train_dir, WAIT_SECS)
-        time.sleep(WAIT_SECS)
-
-
 def count_examples(data_path: str) -> int | None:
     """Number of records in the files of a glob (None if one cannot be read)."""
     import glob
@@ -274,18 +234,21 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     if cfg.distribution_strategy == "mirrored":
         strategy = local_mirrored_strategy()
         print(f"Decoding on {strategy.num_replicas_in_sync} devices", flush=True)
-    with strategy.scope() if strategy else contextlib.nullcontext():
-        model = build_model(hps, vocab.size())  # mirrored weights under the strategy
-    print(model.parameter_summary(), flush=True)
-    pin = None
+    pin = pinned = None
     if cfg.single_pass and cfg.decode_shards > 1 and not cfg.tf1_checkpoint:
-        ckpt, pin = _pin_shard_checkpoint(exp, cfg, vocab, hps)
-        load_checkpoint(model, ckpt)
-    else:
-        ckpt = load_weights(
-            model, exp.train_dir, cfg.tf1_checkpoint or None, wait=not cfg.single_pass
-        )
-    decoder = decoder_for(model, vocab, hps, cfg, jit_compile=cfg.xla)
+        pinned, pin = _pin_shard_checkpoint(exp, cfg, vocab, hps)
+    trained = open_trained(
+        exp.root,
+        hps,
+        vocab,
+        checkpoint=pinned,
+        tf1_checkpoint=cfg.tf1_checkpoint or None,
+        wait=not cfg.single_pass,
+        strategy=strategy,  # mirrored weights under the strategy
+        announce=True,
+    )
+    ckpt = trained.checkpoint
+    decoder = trained.decoder(cfg.search, jit_compile=cfg.xla)
     if strategy is not None:
         decoder = ReplicatedDecoder(decoder, strategy)
     batch_hps = hps.replace(batch_size=cfg.decode_batch_size)
@@ -300,15 +263,13 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                     cfg.data_path,
                     hps,
                     ckpt,
-                    decoder.trigram_blocking,
-                    decoder.length_penalty,
-                    decoder.block_unk,
-                    features_suffix(decoder.feature_weights, cfg.namas_features),
+                    cfg.search.trigram_blocking,
+                    cfg.search.length_penalty,
+                    cfg.search.block_unk,
+                    features_suffix(cfg.search.feature_weights, cfg.search.namas_features),
                 ),
             )
-            record = decode_inputs.describe(
-                cfg.data_path, vocab, hps, ckpt, decode_inputs.search_settings(cfg)
-            )
+            record = decode_inputs.describe(cfg.data_path, vocab, hps, ckpt, cfg.search.record())
             decode_dir = decode_inputs.folder_for(base, record)
             if cfg.decode_shards > 1:
                 return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir, pin)
@@ -344,9 +305,7 @@ def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]
             f"no checkpoint in {exp.train_dir}{checkpointing.none_intact_note(exp.train_dir)}; "
             "train a model first (or give --tf1_checkpoint)"
         )
-    record = decode_inputs.describe(
-        cfg.data_path, vocab, hps, newest, decode_inputs.search_settings(cfg)
-    )
+    record = decode_inputs.describe(cfg.data_path, vocab, hps, newest, cfg.search.record())
     del record["checkpoint"]
     pin = decode_shards.pin_file(exp.root, record, cfg.decode_shards)
     ckpt, pinned_here = decode_shards.pinned_checkpoint(pin, newest)
@@ -363,14 +322,6 @@ def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]
                 "and the decode folder's shards/, and run every shard again"
             )
     return ckpt, pin
-
-
-def load_checkpoint(model, path: str) -> None:
-    """Load the checkpoint at prefix `path` (checked) into `model`."""
-    from pointer_generator.runtime import checkpointing
-
-    checkpointing.restore(tf.train.Checkpoint(model=model), path, model)
-    log.info("Loaded checkpoint %s", path)
 
 
 def _decode_shard(

@@ -1,0 +1,143 @@
+"""The model-family contract (models/family.py): every family builds from the flags,
+gives the shared search its step, and reads and explains checkpoints of its own; the
+search, the runtime and the trainer never ask which family they hold; one opener of a
+trained experiment; the package's command names."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_generator.decoding.decoder import BeamSearchDecoder
+from pointer_generator.decoding.search_settings import SearchSettings
+from pointer_generator.models import families
+from pointer_generator.models.family import SearchInputs
+from pointer_generator.runtime import checkpointing
+from tests import helpers
+
+VOCAB = 30
+TINY = {
+    "pointer_generator": {},
+    "abs": {"abs_encoder": "attention", "context_window": 3, "pointer_gen": False},
+    "ras_elman": {"conv_width": 3, "max_positions": 20, "pointer_gen": False},
+    "ras_lstm": {"conv_width": 3, "max_positions": 20, "pointer_gen": False},
+}
+
+
+def _model(name: str, **sizes):
+    hps = helpers.hparams(model=name, **{**TINY[name], **sizes})
+    tf.keras.utils.set_random_seed(0)
+    return hps, families.build_model(hps, VOCAB)
+
+
+def _checkpoint_shapes(model, tmp_path, name: str) -> dict:
+    prefix = tf.train.Checkpoint(model=model).write(str(tmp_path / name))
+    return checkpointing.variable_shapes(prefix)
+
+
+@pytest.mark.parametrize("name", list(families.FAMILIES))
+def test_each_family_gives_the_search_its_step(name):
+    hps, model = _model(name)
+    b, t, k = 3, 7, 2
+    rng = np.random.default_rng(0)
+    enc = tf.constant(rng.integers(4, VOCAB, (b, t)), tf.int32)
+    mask = tf.constant((np.arange(t)[None] < np.array([[7], [5], [2]])).astype(np.float32))
+    inputs = SearchInputs(enc, mask, enc, tf.constant(0))
+    start = model.search_start(inputs, k, full_final_dist=True)
+    rows = tf.nest.flatten(start.carry)[0].shape[0]
+    assert rows == b * k
+    tokens = tf.fill([b * k], 2)
+    probs, attn, p_gen, carry = start.step(tokens, start.carry, start.articles)
+    assert probs.shape[0] == b * k and attn.shape == (b * k, t) and p_gen.shape == (b * k,)
+    np.testing.assert_allclose(tf.reduce_sum(probs, -1), 1.0, atol=1e-5)
+    assert tf.nest.map_structure(lambda x: x.shape, carry) == tf.nest.map_structure(
+        lambda x: x.shape, start.carry
+    )
+
+
+@pytest.mark.parametrize("name", list(families.FAMILIES))
+def test_each_family_reads_and_explains_its_checkpoints(name, tmp_path):
+    hps, model = _model(name)
+    shapes = _checkpoint_shapes(model, tmp_path, name)
+    assert model.checkpoint_mismatches(shapes) == []
+    implied = families.implied_settings(shapes)
+    width = "emb_dim" if name in ("pointer_generator", "abs") else "hidden_dim"
+    assert implied["vocab_size"] == VOCAB and implied[width] == getattr(hps, width)
+    assert implied.get("model", "pointer_generator") == name
+    assert families.embedding_key(shapes) in shapes
+    # Other sizes: the phrase names the flag and both values.
+    _, wider = _model(name, **{width: getattr(hps, width) + 2})
+    problems = wider.checkpoint_mismatches(shapes)
+    assert any(f"--{width}={getattr(hps, width) + 2}" in p for p in problems), problems
+    # Another family's checkpoint is named as such.
+    other = "abs" if name != "abs" else "ras_elman"
+    _, stranger = _model(other)
+    assert stranger.checkpoint_mismatches(shapes), (other, name)
+
+
+def test_ras_checkpoints_tell_elman_from_lstm(tmp_path):
+    _, elman = _model("ras_elman")
+    _, lstm = _model("ras_lstm")
+    shapes = _checkpoint_shapes(elman, tmp_path, "elman")
+    assert families.implied_settings(shapes)["model"] == "ras_elman"
+    assert "it is a --model=ras_elman checkpoint but --model=ras_lstm" in " ".join(
+        lstm.checkpoint_mismatches(shapes)
+    )
+
+
+def test_search_options_a_family_lacks_are_refused_by_the_family(tmp_path):
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.errors import FlagError
+
+    hps, model = _model("pointer_generator")
+    helpers.write_vocab(str(tmp_path / "vocab"), VOCAB - 4)
+    vocab = Vocab(str(tmp_path / "vocab"), VOCAB)
+    assert vocab.size() == VOCAB
+    for option, flag in (({"block_unk": True}, "--block_unk"),
+                         ({"feature_weights": {"lm": 1.0}}, "--feature_weights")):  # fmt: skip
+        with pytest.raises(FlagError, match=f"^{re.escape(flag)}.* is for --model=abs"):
+            BeamSearchDecoder(model, vocab, hps, SearchSettings.from_hparams(hps, **option))
+
+
+def test_search_runtime_and_trainer_never_ask_which_family():
+    """No family name or `hps.model` test in decoding/, runtime/ or training/."""
+    root = os.path.join(helpers.REPO_ROOT, "pointer_generator")
+    asks = re.compile(r"\.model\s*[!=]=|==\s*\"(pointer_generator|abs|ras_\w+)\"|model\.hps\b")
+    for part in ("decoding", "runtime", "training"):
+        for dirpath, _, names in os.walk(os.path.join(root, part)):
+            for name in names:
+                if name.endswith(".py"):
+                    with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                        for number, line in enumerate(f, start=1):
+                            assert not asks.search(line), f"{part}/{name}:{number}: {line}"
+
+
+def test_one_search_settings_dataclass_and_hparams_without_mode():
+    import dataclasses
+
+    from pointer_generator.decoding.config import DecodeConfig
+    from pointer_generator.hparams import HParams
+
+    assert "mode" not in {f.name for f in dataclasses.fields(HParams)}
+    search_fields = {f.name for f in dataclasses.fields(SearchSettings)}
+    decode_fields = {f.name for f in dataclasses.fields(DecodeConfig)}
+    assert not (search_fields & decode_fields)  # the decode job holds one `search`
+    settings = SearchSettings(length_penalty=None)
+    assert settings.record()["length_penalty"] == 0.0  # earlier decode folders still resume
+
+
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        ("pointer_generator.cli", "pointer-generator --mode=train"),
+        ("pointer_generator.rouge", "usage"),
+    ],
+)
+def test_the_package_command_names_run(module, expected):
+    proc = helpers.run_python(["-m", module, "--help"], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert expected.lower() in (proc.stdout + proc.stderr).lower()
