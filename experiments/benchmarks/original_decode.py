@@ -112,7 +112,7 @@ def one_at_a_time(model, vocab, hps, original: bool):
     import tensorflow as tf
 
     from pointer_generator.decoding.beam_search import tile_beams
-    from pointer_generator.decoding.search_rules import search_settings
+    from pointer_generator.decoding.search_settings import SearchSettings
     from tests.reference_search import beam_search_single
 
     k = hps.beam_size
@@ -141,7 +141,7 @@ def one_at_a_time(model, vocab, hps, original: bool):
         return beam_search_single(
             lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
             carry,
-            **search_settings(hps, vocab.size()),
+            **SearchSettings.from_hparams(hps).search_keywords(vocab.size()),
         )
 
     return decode

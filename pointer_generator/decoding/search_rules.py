@@ -11,22 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
 from pointer_generator.layers.top_k import Candidates
-
-
-def search_settings(hps, vocab_size: int) -> dict:
-    """The keyword arguments a model's search takes from its hyper-parameters (beam_size,
-    max_dec_steps, min_dec_steps), its vocabulary size and the special token ids."""
-    return dict(
-        beam_size=hps.beam_size,
-        vocab_size=vocab_size,
-        max_dec_steps=hps.max_dec_steps,
-        min_dec_steps=hps.min_dec_steps,
-        start_id=START_ID,
-        stop_id=STOP_ID,
-        unk_id=UNK_ID,
-    )
 
 
 @dataclasses.dataclass(frozen=True)
