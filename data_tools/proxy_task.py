@@ -13,7 +13,9 @@ builds Rush-style pairs from tokenized CNN/DM records (`id`, `article`, `abstrac
    `--substring_bad_words`);
 4. a fixed split by the SHA-1 of the record's id: 80 % train, 10 % valid, 10 % test;
 5. `sentence_dataset.write_dataset`: count-`--min_count` dictionaries over train, the
-   release's text files, `.bin` files and the vocabulary.
+   release's text files, `.bin` files and the vocabulary. Rare words become `<unk>` as
+   in the Gigaword release; `--keep_rare_words` keeps them (the pointer-generator's
+   variant: with `<unk>` inputs it can only copy `<unk>`).
 
     python -m data_tools.proxy_task --input ../shared/data/cnndm_sample.jsonl.gz \\
         --out_dir proxy
@@ -106,6 +108,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="match the bad words as substrings of the title, as NAMAS's code does",
     )
+    p.add_argument(
+        "--keep_rare_words",
+        action="store_true",
+        help="inputs and titles keep their rare words instead of <unk> (for a model that "
+        "copies, the pointer-generator: train it with the vocab of the <unk> build)",
+    )
     return p
 
 
@@ -117,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = sum(len(v) for v in splits.values())
     if not splits["train"]:
         raise DataError(f"{args.input}: no pair passed the filters; nothing written")
-    counts = write_dataset(splits, args.out_dir, args.min_count)
+    counts = write_dataset(splits, args.out_dir, args.min_count, args.keep_rare_words)
     print(f"kept {kept:,} pairs of {kept + sum(dropped.values()):,}")
     for reason, n in sorted(dropped.items(), key=lambda x: -x[1]):
         print(f"  dropped {n:,}: {reason}")

@@ -48,9 +48,23 @@ def write_dictionary(path: str, counts) -> None:
     _write_lines(path, (f"{w} {c}" for w, c in items))
 
 
-def write_dataset(splits: dict, out_dir: str, min_count: int = 5) -> dict:
+class _Every:
+    """The dictionary of `keep_words`: every word is in it."""
+
+    def __contains__(self, word) -> bool:
+        return True
+
+
+def write_dataset(splits: dict, out_dir: str, min_count: int = 5, keep_words: bool = False) -> dict:
     """Write the text files and the `.bin` files of `splits` ({"train"|"valid"|"test":
-    [(article tokens, title tokens)]}); returns {split: examples}."""
+    [(article tokens, title tokens)]}); returns {split: examples}.
+
+    keep_words: the articles and titles keep their rare words (lower-cased, never
+    `<unk>`): inputs for a model that can copy, such as the pointer-generator. The
+    dictionaries are the same; `finished/vocab` then counts every word, so train such a
+    model with the vocab of the `<unk>` build (`--vocab_path`) to keep the rare words
+    outside its vocabulary.
+    """
     text_dir = os.path.join(out_dir, "sumdata")
     articles = gigaword_rules.dictionary((a for a, _ in splits["train"]), min_count)
     titles = gigaword_rules.dictionary((t for _, t in splits["train"]), min_count)
@@ -64,10 +78,11 @@ def write_dataset(splits: dict, out_dir: str, min_count: int = 5) -> dict:
         os.makedirs(os.path.join(text_dir, folder), exist_ok=True)
         a_path = os.path.join(text_dir, folder, article_file)
         t_path = os.path.join(text_dir, folder, title_file)
-        _write_lines(a_path, (" ".join(gigaword_rules.pull(a, articles)) for a, _ in pairs))
+        source_words = _Every() if keep_words else articles
+        _write_lines(a_path, (" ".join(gigaword_rules.pull(a, source_words)) for a, _ in pairs))
         # Test titles keep their rare words: they are the references ROUGE scores against
         # (with `<unk>` in them a model would earn matches by writing [UNK]).
-        words = titles if split != "test" else {w.lower() for _, t in pairs for w in t}
+        words = titles if split != "test" and not keep_words else _Every()
         _write_lines(t_path, (" ".join(gigaword_rules.pull(t, words, True)) for _, t in pairs))
         counts[split] = sumdata.convert(a_path, [t_path], finished, set_name)
     return counts

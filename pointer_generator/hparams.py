@@ -32,6 +32,7 @@ _CHOICES = {
     "optimizer": OPTIMIZERS,
     "lr_decay": LR_DECAYS,
     "loss_reduction": ("mean", "sum"),
+    "family_init": ("torch", "keras"),
 }
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
@@ -97,6 +98,9 @@ class HParams:
     conv_width: int = 5  # RAS: q, its encoder's convolution width (odd) [R]
     max_positions: int = 400  # RAS: input positions with an embedding (>= max_enc_steps)
     abs_namas: bool = False  # ABS: the official code's departures (spec §2.9), not the paper's
+    # ABS / RAS weights drawn as the papers' Torch code drew them ("torch": N(0, 1) lookup
+    # tables, U(±1/√fan_in) linear maps; layers/torch_init.py) or with Keras' defaults.
+    family_init: str = "torch"
     # ---- how the earlier families were trained (training/optimizers.py, epochs.py) -----
     optimizer: str = "adagrad"  # "sgd": plain SGD (ABS, RAS) with an annealed rate
     lr_decay: str = "none"  # annealing on validation perplexity, see LR_DECAYS

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_generator.data import binfile
 from pointer_generator.data.input_pipeline import make_dataset, model_inputs
 from pointer_generator.data.vocab import Vocab
+from pointer_generator.errors import DataError
 from pointer_generator.evaluation import evaluate
 from pointer_generator.runtime import checkpointing, summaries
 from pointer_generator.runtime.experiment import Experiment
@@ -144,6 +146,42 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_ends_the_eval_loop(setup, mon
 
 
 # ------------------------------------------------------------------------------ single pass
+def test_the_input_gap_is_the_loss_on_rotated_articles_minus_the_loss(tmp_path, capsys):
+    """--input_gap's wrong-article loss equals the plain single-pass loss of a file whose
+    pair k holds article k + 1 (written here, independently of the pipeline's pairing)."""
+    words = helpers.write_vocab(str(tmp_path / "vocab"))
+    pairs = helpers.make_pairs(5, words, seed=4)
+    rotated = [(pairs[(k + 1) % 5][0], pairs[k][1]) for k in range(5)]
+    binfile.write_chunked(str(tmp_path / "data"), "val", pairs, 1000)
+    binfile.write_chunked(str(tmp_path / "data"), "rot", rotated, 1000)
+    binfile.write_chunked(str(tmp_path / "data"), "one", pairs[:1], 1000)
+    vocab = Vocab(str(tmp_path / "vocab"), 100)
+    exp = Experiment(str(tmp_path / "exp"))
+    os.makedirs(exp.eval_dir)
+    hps = helpers.hparams(batch_size=2)
+    trainer = train.Trainer(hps, 100)
+    ckpts = checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step)
+    _save_train_checkpoint(trainer, ckpts, 3, seed=1)
+    evaluator = evaluate.Evaluator(hps, 100)
+
+    data = str(tmp_path / "data")
+    result = evaluate.single_pass(evaluator, vocab, exp, f"{data}/val_*", input_gap=True)
+    reference = evaluate.single_pass(evaluator, vocab, exp, f"{data}/rot_*")
+
+    assert result["loss_other_articles"] == pytest.approx(reference["loss"], rel=1e-6)
+    assert result["input_gap"] == pytest.approx(reference["loss"] - result["loss"], rel=1e-6)
+    out = capsys.readouterr().out
+    assert f"(input gap {result['input_gap']:+.4f} nats)" in out
+    with pytest.raises(DataError, match="holds only one example"):
+        evaluate.single_pass(evaluator, vocab, exp, f"{data}/one_*", input_gap=True)
+
+
+@pytest.mark.parametrize("gap, verdict", [(0.001, "WARNING: "), (0.6, "reads its input")])
+def test_the_input_gap_line_warns_when_the_model_ignores_its_input(gap, verdict):
+    line = evaluate.input_gap_line(2.0 + gap, gap)
+    assert verdict in line and f"{gap:+.4f}" in line
+
+
 @pytest.mark.parametrize("pointer_gen", [True, False])
 def test_single_pass_loss_is_exact_over_a_partial_final_batch(tmp_path, pointer_gen):
     words = helpers.write_vocab(str(tmp_path / "vocab"))

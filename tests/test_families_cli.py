@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 import tensorflow as tf
@@ -47,8 +48,15 @@ def test_a_family_trains_evaluates_and_decodes_from_the_command_line(
     assert stored["model"] == family and stored["pointer_gen"] is False
     capfd.readouterr()
     val = [f"--log_root={data.log_root}", f"--exp_name={exp}", f"--data_path={data.val_path}"]
-    assert helpers.run_main_in_process(["--mode=eval", "--single_pass", *val]) == 0
-    assert "Single-pass eval of model.ckpt-3 (step 3) over 4 examples" in capfd.readouterr().out
+    assert helpers.run_main_in_process(["--mode=eval", "--single_pass", "--input_gap", *val]) == 0
+    out = capfd.readouterr().out
+    assert "Single-pass eval of model.ckpt-3 (step 3) over 4 examples" in out
+    line = r"another example's article: [0-9.]+ \(input gap ([-+][0-9.]+) nats\)"
+    gap = re.search(line, out)
+    assert gap, out
+    with open(os.path.join(data.log_root, exp, "eval", "single_pass_loss.txt")) as f:
+        stored = dict(x.split(": ", 1) for x in f.read().splitlines())
+    assert float(stored["input_gap"]) == pytest.approx(float(gap.group(1)), abs=1e-4)
     assert helpers.run_main_in_process(["--mode=decode", "--single_pass", *val]) == 0
     (folder,) = [d for d in os.listdir(os.path.join(data.log_root, exp)) if d.startswith("decode")]
     folder = os.path.join(data.log_root, exp, folder)

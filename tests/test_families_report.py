@@ -56,3 +56,35 @@ def test_the_page_from_a_work_folder(tmp_path):
         "abs_attention": 200.0,
         "abs_bow": 250.0,
     }
+
+
+def test_the_toy_task_page_says_which_runs_learn(tmp_path):
+    from experiments.families import toy_task
+
+    def row(r1, distinct, gap):
+        return {
+            "gap": {"loss": 1.0, "loss_other_articles": 1.0 + gap, "input_gap": gap},
+            "decode": {
+                "gigaword": {"1": r1, "2": r1 / 2, "l": r1},
+                "distinct": distinct,
+                "summaries": 200,
+                "examples": [f"summary {i} ." for i in range(3)],
+            },
+            "commands": ["pointer-generator --mode=train ...", "pointer-generator --mode=eval"],
+            "seconds": 120.0,
+        }
+
+    results = {
+        "abs_attention": row(47.4, 170, 0.33),
+        "abs_attention_keras": row(18.2, 3, 0.001),  # a template for every article
+        "ras_elman": row(47.0, 20, 0.5),  # reads, but few distinct summaries
+    }
+    out = tmp_path / "page" / "report.md"
+    toy_task.write_report(results, str(out), 1000)
+    text = out.read_text()
+    lines = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
+    assert lines["| ABS, attention encoder: default recipe"].endswith("| 170 of 200 | yes | 2.0 |")
+    keras = [v for k, v in lines.items() if "Keras' initialisation" in k][0]
+    assert "| +0.001 | 18.2 |" in keras and "| **no** |" in keras
+    assert "| **no** |" in lines["| RAS-Elman: default recipe"]
+    assert "pointer-generator --mode=eval" in text and "1. summary 0 ." in text

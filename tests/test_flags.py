@@ -108,6 +108,8 @@ def test_valid_train_flags_pass(setup):
     "overrides, message",
     [
         ({"single_pass": True}, "cannot be used in train mode"),
+        ({"input_gap": True}, "--input_gap is for eval mode with --single_pass"),
+        ({"input_gap": True, "mode": "eval"}, "--input_gap is for eval mode with --single_pass"),
         ({"mode": "evaluate"}, "--mode must be one of train, eval, decode"),
         ({"convert_to_coverage_model": True}, "needs --coverage=1"),
         (

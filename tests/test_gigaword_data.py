@@ -154,3 +154,25 @@ def test_test_titles_keep_their_rare_words(tmp_path):
     assert "zanzibar" not in (text / "train" / "train.title.txt").read_text()
     assert "<unk>" in (text / "train" / "valid.title.filter.txt").read_text()
     assert (text / "test" / "task1_ref0.txt").read_text() == "minister says zanzibar taxes rise\n"
+
+
+def test_keep_words_keeps_the_rare_words_of_inputs_and_titles(tmp_path):
+    """The pointer-generator's variant of the proxy task: nothing becomes `<unk>`."""
+    from data_tools.sentence_dataset import write_dataset
+
+    article = "the minister said taxes would rise next year in the country ."
+    pair = (article.split(), "minister says taxes will rise".split())
+    rare = ("the minister said zanzibar taxes would rise .".split(), "zanzibar taxes rise".split())
+    splits = {"train": [pair] * 5 + [rare], "valid": [rare], "test": [rare]}
+    write_dataset(splits, str(tmp_path / "unk"))
+    write_dataset(splits, str(tmp_path / "kept"), keep_words=True)
+    for build, has_unk in (("unk", True), ("kept", False)):
+        text = tmp_path / build / "sumdata"
+        train = (text / "train" / "train.article.txt").read_text()
+        assert ("<unk>" in train) == has_unk and ("zanzibar" in train) != has_unk
+        titles = (text / "train" / "valid.title.filter.txt").read_text()
+        assert ("zanzibar" in titles) != has_unk
+    # The dictionaries do not change.
+    for name in ("article.dict", "title.dict"):
+        unk = (tmp_path / "unk" / "sumdata" / name).read_text()
+        assert unk == (tmp_path / "kept" / "sumdata" / name).read_text()

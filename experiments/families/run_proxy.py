@@ -49,6 +49,18 @@ RAS_DECODE = [
     (" (k=10)", ["--flagfile=" + os.path.join(HERE, "ras_decode.flags")]),
     (" (k=1)", ["--flagfile=" + os.path.join(HERE, "ras_decode.flags"), "--beam_size=1"]),
 ]
+PG_FLAGS = [
+    "--model=pointer_generator",
+    "--hidden_dim=256",
+    "--emb_dim=128",
+    "--batch_size=64",
+    "--lr=0.15",
+    "--max_enc_steps=100",
+    "--max_dec_steps=50",
+]
+PG_DECODE = [("", ["--mode=decode", "--single_pass=true", "--beam_size=4", "--min_dec_steps=0"])]
+# Runs whose data keep their rare words (the vocabulary stays the <unk> build's).
+WORDS_KEPT = ("pointer_generator_words",)
 # The ABS runs use lr 0.5 instead of the paper's 0.05: with ~87 steps an epoch, 0.05
 # leaves the model far from trained after the epochs this CPU affords.
 RUNS = {
@@ -65,20 +77,10 @@ RUNS = {
     ),
     "ras_elman": ("ras_elman_paper", [], 8, RAS_DECODE),
     "ras_lstm": ("ras_lstm_paper", [], 8, RAS_DECODE),
-    "pointer_generator": (
-        None,
-        [
-            "--model=pointer_generator",
-            "--hidden_dim=256",
-            "--emb_dim=128",
-            "--batch_size=64",
-            "--lr=0.15",
-            "--max_enc_steps=100",
-            "--max_dec_steps=50",
-        ],
-        8,
-        [("", ["--mode=decode", "--single_pass=true", "--beam_size=4", "--min_dec_steps=0"])],
-    ),
+    "pointer_generator": (None, PG_FLAGS, 8, PG_DECODE),
+    # The same, on inputs that keep their rare words (data_tools.proxy_task
+    # --keep_rare_words) with the same vocabulary: the rare words are OOV and copied.
+    "pointer_generator_words": (None, PG_FLAGS, 8, PG_DECODE),
 }
 DECODE_COMMON = ["--max_dec_steps=30", "--decode_batch_size=32", "--attention_pages=5"]
 
@@ -93,8 +95,13 @@ def _run(cmd: list[str], log_path: str) -> None:
     print(f"  done in {time.time() - t0:.0f} s", flush=True)
 
 
+def _data(work: str, name: str) -> str:
+    """The run's `finished/` folder: `data_words/` for the runs of WORDS_KEPT."""
+    return os.path.join(work, "data_words" if name in WORDS_KEPT else "data", "finished")
+
+
 def _base(work: str, name: str) -> list[str]:
-    data = os.path.join(work, "data", "finished")
+    data = os.path.join(work, "data", "finished")  # one vocabulary for every run
     return [
         f"--log_root={os.path.join(work, 'runs')}",
         f"--exp_name={name}",
@@ -111,7 +118,7 @@ def steps_per_epoch(work: str, batch_size: int) -> int:
 
 def train(work: str, name: str, scale: float) -> None:
     preset, extra, epochs, _ = RUNS[name]
-    data = os.path.join(work, "data", "finished")
+    data = _data(work, name)
     flags = [f"--flagfile={os.path.join(HERE, preset + '.flags')}"] if preset else []
     batch = int(
         next(f for f in flags + extra + _preset_flags(preset) if "batch_size" in f).split("=")[1]
@@ -138,7 +145,7 @@ def decoded_dirs(work: str, name: str) -> list[str]:
 
 
 def decode(work: str, name: str, row: str, flags: list[str], extra: list[str] = ()) -> str:
-    data = os.path.join(work, "data", "finished")
+    data = _data(work, name)
     before = set(decoded_dirs(work, name))
     cmd = [sys.executable, "-m", "pointer_generator.cli.run_summarization",
            *flags, *DECODE_COMMON, *extra, *_base(work, name),
@@ -179,6 +186,11 @@ def main_stages(
         _run([sys.executable, "-m", "data_tools.proxy_task", f"--input={source}",
               f"--out_dir={os.path.join(work, 'data')}"],
              os.path.join(work, "logs", "data.log"))  # fmt: skip
+    words = os.path.join(work, "data_words")
+    if any(n in WORDS_KEPT for n in only) and not os.path.exists(f"{words}/finished/vocab"):
+        _run([sys.executable, "-m", "data_tools.proxy_task", f"--input={source}",
+              f"--out_dir={words}", "--keep_rare_words"],
+             os.path.join(work, "logs", "data_words.log"))  # fmt: skip
     for name in only:
         if name == "abs_plus":
             continue

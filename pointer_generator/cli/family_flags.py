@@ -60,6 +60,15 @@ def define(fv: flags.FlagValues) -> None:
         flag_values=fv,
     )
     flags.DEFINE_enum(
+        "family_init",
+        "torch",
+        ("torch", "keras"),
+        "--model=abs|ras_*: draw the weights as the papers' Torch code did (N(0, 1) lookup "
+        "tables, U(+-1/sqrt(fan_in)) linear maps; the default), or with Keras' defaults "
+        "(U(+-0.05) embeddings, Glorot kernels: the models then learn to ignore the input).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
         "optimizer",
         "adagrad",
         OPTIMIZERS,

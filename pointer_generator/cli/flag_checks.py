@@ -51,6 +51,8 @@ def _validate_mode_options(fv) -> None:
         raise FlagError(
             "--single_pass is for decode (and eval) mode; it cannot be used in train mode"
         )
+    if getattr(fv, "input_gap", False) and not (mode == "eval" and fv.single_pass):
+        raise FlagError("--input_gap is for eval mode with --single_pass")
     for name in ("convert_to_coverage_model", "restore_best_model"):
         if getattr(fv, name) and mode != "train":
             raise FlagError(f"--{name} runs in train mode only (got --mode={mode})")

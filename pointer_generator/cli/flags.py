@@ -263,6 +263,14 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "10 s retry).",
         flag_values=fv,
     )
+    flags.DEFINE_boolean(
+        "input_gap",
+        False,
+        "eval --single_pass: also measure the loss with every abstract paired with another "
+        "example's article, and report the gap (a model that reads its input does clearly "
+        "worse there; a gap near 0 means its summaries ignore the article).",
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
         "max_eval_iterations",
         0,

@@ -32,6 +32,7 @@ FLAG_GROUPS = {
         "conv_width",
         "max_positions",
         "abs_namas",
+        "family_init",
     ),
     "training": (
         "batch_size",
@@ -56,7 +57,7 @@ FLAG_GROUPS = {
         "debug",
     ),
     "devices": ("distribution_strategy", "tpu", "num_gpus", "num_cpu_devices"),
-    "eval": ("eval_interval_secs", "max_eval_iterations"),
+    "eval": ("eval_interval_secs", "max_eval_iterations", "input_gap"),
     "decoding": (
         "beam_size",
         "min_dec_steps",

@@ -59,6 +59,7 @@ def make_dataset(
     replica_index: int = 0,
     beam_copies: bool = False,
     by_example: bool = False,
+    other_articles: bool = False,
 ) -> tf.data.Dataset:
     """Batches of `.bin` examples for `mode` ('train', 'eval' or 'decode').
 
@@ -80,6 +81,9 @@ def make_dataset(
         as sharded decoding needs).
       beam_copies: decode mode only: each batch is batch_size copies of one example, like
         the original decoder's batches.
+      other_articles: a single pass only: pair every abstract with the next example's
+        article (the last with the first), the "wrong article" control of the eval job's
+        --input_gap: a model that reads its input must do clearly worse on these.
     """
     if mode not in MODES:
         raise FlagError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -87,6 +91,8 @@ def make_dataset(
         raise FlagError(f"replica_index {replica_index} is not in [0, {num_replicas})")
     if beam_copies and mode != "decode":
         raise FlagError("beam_copies batches are for decode mode only")
+    if other_articles and not single_pass:
+        raise FlagError("other_articles pairs the examples of one single pass")
     seed = hps.seed if seed is None else seed
     files = bin_dataset.list_files(data_path)
     for f in files:
@@ -97,6 +103,8 @@ def make_dataset(
     if not by_file and num_replicas > 1:
         # Every replica reads the same order (same seed), so striding partitions it.
         texts = texts.shard(num_replicas, replica_index)
+    if other_articles:
+        texts = _with_other_articles(texts)
     if mode != "decode":
         _check_tagged(files)
     # Endless reading of nothing would spin; a single pass over nothing would end in
@@ -233,6 +241,16 @@ def _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_i
         return read(names, READER_CYCLE)
 
     return tf.data.Dataset.counter().flat_map(one_pass)
+
+
+def _with_other_articles(texts: tf.data.Dataset) -> tf.data.Dataset:
+    """Abstract i with article i + 1 of a finite stream, the last with the first."""
+    nexts = texts.skip(1).concatenate(texts.take(1))
+    return tf.data.Dataset.zip(texts, nexts).map(
+        lambda this, nxt: {**this, "article": nxt["article"]},
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
 
 
 def _stream_seed(seed, stream, index):

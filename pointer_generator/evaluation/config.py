@@ -20,6 +20,8 @@ class EvalConfig:
     max_eval_iterations: stop the concurrent loop after this many batches (0 = never).
     distributed: training was asked to run distributed (eval says it runs on one device).
     xla: compile the forward pass with XLA.
+    input_gap: single pass: also the loss with every abstract paired with another
+      article, and the gap between the two (does the model read its input?).
     """
 
     data_path: str = ""
@@ -30,3 +32,4 @@ class EvalConfig:
     max_eval_iterations: int = 0
     distributed: bool = False
     xla: bool = False
+    input_gap: bool = False

@@ -124,20 +124,22 @@ def main(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
         log.info("Eval runs on one device (--distribution_strategy applies to training)")
     evaluator = Evaluator(hps, vocab.size(), jit_compile=cfg.xla)
     if cfg.single_pass:
-        return single_pass(evaluator, vocab, exp, cfg.data_path)
+        return single_pass(evaluator, vocab, exp, cfg.data_path, cfg.input_gap)
     concurrent(
         evaluator, vocab, exp, cfg.data_path, cfg.eval_interval_secs, cfg.max_eval_iterations
     )
     return None
 
 
-def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool):
+def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool, other_articles: bool = False):
     from pointer_generator.data import input_pipeline
 
     if single_pass:
         # Batches as long as their longest article: static shapes would only pad them.
         hps = hps.replace(static_shapes=False)
-    dataset = input_pipeline.make_dataset(data_path, vocab, hps, "eval", single_pass)
+    dataset = input_pipeline.make_dataset(
+        data_path, vocab, hps, "eval", single_pass, other_articles=other_articles
+    )
     return dataset.map(input_pipeline.model_inputs)
 
 
@@ -210,6 +212,20 @@ def concurrent(
     return running_avg
 
 
+def input_gap_line(other: float, gap: float) -> str:
+    """The report of --input_gap: the loss on other articles and what the gap means."""
+    text = (
+        f"Loss with every abstract paired with another example's article: {other:.6f} "
+        f"(input gap {gap:+.4f} nats)"
+    )
+    if gap < INPUT_GAP_WARNING:
+        return (
+            f"WARNING: {text}: the model barely uses its input; its summaries hardly depend "
+            "on the article (docs/families.md: initialisation and recipes that learn)"
+        )
+    return text + ": the model reads its input"
+
+
 def _still_there(path: str, train_dir: str) -> bool:
     """True if `path` is complete and still the newest checkpoint of `train_dir`."""
     return (
@@ -225,9 +241,10 @@ def _summary_metrics(metrics: dict, hps: HParams) -> dict:
     }
 
 
-def dataset_sums(evaluator: Evaluator, vocab, data_path: str) -> dict:
+def dataset_sums(evaluator: Evaluator, vocab, data_path: str, other_articles: bool = False) -> dict:
     """Loss sums of the evaluator's current weights over every example of `data_path`
-    once (see `Evaluator.evaluate`). Raises DataError when it holds no example."""
+    once (see `Evaluator.evaluate`); with `other_articles` every abstract is paired with
+    another example's article. Raises DataError when it holds no example."""
     from pointer_generator.data.input_pipeline import data_errors
 
     sums = dict.fromkeys(
@@ -235,7 +252,8 @@ def dataset_sums(evaluator: Evaluator, vocab, data_path: str) -> dict:
         0.0,
     )
     with data_errors():
-        for batch in _dataset(data_path, vocab, evaluator.hps, single_pass=True):
+        batches = _dataset(data_path, vocab, evaluator.hps, True, other_articles)
+        for batch in batches:
             m = evaluator.evaluate(batch)
             for k in sums:
                 sums[k] += m[k]
@@ -249,12 +267,36 @@ def perplexity(sums: dict) -> float:
     return math.exp(min(sums["token_nll_sum"] / max(sums["tokens"], 1.0), 700.0))
 
 
-def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) -> dict:
+def _loss(sums: dict, hps: HParams) -> float:
+    """Pointer-mode NLL averages per-example averages over the examples; the baseline's
+    averages over all real target tokens (the original's sequence_loss definition)."""
+    if hps.pointer_gen:
+        return sums["example_loss_sum"] / sums["examples"]
+    return sums["token_nll_sum"] / sums["tokens"]
+
+
+def dataset_loss(evaluator: Evaluator, vocab, data_path: str, other_articles: bool = False):
+    """The NLL loss of the evaluator's weights over every example of `data_path` once;
+    with `other_articles`, with every abstract paired with the next example's article
+    (the control of `--input_gap`: a model that reads its input does clearly worse)."""
+    return _loss(dataset_sums(evaluator, vocab, data_path, other_articles), evaluator.hps)
+
+
+# Below this many nats between the loss on other articles and on the right ones, a model
+# does not use its input (issue 29: ABS under Keras' initialisation had 0.001).
+INPUT_GAP_WARNING = 0.05
+
+
+def single_pass(
+    evaluator: Evaluator, vocab, exp: Experiment, data_path: str, input_gap: bool = False
+) -> dict:
     """Exact losses of the newest train checkpoint over the whole of `data_path`.
 
-    The losses are those of one batch holding every example: pointer-mode NLL and the
-    coverage loss average per-example averages over the examples; the baseline NLL
-    averages over all real target tokens (the original's sequence_loss definition).
+    The losses are those of one batch holding every example (`_loss`). With `input_gap`
+    the same loss with every abstract paired with another example's article is measured
+    too, and their difference reported: a model that reads its input does clearly worse
+    on the wrong articles; one whose loss does not change writes summaries that do not
+    depend on the article.
     """
     hps = evaluator.hps
     path = checkpointing.latest_checkpoint(exp.train_dir)
@@ -266,10 +308,7 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     evaluator.load(path)
     t0 = time.time()
     sums = dataset_sums(evaluator, vocab, data_path)
-    if hps.pointer_gen:
-        loss = sums["example_loss_sum"] / sums["examples"]
-    else:
-        loss = sums["token_nll_sum"] / sums["tokens"]
+    loss = _loss(sums, hps)
     result = {
         "checkpoint": path,
         "step": int(evaluator.step.numpy()),
@@ -281,6 +320,15 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     if hps.coverage:
         result["coverage_loss"] = sums["example_coverage_sum"] / sums["examples"]
         result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
+    if input_gap:
+        if sums["examples"] < 2:
+            raise DataError(
+                f"--input_gap pairs each abstract with another example's article: "
+                f"{data_path} holds only one example; give it at least 2"
+            )
+        other = dataset_loss(evaluator, vocab, data_path, other_articles=True)
+        result["loss_other_articles"] = other
+        result["input_gap"] = other - loss
     text = "".join(f"{k}: {v}\n" for k, v in result.items())
     tmp = exp.single_pass_loss + ".tmp"
     try:
@@ -296,5 +344,7 @@ def single_pass(evaluator: Evaluator, vocab, exp: Experiment, data_path: str) ->
     if hps.coverage:
         line += f", coverage loss {result['coverage_loss']:.6f}"
     print(line, flush=True)
+    if input_gap:
+        print(input_gap_line(result["loss_other_articles"], result["input_gap"]), flush=True)
     print(f"Written to {exp.single_pass_loss}", flush=True)
     return result

@@ -31,6 +31,13 @@ class LogSoftmaxOutput(keras.layers.Layer):
             self.bias = self.add_weight(name="bias", shape=(v,), initializer="zeros")
         self.built = True
 
+    def torch_fan_ins(self) -> list:
+        """NAMAS's output is one nn.Linear over [first; second]: every part has that fan-in
+        (layers/torch_init.py)."""
+        fan = int(self.a.shape[0]) + int(self.b.shape[0])
+        weights = [self.a, self.b] + ([self.bias] if self.use_bias else [])
+        return [(w, fan) for w in weights]
+
     def call(self, first, second):
         logits = tf.matmul(first, self.a) + tf.matmul(second, self.b)
         if self.use_bias:

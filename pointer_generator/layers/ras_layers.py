@@ -46,6 +46,11 @@ class RASEncoder(keras.layers.Layer):
         self.conv.build((None, None, d))
         self.built = True
 
+    def torch_fan_ins(self) -> list:
+        """The positions are a lookup table (its convolution is a Conv1D of its own;
+        layers/torch_init.py)."""
+        return [(self.positions, None)]
+
     def call(self, words, mask):
         m = tf.shape(words)[1]
         a = words + self.positions[None, :m]
@@ -85,6 +90,11 @@ class ElmanCell(keras.layers.Layer):
             self.bias = self.add_weight(name="bias", shape=(d,), initializer="zeros")
         self.built = True
 
+    def torch_fan_ins(self) -> list:
+        """Each of W1, W2, W3 an nn.Linear of its own input (the bias: W1's)."""
+        out = [(w, int(w.shape[0])) for w in (self.w1, self.w2, self.w3)]
+        return out + ([(self.bias, int(self.w1.shape[0]))] if self.use_bias else [])
+
     def call(self, y, h_prev, context):
         pre = tf.matmul(y, self.w1) + tf.matmul(h_prev, self.w2) + tf.matmul(context, self.w3)
         if self.use_bias:
@@ -118,6 +128,12 @@ class RASLSTMCell(keras.layers.Layer):
         if self.use_bias:
             self.bias = self.add_weight(name="bias", shape=(4 * d,), initializer="zeros")
         self.built = True
+
+    def torch_fan_ins(self) -> list:
+        """Each of the input, state and context matrices an nn.Linear of its own input."""
+        weights = (self.kernel, self.recurrent_kernel, self.context_kernel)
+        out = [(w, int(w.shape[0])) for w in weights]
+        return out + ([(self.bias, int(self.kernel.shape[0]))] if self.use_bias else [])
 
     def call(self, y, h_prev, m_prev, context):
         z = (

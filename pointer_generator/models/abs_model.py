@@ -44,6 +44,8 @@ class ABSConfig:
     smoothing_divisor: "Q" as printed or "2Q+1". conv_layers: L (3 [R]).
     namas: the official code's departures (biases, learned smoothing, extra linear
     layers; spec §2.9) instead of the paper's equations.
+    init: "torch", the weights as NAMAS drew them (Torch's defaults; layers/torch_init.py),
+    or "keras" (Keras' defaults); init_seed: the seed of the "torch" draw.
     """
 
     encoder: str = "attention"
@@ -54,6 +56,8 @@ class ABSConfig:
     smoothing_divisor: str = "Q"
     conv_layers: int = 3
     namas: bool = False
+    init: str = "torch"
+    init_seed: int = 111
 
     def __post_init__(self):
         if self.encoder not in ENCODERS:
@@ -87,6 +91,8 @@ class ABSModel(SentenceSummarizer):
             hidden_dim=hps.hidden_dim,
             smoothing=hps.smoothing_window,
             namas=hps.abs_namas,
+            init=hps.family_init,
+            init_seed=hps.seed,
         )
         return cls(config, vocab_size)
 

@@ -32,7 +32,9 @@ class RASConfig:
 
     decoder: "elman" (sigmoid recurrence) or "lstm" (the printed cell; `standard_lstm`
     puts the tanh back). width: q, the convolution width (odd). max_positions: how many
-    absolute positions have an embedding (inputs must not be longer).
+    absolute positions have an embedding (inputs must not be longer). init: "torch"
+    (Torch's defaults, as the paper's Torch code; layers/torch_init.py) or "keras";
+    init_seed: the seed of the "torch" draw.
     """
 
     decoder: str = "elman"
@@ -40,6 +42,8 @@ class RASConfig:
     width: int = 5
     max_positions: int = 100
     standard_lstm: bool = False
+    init: str = "torch"
+    init_seed: int = 111
 
     def __post_init__(self):
         if self.decoder not in DECODERS:
@@ -63,6 +67,8 @@ class RASModel(SentenceSummarizer):
             dim=hps.hidden_dim,
             width=hps.conv_width,
             max_positions=hps.max_positions,
+            init=hps.family_init,
+            init_seed=hps.seed,
         )
         return cls(config, vocab_size)
 

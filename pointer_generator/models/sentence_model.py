@@ -15,6 +15,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from pointer_generator.layers import torch_init
 from pointer_generator.models.family import (
     SearchInputs,
     SearchStart,
@@ -113,10 +114,13 @@ class SentenceSummarizer(keras.Model):
         return parameter_summary(self, self.kind())
 
     def build_weights(self):
-        """Create every weight by running a one-token batch."""
+        """Create every weight by running a one-token batch, then draw them as the
+        family's code did (`config.init`: Torch's defaults, layers/torch_init.py)."""
         ids = tf.zeros([1, 2], tf.int32)
         self.log_probs(ids, tf.ones([1, 2]), ids)
         self.built = True
+        if getattr(self.config, "init", torch_init.KERAS) == torch_init.TORCH:
+            torch_init.initialize(self, self.config.init_seed)
         return self
 
     def call(self, batch, training=False):
