@@ -33,6 +33,7 @@ _CHOICES = {
     "lr_decay": LR_DECAYS,
     "loss_reduction": ("mean", "sum"),
     "family_init": ("torch", "keras"),
+    "ras_initial_state": ("zeros", "learned"),
 }
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
@@ -101,6 +102,8 @@ class HParams:
     # ABS / RAS weights drawn as the papers' Torch code drew them ("torch": N(0, 1) lookup
     # tables, U(±1/√fan_in) linear maps; layers/torch_init.py) or with Keras' defaults.
     family_init: str = "torch"
+    # RAS: h_0 (and m_0) zeros (the paper is silent) or learned vectors (docs/families.md)
+    ras_initial_state: str = "zeros"
     # ---- how the earlier families were trained (training/optimizers.py, epochs.py) -----
     optimizer: str = "adagrad"  # "sgd": plain SGD (ABS, RAS) with an annealed rate
     lr_decay: str = "none"  # annealing on validation perplexity, see LR_DECAYS

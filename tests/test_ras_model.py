@@ -20,11 +20,18 @@ def _model(decoder="elman", **kw):
     return RASModel(config, V).build_weights()
 
 
+@pytest.mark.parametrize("initial_state", ["zeros", "learned"])
 @pytest.mark.parametrize("decoder", ["elman", "lstm"])
-def test_log_probs_are_the_printed_equations_composed(decoder):
+def test_log_probs_are_the_printed_equations_composed(decoder, initial_state):
     rng = np.random.default_rng(0)
     batch = _batch(rng)
-    model = _model(decoder)
+    model = _model(decoder, initial_state=initial_state)
+    h0, m0 = np.zeros(6), np.zeros(6)
+    if initial_state == "learned":  # trained vectors are not zero: give them values
+        h0, m0 = rng.uniform(0.1, 0.9, 6), rng.normal(size=6)
+        model.h0.assign(h0.astype(np.float32))
+        if decoder == "lstm":
+            model.m0.assign(m0.astype(np.float32))
     lp = model.log_probs(batch["enc_batch"], batch["enc_padding_mask"], batch["dec_batch"])
     x_emb, y_emb = model.x_emb.embeddings.numpy(), model.y_emb.embeddings.numpy()
     positions, kernel = model.encoder.positions.numpy(), model.encoder.conv.kernel.numpy()
@@ -33,7 +40,7 @@ def test_log_probs_are_the_printed_equations_composed(decoder):
     for b, n in enumerate((6, 4)):
         x = x_emb[batch["enc_batch"][b, :n]]
         z = ref.ras_keys(x, positions[:n], kernel)
-        h, m = np.zeros(d), np.zeros(d)
+        h, m = h0.copy(), (m0.copy() if decoder == "lstm" else np.zeros(d))
         for t in range(5):
             c, _ = ref.ras_context(z, x, h)
             y = y_emb[batch["dec_batch"][b, t]]
@@ -51,6 +58,37 @@ def test_log_probs_are_the_printed_equations_composed(decoder):
 @pytest.mark.parametrize("decoder", ["elman", "lstm"])
 def test_the_decode_step_equals_the_training_forward_pass(decoder):
     check_greedy_search_matches_log_probs(_model(decoder), _batch(np.random.default_rng(1)))
+
+
+@pytest.mark.parametrize("decoder", ["elman", "lstm"])
+def test_a_learned_initial_state_reaches_the_search(decoder):
+    model = _model(decoder, initial_state="learned")
+    model.h0.assign(np.linspace(0.1, 0.9, 6).astype(np.float32))
+    check_greedy_search_matches_log_probs(model, _batch(np.random.default_rng(1)))
+
+
+def test_with_zeros_the_first_attention_is_uniform_and_a_learned_state_lifts_it():
+    """Why `--ras_initial_state=learned` exists: α_1 ∝ exp(z_j · h_0) is uniform for
+    h_0 = 0, whatever the input (docs/families.md)."""
+    batch = _batch(np.random.default_rng(2))
+    for state, uniform in (("zeros", True), ("learned", False)):
+        model = _model("elman", initial_state=state)
+        if state == "learned":
+            model.h0.assign(np.linspace(-1, 1, 6).astype(np.float32))
+        art = model.search_articles(batch["enc_batch"][:1, :6], batch["enc_padding_mask"][:1, :6])
+        carry = model.initial_carry(1)
+        _, _, alpha, _ = model._recur(model.y_emb(batch["dec_batch"][:1, 0]), carry, art)
+        assert np.allclose(alpha.numpy(), 1 / 6, atol=1e-6) == uniform
+
+
+def test_checkpoints_say_which_initial_state_they_hold(tmp_path):
+    learned = _model("elman", initial_state="learned")
+    path = tf.train.Checkpoint(model=learned).save(str(tmp_path / "ckpt"))
+    shapes = dict(tf.train.list_variables(path))
+    assert RASModel.implied_settings(shapes)["ras_initial_state"] == "learned"
+    problems = _model("elman").checkpoint_mismatches(shapes)
+    assert "its initial state is learned but --ras_initial_state=zeros" in problems
+    assert learned.checkpoint_mismatches(shapes) == []
 
 
 @pytest.mark.parametrize("decoder", ["elman", "lstm"])

@@ -76,8 +76,9 @@ EXPECTED = {
         "output/W5": 2 * D,
     },
 }
-# NAMAS starts its learned smoothing at weight 1, bias 0: Keras' ones/zeros, kept.
-KEPT = {"encoder/smooth_weight": 1.0, "encoder/smooth_bias": 0.0}
+# NAMAS starts its learned smoothing at weight 1, bias 0: Keras' ones/zeros, kept; RAS's
+# learned initial state starts at the zeros the paper's silence implies.
+KEPT = {"encoder/smooth_weight": 1.0, "encoder/smooth_bias": 0.0, "h0": 0.0, "m0": 0.0}
 
 
 def _models():
@@ -86,6 +87,8 @@ def _models():
             yield f"abs-{encoder}-namas{int(namas)}", ("abs", encoder), _abs(encoder, namas)
     for decoder in ("elman", "lstm"):
         yield f"ras-{decoder}", ("ras", decoder), _ras(decoder).build_weights()
+        learned = _ras(decoder, initial_state="learned").build_weights()
+        yield f"ras-{decoder}-learned-h0", ("ras", decoder), learned
 
 
 @pytest.mark.parametrize(
@@ -95,8 +98,9 @@ def test_every_weight_is_drawn_with_torchs_default(name, key, model):
     expected = EXPECTED[key]
     for v in model.trainable_variables:
         w = v.numpy().ravel()
-        if v.path in KEPT:
-            assert w.item() == KEPT[v.path]
+        name = v.path.split("/", 1)[1] if v.path.split("/")[-1] in ("h0", "m0") else v.path
+        if name in KEPT:
+            assert np.all(w == KEPT[name]), v.path
             continue
         assert v.path in expected, f"{name}: {v.path} has no Torch rule"
         fan = expected[v.path]

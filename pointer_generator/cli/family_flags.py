@@ -69,6 +69,15 @@ def define(fv: flags.FlagValues) -> None:
         flag_values=fv,
     )
     flags.DEFINE_enum(
+        "ras_initial_state",
+        "zeros",
+        ("zeros", "learned"),
+        "--model=ras_*: the decoder's initial state h_0 (and m_0): zeros (the paper is "
+        "silent), or learned vectors, so that the first summary word can attend to the input "
+        "(with zeros its attention is uniform).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
         "optimizer",
         "adagrad",
         OPTIMIZERS,

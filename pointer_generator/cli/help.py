@@ -33,6 +33,7 @@ FLAG_GROUPS = {
         "max_positions",
         "abs_namas",
         "family_init",
+        "ras_initial_state",
     ),
     "training": (
         "batch_size",

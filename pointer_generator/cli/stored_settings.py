@@ -37,6 +37,7 @@ MODEL_FLAGS = (
     "conv_width",
     "max_positions",
     "abs_namas",
+    "ras_initial_state",  # a weight more or less: older experiments have zeros
     "optimizer",
 )
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")

@@ -24,6 +24,8 @@ from pointer_generator.layers.ras_layers import ElmanCell, RASEncoder, RASLSTMCe
 from pointer_generator.models.sentence_model import SentenceSummarizer
 
 DECODERS = ("elman", "lstm")
+INITIAL_STATES = ("zeros", "learned")
+H0_KEY = "model/h0/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +36,10 @@ class RASConfig:
     puts the tanh back). width: q, the convolution width (odd). max_positions: how many
     absolute positions have an embedding (inputs must not be longer). init: "torch"
     (Torch's defaults, as the paper's Torch code; layers/torch_init.py) or "keras";
-    init_seed: the seed of the "torch" draw.
+    init_seed: the seed of the "torch" draw. initial_state: h_0 (and m_0) "zeros" (the
+    paper is silent; spec §3.4) or "learned" vectors, started at zero: with h_0 = 0 the
+    first step's attention scores z_j · h_0 are all 0, so the first summary word sees
+    only the mean of the input's embeddings (docs/families.md).
     """
 
     decoder: str = "elman"
@@ -44,10 +49,16 @@ class RASConfig:
     standard_lstm: bool = False
     init: str = "torch"
     init_seed: int = 111
+    initial_state: str = "zeros"
 
     def __post_init__(self):
         if self.decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
+        if self.initial_state not in INITIAL_STATES:
+            raise ValueError(
+                f"initial_state must be one of {', '.join(INITIAL_STATES)}, "
+                f"got {self.initial_state!r}"
+            )
 
 
 @keras.saving.register_keras_serializable(package="pointer_generator")
@@ -69,6 +80,7 @@ class RASModel(SentenceSummarizer):
             max_positions=hps.max_positions,
             init=hps.family_init,
             init_seed=hps.seed,
+            initial_state=hps.ras_initial_state,
         )
         return cls(config, vocab_size)
 
@@ -89,6 +101,11 @@ class RASModel(SentenceSummarizer):
         found = self._decoder_of(shapes)
         if self.EMBEDDING[0] in shapes and found != self.config.decoder:
             problems.append(f"it is a --model=ras_{found} checkpoint but --model={self.family}")
+        state = "learned" if H0_KEY in shapes else "zeros"
+        if self.EMBEDDING[0] in shapes and state != self.config.initial_state:
+            problems.append(
+                f"its initial state is {state} but --ras_initial_state={self.config.initial_state}"
+            )
         return problems
 
     @classmethod
@@ -96,6 +113,7 @@ class RASModel(SentenceSummarizer):
         found = super().implied_settings(shapes)
         if found is not None:
             found["model"] = "ras_" + cls._decoder_of(shapes)
+            found["ras_initial_state"] = "learned" if H0_KEY in shapes else "zeros"
         return found
 
     def kind(self) -> str:
@@ -112,6 +130,11 @@ class RASModel(SentenceSummarizer):
         else:
             self.cell = RASLSTMCell(d, standard=config.standard_lstm, name="lstm")
         self.out = LogSoftmaxOutput(vocab_size, ("W4", "W5"), name="output")
+        if config.initial_state == "learned":
+            # Started at zero (the "zeros" model's start); Torch init leaves it there.
+            self.h0 = self.add_weight(name="h0", shape=(d,), initializer="zeros")
+            if self.lstm:
+                self.m0 = self.add_weight(name="m0", shape=(d,), initializer="zeros")
 
     @property
     def lstm(self) -> bool:
@@ -130,7 +153,11 @@ class RASModel(SentenceSummarizer):
         return {"x": x, "z": self.encoder(x, mask), "mask": mask}
 
     def initial_carry(self, batch_size) -> dict:
-        """h_0 (and m_0) = zeros (the paper is silent; spec §3.4)."""
+        """h_0 (and m_0): zeros (the paper is silent; spec §3.4), or the learned vectors
+        (`config.initial_state`) for every row."""
+        if self.config.initial_state == "learned":
+            h = tf.tile(self.h0[None], [batch_size, 1])
+            return {"h": h, "m": tf.tile(self.m0[None], [batch_size, 1])} if self.lstm else {"h": h}
         zeros = tf.zeros([batch_size, self.config.dim])
         return {"h": zeros, "m": zeros} if self.lstm else {"h": zeros}
 
