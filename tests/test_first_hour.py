@@ -65,6 +65,7 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
         "conv_width": 5,
         "max_positions": 400,
         "abs_namas": False,
+        "ras_initial_state": "zeros",
         "optimizer": "adagrad",
         "max_enc_steps": 20,
         "max_dec_steps": 8,

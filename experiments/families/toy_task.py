@@ -70,6 +70,11 @@ RUNS = {
         "RAS-Elman: the paper's recipe (SGD 0.5 on the summed loss, clipping at 10)",
         ["--model=ras_elman", "--hidden_dim=64", *RAS_PAPER, "--lr=0.5"],
     ),
+    "ras_lstm_paper_h0": (
+        "RAS-LSTM: the paper's recipe, learned initial state",
+        ["--model=ras_lstm", "--hidden_dim=64", *RAS_PAPER, "--lr=0.1",
+         "--ras_initial_state=learned"],
+    ),
     "ras_lstm_paper": (
         "RAS-LSTM: the paper's recipe (SGD 0.1 on the summed loss, clipping at 10)",
         ["--model=ras_lstm", "--hidden_dim=64", *RAS_PAPER, "--lr=0.1"],
@@ -81,6 +86,10 @@ RUNS = {
     "ras_elman_h0": (
         "RAS-Elman: default recipe, learned initial state",
         ["--model=ras_elman", "--hidden_dim=64", "--ras_initial_state=learned"],
+    ),
+    "ras_elman_wide_h0": (
+        "RAS-Elman: default recipe, d = 128, learned initial state",
+        ["--model=ras_elman", "--hidden_dim=128", "--ras_initial_state=learned"],
     ),
     "ras_lstm": ("RAS-LSTM: default recipe", ["--model=ras_lstm", "--hidden_dim=64"]),
     "ras_lstm_h0": (
