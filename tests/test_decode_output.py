@@ -186,3 +186,24 @@ def test_example_log_text(small_vocab):
         "REFERENCE SUMMARY: the __zebra__ sat !!__on__!! !!__a__!! cat .",
         "GENERATED SUMMARY: the zebra sat .",
     ]
+
+
+def test_a_decode_that_repeats_a_few_summaries_is_flagged(tmp_path):
+    """Issue 29's ABS wrote 3 summaries for 200 articles: the decode says so."""
+    from pointer_generator.decoding.decode_mode import repeated_summaries
+
+    def decode_dir(name, summaries):
+        d = str(tmp_path / name)
+        for i, words in enumerate(summaries):
+            do.write_for_rouge(["a reference ."], words.split(), i, d)
+        return d
+
+    few = decode_dir("few", ["the [UNK] said .", "a man was hurt .", "it rained ."] * 4)
+    assert repeated_summaries(few) == (
+        "only 3 distinct summaries for 12 articles: the model may ignore its input "
+        "(measure it with --mode=eval --single_pass --input_gap; docs/families.md)"
+    )
+    varied = decode_dir("varied", [f"summary number {i} ." for i in range(10)] + ["x ."] * 2)
+    assert repeated_summaries(varied) is None
+    assert repeated_summaries(decode_dir("small", ["same ."] * 5)) is None  # too few to say
+    assert repeated_summaries(str(tmp_path / "nothing")) is None

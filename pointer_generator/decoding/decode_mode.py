@@ -131,10 +131,41 @@ def decode_single_pass(
     return score(decode_dir)
 
 
+# A decode of at least this many articles in which no more than this share of the
+# summaries are distinct gets a warning: issue 29's ABS wrote 3 for 200 articles.
+REPEATS_MIN_ARTICLES = 10
+REPEATS_MAX_DISTINCT_SHARE = 0.5
+
+
+def repeated_summaries(decode_dir: str) -> str | None:
+    """A warning when most summaries of a decode folder are the same few, a sign of a
+    model that ignores its input; None otherwise."""
+    folder = os.path.join(decode_dir, decode_output.DECODED_SUBDIR)
+    if not os.path.isdir(folder):
+        return None
+    texts = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith("_decoded.txt") and not name.startswith("."):
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                texts.append(f.read().strip())
+    distinct = len(set(texts))
+    if len(texts) < REPEATS_MIN_ARTICLES or distinct > REPEATS_MAX_DISTINCT_SHARE * len(texts):
+        return None
+    return (
+        f"only {distinct} distinct summaries for {len(texts)} articles: the model may "
+        "ignore its input (measure it with --mode=eval --single_pass --input_gap; "
+        "docs/families.md)"
+    )
+
+
 def score(decode_dir: str) -> str | None:
     """ROUGE of a decode folder (written to ROUGE_results.txt); None when the references
-    are empty (data made without abstracts)."""
+    are empty (data made without abstracts). Warns first when most summaries repeat."""
     from pointer_generator.evaluation import rouge
+
+    warning = repeated_summaries(decode_dir)
+    if warning:
+        log.warning("%s", warning)
 
     ref_dir = os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR)
     empty = rouge.empty_references(ref_dir)
