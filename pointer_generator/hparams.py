@@ -43,6 +43,7 @@ POSITIVE_FIELDS = (
     "max_enc_steps",
     "max_dec_steps",
     "beam_size",
+    "length_buckets",
 )
 
 
@@ -66,8 +67,13 @@ class HParams:
     cov_loss_wt: float = 1.0
     # ---- additions of this implementation --------------------------------------------
     seed: int = 111
-    # Pad every batch to max_enc_steps and at most `max_oovs` article OOVs (TPU/XLA).
-    static_shapes: bool = False
+    # How batches are padded (input_pipeline.encoder_width):
+    #   None (default): each batch's encoder length up to one of `length_buckets` fixed
+    #     lengths, so the XLA-compiled loops compile a few times, not once per new length;
+    #   True: every dimension fixed (max_enc_steps, at most `max_oovs` article OOVs; XLA/TPU);
+    #   False: each batch to its own longest article, as the original Batcher did.
+    static_shapes: bool | None = None
+    length_buckets: int = 4
     max_oovs: int = 400
     # How the one-step decoder computes attention at decode time (spec 4.12):
     # "original" recomputes it from the previous state like the TF1 decode graph;

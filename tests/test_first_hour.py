@@ -69,6 +69,8 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
         "optimizer": "adagrad",
         "max_enc_steps": 20,
         "max_dec_steps": 8,
+        "static_shapes": None,  # the default: length buckets
+        "length_buckets": 4,
     }
     assert stored["vocab"]["path"] == os.path.abspath(trained.vocab_path)
     assert len(stored["vocab"]["sha256"]) == 64
@@ -79,6 +81,29 @@ def test_later_commands_take_the_stored_settings(trained, capfd):
     args = _eval_args(trained)
     assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
     assert "Single-pass eval of model.ckpt-3 (step 3)" in capfd.readouterr().out
+
+
+def test_the_stored_padding_is_the_default_of_later_commands(trained, tmp_path):
+    """An experiment trained with --static_shapes=0 --length_buckets=2 pads its eval and
+    decode batches that way unless a command says otherwise (not an error)."""
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli import configs, stored_settings
+    from pointer_generator.cli.flags import define_flags
+
+    root = tmp_path / "exp"
+    root.mkdir()
+    with open(os.path.join(trained.exp_dir, "settings.json"), encoding="utf-8") as f:
+        stored = json.load(f)
+    stored["flags"].update(static_shapes=False, length_buckets=2)
+    (root / "settings.json").write_text(json.dumps(stored), encoding="utf-8")
+    shutil.copy(os.path.join(trained.exp_dir, "vocab"), root / "vocab")
+    for given, want in (([], (False, 2)), (["--length_buckets=3", "--static_shapes=1"], (True, 3))):
+        fv = define_flags(absl_flags.FlagValues())
+        fv(["prog", f"--log_root={tmp_path}", "--exp_name=exp", *given])
+        stored_settings.apply(fv, "eval")
+        hps = configs.hparams(fv)
+        assert (hps.static_shapes, hps.length_buckets) == want
 
 
 @pytest.mark.parametrize(

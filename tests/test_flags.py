@@ -48,7 +48,8 @@ ADDED_DEFAULTS = {
     "tf1_checkpoint": "",
     "xla": False,
     "save_checkpoint_secs": 60,
-    "static_shapes": False,
+    "static_shapes": None,  # length buckets; 0 = the original's padding
+    "length_buckets": 4,
     "max_oovs": 400,
     "decode_attention": "original",
     "safe_numerics": True,

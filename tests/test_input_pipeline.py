@@ -131,8 +131,13 @@ def test_empty_file_has_no_records(tmp_path):
 def test_single_pass_matches_reference(
     pairs, bin_dir, vocabs, vocab_size, max_enc, max_dec, pointer_gen
 ):
+    # static_shapes=False: the original Batcher's padding, each batch to its longest.
     hps = HParams(
-        batch_size=16, max_enc_steps=max_enc, max_dec_steps=max_dec, pointer_gen=pointer_gen
+        batch_size=16,
+        max_enc_steps=max_enc,
+        max_dec_steps=max_dec,
+        pointer_gen=pointer_gen,
+        static_shapes=False,
     )
     vocab = vocabs[vocab_size]
     got = collect(
@@ -146,6 +151,46 @@ def test_single_pass_matches_reference(
     if vocab_size == 5000:  # the small vocab must really exercise the OOV paths
         assert sum(int(b["max_art_oovs"]) for b in got) > 100
         assert any((b["target_batch"] >= vocab.size()).any() for b in got) == pointer_gen
+
+
+@pytest.mark.parametrize(
+    "max_enc,buckets,lengths",
+    [
+        (400, 4, [104, 200, 304, 400]),  # 100, 200, 300 rounded up to multiples of 8
+        (50, 4, [16, 32, 40, 50]),  # 12, 25, 37 -> 16, 32, 40
+        (50, 1, [50]),
+        (10, 4, [8, 10]),  # 2, 5, 7 -> 8, 8, 8
+        (3, 4, [3]),
+    ],
+)
+def test_bucket_lengths(max_enc, buckets, lengths):
+    assert ip.bucket_lengths(max_enc, buckets) == lengths
+
+
+# 2000 / 16 = 125 positions a bucket, each rounded up to a multiple of 8, then 2000.
+BUCKETS_2000_16 = [-(-125 * i // 8) * 8 for i in range(1, 16)] + [2000]
+
+
+def test_default_padding_is_length_buckets(pairs, bin_dir, vocabs):
+    """By default (static_shapes=None) a batch holds the original Batcher's examples,
+    padded on to the smallest bucket length that holds its longest article."""
+    # Long enough that the real articles' batches end in different buckets.
+    hps = HParams(batch_size=16, max_enc_steps=2000, max_dec_steps=20, length_buckets=16)
+    assert HParams().static_shapes is None and HParams().length_buckets == 4
+    vocab = vocabs[5000]
+    got = collect(
+        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=True)
+    )
+    exs = ref.make_examples(byte_pairs(pairs), ref.RefVocab(vocab), 2000, 20, hps.pointer_gen, None)
+    groups = [exs[i : i + 16] for i in range(0, len(exs), 16)]
+    assert len(got) == len(groups)
+    widths = set()
+    for i, (g, group) in enumerate(zip(got, groups, strict=True)):
+        longest = max(int(n) for n in g["enc_lens"])
+        width = min(n for n in BUCKETS_2000_16 if n >= longest)
+        widths.add(width)
+        assert_batch_equal(g, ref.make_batch(group, 20, width, None), f"batch {i}")
+    assert len(widths) >= 2  # the data really spread over buckets
 
 
 def test_static_shapes_cap_oovs_and_keep_every_example(pairs, bin_dir, vocabs):
@@ -193,7 +238,7 @@ def test_edge_cases_empty_articles_and_whitespace(tmp_path, vocabs, capfd):
     path = str(tmp_path / "edge_000.bin")
     binfile.write_bin(path, records)
     vocab = vocabs[5000]
-    hps = HParams(batch_size=4, max_enc_steps=400, max_dec_steps=6)
+    hps = HParams(batch_size=4, max_enc_steps=400, max_dec_steps=6, static_shapes=False)
     got = collect(ip.make_dataset(path, vocab, hps, "decode", single_pass=True))
     assert "skipped 2 example(s) with an empty article (no words)" in capfd.readouterr().err
     assert len(got) == 1
@@ -262,7 +307,7 @@ def bucketed(bin_dir, vocab, seed, n_batches=200):
     """First n_batches of an endless train pipeline, batch 3 (so a pool is 300 = a pass)."""
     key = (bin_dir, seed, n_batches)
     if key not in _BUCKET_CACHE:
-        hps = HParams(batch_size=3, max_enc_steps=400, max_dec_steps=100)
+        hps = HParams(batch_size=3, max_enc_steps=400, max_dec_steps=100, static_shapes=False)
         ds = ip.make_dataset(
             os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=False, seed=seed
         )

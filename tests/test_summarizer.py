@@ -71,3 +71,35 @@ def test_the_readme_example_runs(trained, capsys):
     exec(compile(code, "README.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) >= 2 and printed[0].strip() and printed[1].startswith("(")
+
+
+@pytest.mark.parametrize(
+    "n, batch_size, rows", [(1, 16, 1), (3, 16, 4), (5, 16, 8), (16, 16, 16), (5, 6, 6)]
+)
+def test_batch_rows_are_powers_of_two_up_to_the_batch_size(n, batch_size, rows):
+    from pointer_generator.decoding.article_texts import batch_rows
+
+    assert batch_rows(n, batch_size) == rows
+
+
+def test_new_lengths_and_counts_compile_nothing_after_warm_up(trained):
+    """Interactive decoding pads to fixed shapes: after `warm_up`, texts of other lengths,
+    one call each, trace the search no more, and a text's summary is the same alone,
+    in a padded batch of 3 (-> 4 rows), or after any other call."""
+    from pointer_generator.data.input_pipeline import bucket_lengths
+
+    summarizer = pg.Summarizer.from_experiment(
+        trained.log_root, "exp", beam_size=2, min_dec_steps=1, max_dec_steps=5, batch_size=4
+    )
+    hps = summarizer.decoder.hps
+    assert hps.static_shapes is None  # the stored default: length buckets
+    shapes = summarizer.warm_up(rows=(1, 4))
+    assert shapes == 2 * len(bucket_lengths(hps.max_enc_steps, hps.length_buckets))
+    search = summarizer.decoder._search
+    traces = search.experimental_get_tracing_count()
+    words = "w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 w13 w14 w15 w16 w17 w18 w19 w20".split()
+    texts = [" ".join(words[:n]) + " ." for n in (2, 5, 9, 14, 18)]
+    alone = [summarizer.summarize([t])[0].tokens for t in texts]
+    together = [r.tokens for r in summarizer.summarize(texts[:3])]
+    assert search.experimental_get_tracing_count() == traces
+    assert together == alone[:3]

@@ -28,7 +28,9 @@ from experiments.benchmarks import common
 from pointer_generator.cli import arg_types
 
 
-def _toy_experiment(work: str, steps: int) -> tuple[str, str, str]:
+def _toy_experiment(
+    work: str, steps: int, padding: tuple[str, ...] = ("--static_shapes=1", "--max_oovs=60")
+) -> tuple[str, str, str]:
     data = os.path.join(work, "data")
     subprocess.run([sys.executable, "-m", "data_tools.toy_data", f"--out_dir={data}",
                     "--num_train=2000"], check=True, capture_output=True)  # fmt: skip
@@ -38,7 +40,7 @@ def _toy_experiment(work: str, steps: int) -> tuple[str, str, str]:
          f"--data_path={data}/chunked/train_*", f"--vocab_path={data}/vocab",
          f"--log_root={log_root}", "--exp_name=toy", f"--max_steps={steps}",
          "--hidden_dim=128", "--emb_dim=64", "--batch_size=16", "--max_enc_steps=200",
-         "--max_dec_steps=40", "--vocab_size=0", "--static_shapes=1", "--max_oovs=60"],
+         "--max_dec_steps=40", "--vocab_size=0", *padding],
         check=True, capture_output=True,
     )  # fmt: skip
     return log_root, "toy", os.path.join(data, "test.bin")

@@ -129,7 +129,8 @@ def train(work: str, name: str, scale: float) -> None:
            f"--data_path={os.path.join(data, 'chunked', 'train_*')}",
            f"--valid_data_path={os.path.join(data, 'val.bin')}",
            f"--max_steps={steps}", "--log_every_n_steps=50",
-           "--save_checkpoint_secs=600"]  # fmt: skip
+           "--save_checkpoint_secs=600",
+           "--static_shapes=1"]  # fmt: skip
     _run(cmd, os.path.join(work, "logs", f"{name}.train.log"))
 
 

@@ -71,6 +71,7 @@ BOUNDS: dict[str, Bound] = {
     "min_dec_steps": NON_NEGATIVE,
     "vocab_size": Bound(0, note="0 = the whole file"),
     "max_oovs": POSITIVE,
+    "length_buckets": POSITIVE,
     "context_window": POSITIVE,
     "smoothing_window": NON_NEGATIVE,
     "conv_width": POSITIVE,

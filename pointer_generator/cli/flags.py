@@ -199,8 +199,19 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     )
     flags.DEFINE_boolean(
         "static_shapes",
-        False,
-        "Pad every batch to max_enc_steps and max_oovs article OOVs (fixed shapes for XLA/TPU).",
+        None,
+        "How batches are padded. Not given: each batch's article length up to one of "
+        "--length_buckets fixed lengths, so training, eval and decode compile a few times "
+        "instead of once per new length (remembered by the experiment). 1: every batch to "
+        "max_enc_steps and max_oovs article OOVs (fixed shapes for XLA/TPU). 0: each batch "
+        "to its own longest article, as the original did (a compile per new length).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "length_buckets",
+        4,
+        "The fixed article lengths batches are padded to when --static_shapes is not "
+        "given: this many, evenly spaced up to max_enc_steps (1 = always max_enc_steps).",
         flag_values=fv,
     )
     flags.DEFINE_integer(

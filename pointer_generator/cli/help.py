@@ -13,6 +13,7 @@ FLAG_GROUPS = {
         "max_enc_steps",
         "max_dec_steps",
         "static_shapes",
+        "length_buckets",
         "max_oovs",
     ),
     "model": (

@@ -18,6 +18,7 @@ settings are those fixed at export. Ctrl-C stops the server.
 from __future__ import annotations
 
 import logging
+import time
 
 from pointer_generator.errors import FlagError
 
@@ -78,6 +79,11 @@ def main(argv: list[str]) -> int:
             **options,
         )
         name = f"{fv.log_root}/{fv.exp_name}"
+        # Compiled now, so that the first requests do not wait for it.
+        print("Compiling the search for each article length ...", flush=True)
+        t0 = time.time()
+        shapes = summarizer.warm_up()
+        print(f"  {shapes} shapes compiled in {time.time() - t0:.1f} s", flush=True)
     service = SummaryService(
         summarizer,
         name=name,

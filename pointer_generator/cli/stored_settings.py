@@ -9,7 +9,10 @@ run) takes each of them from there unless the flag is given on the command line:
   contradicts the stored value is one error naming both values (a checkpoint would not
   load anyway, after a longer wait and with a less direct message);
 * the sequence lengths (`LENGTH_FLAGS`) are defaults only: decoding with longer
-  summaries than training used is normal.
+  summaries than training used is normal;
+* so is the batches' padding (`PADDING_FLAGS`): the experiment's commands pad to the
+  lengths its training compiled, and an experiment stored before these flags existed
+  gets today's defaults (its data position stays valid: `training.train`).
 
 Repeating every flag, as the original required, keeps working. Coverage is a model flag
 for eval and decode; in train mode an explicit `--coverage` may change it (the paper
@@ -41,6 +44,7 @@ MODEL_FLAGS = (
     "optimizer",
 )
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
+PADDING_FLAGS = ("static_shapes", "length_buckets")
 
 
 def settings_path(fv) -> str:
@@ -137,7 +141,7 @@ def content(fv) -> dict:
     """What a training run stores (`runtime.experiment.write_settings` writes it once the
     run holds train/'s lock)."""
     return {
-        "flags": {name: getattr(fv, name) for name in MODEL_FLAGS + LENGTH_FLAGS},
+        "flags": {name: getattr(fv, name) for name in MODEL_FLAGS + LENGTH_FLAGS + PADDING_FLAGS},
         "vocab": {
             "path": os.path.abspath(fv.vocab_path),
             "sha256": experiment_settings.file_digest(fv.vocab_path),

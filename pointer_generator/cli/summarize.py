@@ -104,7 +104,8 @@ def main(argv: list[str]) -> int:
     trained = open_trained(
         exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
     )
-    decoder = trained.decoder(configs.search_settings(fv))
+    # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
+    decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
     summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
     for name, summary in zip(names, summaries, strict=True):
         if len(inputs) > 1:

@@ -18,8 +18,11 @@ batch, D = max_dec_steps, K = max_art_oovs, S = most abstract sentences in the b
   abstract_sents          string  [B, S]      padded with b""
   num_abstract_sents      int32   [B]
 
-T_enc is the longest `enc_len` in the batch, or max_enc_steps with `hps.static_shapes`
-(then K is hps.max_oovs and every numeric shape is static). See docs/input_pipeline.md.
+T_enc is set by `hps.static_shapes` (`encoder_width`): by default the longest `enc_len`
+in the batch rounded up to one of `hps.length_buckets` fixed lengths; max_enc_steps
+with static_shapes=True (then K is hps.max_oovs and every numeric shape is static); the
+longest `enc_len` itself with static_shapes=False (the original Batcher's padding).
+See docs/input_pipeline.md.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def make_dataset(
         hps.max_enc_steps,
         hps.max_dec_steps,
         hps.pointer_gen,
-        hps.max_oovs if hps.static_shapes else None,
+        hps.max_oovs if hps.static_shapes is True else None,
     )
     examples = (
         texts.batch(BLOCK_SIZE)
@@ -140,12 +143,52 @@ def make_dataset(
     else:
         # A single pass keeps every example: dropping the final partial batch would
         # silently leave examples out of a decode or an evaluation.
-        groups = examples.ragged_batch(b, drop_remainder=hps.static_shapes and not single_pass)
+        groups = examples.ragged_batch(
+            b, drop_remainder=hps.static_shapes is True and not single_pass
+        )
     fixed_batch = None if single_pass and not beam_copies else hps.batch_size
     pad = _graph_fn(lambda g: _pad_batch(g, hps, fixed_batch))
     return groups.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(
         tf.data.AUTOTUNE
     )
+
+
+def examples_batch(
+    examples: list[tuple[str, str]], vocab: Vocab, hps: HParams, rows: int | None = None
+) -> dict:
+    """One padded decode batch (the module docstring's dict, as eager tensors) of
+    tokenized (article, abstract) pairs, built by the pipeline's own stages without a
+    `tf.data` pipeline: building and starting one costs about a second, which is most
+    of an interactive summary's time (`decoding/article_texts.py`).
+
+    Args:
+      examples: 1 or more pairs with non-empty articles.
+      rows: pad the batch to this many rows by repeating the last example, so that a
+        compiled search sees a few fixed batch sizes; the caller drops the extra rows.
+    """
+    if not examples or any(not a.split() for a, _ in examples):
+        raise DataError("examples_batch needs examples with non-empty articles")
+    if rows is not None and rows < len(examples):
+        raise FlagError(f"rows={rows} is fewer than the {len(examples)} examples")
+    padded = list(examples) + [examples[-1]] * ((rows or len(examples)) - len(examples))
+    build = _example_builder(
+        vocab,
+        hps.max_enc_steps,
+        hps.max_dec_steps,
+        hps.pointer_gen,
+        hps.max_oovs if hps.static_shapes is True else None,
+    )
+    groups = build(
+        tf.constant([a.encode("utf-8") for a, _ in padded]),
+        tf.constant([b.encode("utf-8") for _, b in padded]),
+    )
+    return _batch_padder(hps)(groups)
+
+
+@functools.lru_cache(maxsize=8)
+def _batch_padder(hps: HParams):
+    """`_pad_batch` traced once per settings (eager ragged ops cost tens of ms)."""
+    return tf.function(lambda g: _pad_batch(g, hps, None), autograph=False, reduce_retracing=True)
 
 
 def distributed_dataset_fn(
@@ -362,20 +405,53 @@ def _bucketed(examples, batch_size, seed):
     )
 
 
+def bucket_lengths(max_len: int, buckets: int) -> list[int]:
+    """The encoder lengths batches are padded to by default: `buckets` evenly spaced
+    lengths up to `max_len`, each rounded up to a multiple of 8 (vector-friendly), the
+    last `max_len` itself. E.g. (400, 4) -> [104, 200, 304, 400]; (50, 4) -> [16, 32,
+    40, 50].
+
+    Evenly spaced rather than fitted to a corpus: every mode and every dataset of an
+    experiment (train, eval, decode, a user's own text) then pads to the same few
+    lengths, so each is compiled once. The padding costs at most max_len / buckets
+    positions per batch, and training batches are sorted by length (spec 3.3), so most
+    batches sit just under a bucket."""
+    lengths = {min(max_len, -(-(max_len * i // buckets) // 8) * 8) for i in range(1, buckets)}
+    return sorted(n for n in lengths if 0 < n < max_len) + [max_len]
+
+
+def encoder_width(enc_lens, hps: HParams):
+    """T_enc of a batch with encoder lengths `enc_lens` [B]: max_enc_steps with
+    static_shapes=True, the smallest of `bucket_lengths` that holds the longest article by
+    default (static_shapes=None), the longest article itself with static_shapes=False.
+    Returns an int, a scalar int32 tensor, or None (= the longest)."""
+    if hps.static_shapes is True:
+        return hps.max_enc_steps
+    if hps.static_shapes is False:
+        return None
+    bounds = tf.constant(bucket_lengths(hps.max_enc_steps, hps.length_buckets), tf.int32)
+    longest = tf.reduce_max(tf.concat([enc_lens, [1]], 0))
+    index = tf.searchsorted(bounds, longest[None], side="left")[0]
+    return bounds[tf.minimum(index, tf.size(bounds) - 1)]
+
+
 def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
     """Ragged group of examples -> the padded batch dict of the module docstring.
 
     With static_shapes every dimension is fixed, the batch one to `fixed_batch` (None: a
     single pass, whose final batch may be smaller)."""
-    static = hps.static_shapes
+    static = hps.static_shapes is True
     pad = example_ops.PAD_VALUES
 
     def dense(key, width):
-        return g[key].to_tensor(default_value=pad[key], shape=[None, width])
+        if not isinstance(width, tf.Tensor):
+            return g[key].to_tensor(default_value=pad[key], shape=[None, width])
+        x = g[key].to_tensor(default_value=pad[key])
+        return tf.pad(x, [[0, 0], [0, width - tf.shape(x)[1]]], constant_values=pad[key])
 
     enc_lens = tf.cast(g["enc_input"].row_lengths(), tf.int32)
     dec_lens = g["dec_len"]
-    enc_width = hps.max_enc_steps if static else None
+    enc_width = encoder_width(enc_lens, hps)
     enc_batch = dense("enc_input", enc_width)
     art_oovs = dense("art_oovs", hps.max_oovs if static else None)
     sents = dense("abstract_sents", None)

@@ -113,10 +113,14 @@ class Summarizer:
         batch_size: int = 16,
         block_unk: bool = False,
         feature_weights: str | None = None,
+        jit_compile: bool = True,
         **decode_options,
     ) -> Summarizer:
         """The experiment `<log_root>/<exp_name>` as trained; `decode_options` may set
-        beam_size, min_dec_steps, max_dec_steps and max_enc_steps."""
+        beam_size, min_dec_steps, max_dec_steps and max_enc_steps.
+
+        jit_compile: the whole search as one XLA computation (`article_texts.INTERACTIVE`):
+        a few texts at a time spend most of a search in per-step overhead otherwise."""
         from pointer_generator.decoding.extractive_features import read_weights
         from pointer_generator.decoding.search_settings import SearchSettings
         from pointer_generator.decoding.trained import open_trained, stored_hparams
@@ -140,7 +144,7 @@ class Summarizer:
             feature_weights=read_weights(feature_weights) if feature_weights else None,
         )
         trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
-        return cls(trained.decoder(settings), batch_size)
+        return cls(trained.decoder(settings, jit_compile=jit_compile), batch_size)
 
     @staticmethod
     def from_saved_model(export_dir: str, batch_size: int = 16) -> SavedModelSummarizer:
@@ -151,6 +155,19 @@ class Summarizer:
         """DataError when `text` has nothing to summarize (no words once tokenized:
         markup such as `&nbsp;`, only `@highlight`, invisible characters)."""
         check_text(text)
+
+    def warm_up(self, rows: tuple[int, ...] = (1,)) -> int:
+        """Compile the search for every article length bucket at each batch size of
+        `rows` now rather than at the first text of that shape (`serve` calls it before
+        it says it is serving). Returns the number of shapes compiled."""
+        from pointer_generator.data.input_pipeline import bucket_lengths
+        from pointer_generator.decoding.article_texts import warm_up
+
+        hps = self.decoder.hps
+        lengths = bucket_lengths(hps.max_enc_steps, hps.length_buckets)
+        if hps.static_shapes is not None:  # one length, or none fixed in advance
+            lengths = [hps.max_enc_steps]
+        return warm_up(self.decoder, lengths, [min(r, self.batch_size) for r in rows])
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""

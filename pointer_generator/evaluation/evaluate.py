@@ -134,9 +134,10 @@ def main(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
 def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool, other_articles: bool = False):
     from pointer_generator.data import input_pipeline
 
-    if single_pass:
-        # Batches as long as their longest article: static shapes would only pad them.
-        hps = hps.replace(static_shapes=False)
+    if single_pass and hps.static_shapes:
+        # Padding every batch to max_enc_steps would only cost time here: length buckets
+        # keep the compiles few and the padding short.
+        hps = hps.replace(static_shapes=None)
     dataset = input_pipeline.make_dataset(
         data_path, vocab, hps, "eval", single_pass, other_articles=other_articles
     )

@@ -29,7 +29,9 @@ from pointer_generator.errors import FlagError, OutputError
 
 SETTINGS_FILE = "settings.json"
 VOCAB_COPY = "vocab"
-_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "bool | None": bool}
+# Fields whose stored value may also be null (static_shapes: null = length buckets).
+_NULLABLE = ("bool | None",)
 
 
 def file_digest(path: str) -> str | None:
@@ -77,9 +79,12 @@ def read(root: str) -> dict | None:
     if "copy" in vocab and vocab["copy"] != VOCAB_COPY:
         raise _bad(path, f'"vocab"."copy" must be "{VOCAB_COPY}"')
     types = _field_types()
+    nullable = _nullable_fields()
     for name, value in flags.items():
         if name not in types:
             raise _bad(path, f'"flags" holds {name!r}, which is not a model setting')
+        if value is None and name in nullable:
+            continue
         want = types[name]
         # JSON has one number type: 2 is a fine float, but 24.7 is no int, true no int.
         ok = (isinstance(value, want) and not (want is int and isinstance(value, bool))) or (
@@ -107,6 +112,12 @@ def _field_types() -> dict[str, type]:
     from pointer_generator.hparams import HParams
 
     return {f.name: _TYPES[str(f.type)] for f in dataclasses.fields(HParams)}
+
+
+def _nullable_fields() -> set[str]:
+    from pointer_generator.hparams import HParams
+
+    return {f.name for f in dataclasses.fields(HParams) if str(f.type) in _NULLABLE}
 
 
 def vocabulary(root: str, stored: dict) -> str:

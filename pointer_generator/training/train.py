@@ -208,7 +208,9 @@ def pipeline_settings(cfg: TrainConfig, vocab, trainer: Trainer) -> dict:
         "max_dec_steps": hps.max_dec_steps,
         "pointer_gen": hps.pointer_gen,
         "vocab_size": vocab.size(),
-        "static_shapes": hps.static_shapes,
+        # Length buckets pad the batches the original padding makes (same examples, same
+        # order): a position saved under either serves the other.
+        "static_shapes": hps.static_shapes is True,
         "max_oovs": hps.max_oovs,
     }
 
@@ -340,6 +342,24 @@ def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
     return path or ckpts.latest
 
 
+def _shape_note(hps) -> str:
+    """What the first steps' compiles will be, by the batches' padding."""
+    if hps.static_shapes is True:
+        return "one batch shape (--static_shapes=1)"
+    if hps.static_shapes is None:
+        from pointer_generator.data.input_pipeline import bucket_lengths
+
+        lengths = bucket_lengths(hps.max_enc_steps, hps.length_buckets)
+        return (
+            f"the first step of each of the {len(lengths)} article lengths batches are padded "
+            f"to ({', '.join(map(str, lengths))}; --length_buckets) is slow"
+        )
+    return (
+        "each batch is padded to its longest article (--static_shapes=0), so the first "
+        "step of every new length is slow"
+    )
+
+
 def _run_steps(
     trainer: Trainer, iterator, ckpts, writer, stop: StopRequest, cfg: TrainConfig, epochs: Epochs
 ) -> str:
@@ -347,10 +367,7 @@ def _run_steps(
     hps = trainer.hps
     step = int(trainer.step.numpy())
     progress = Progress(step, cfg.max_steps, hps.batch_size, cfg.log_every_n_steps)
-    log.info(
-        "Compiling the training step: the first step of each new batch shape is slow%s",
-        "" if hps.static_shapes else " (--static_shapes=1 pads every batch to one shape)",
-    )
+    log.info("Compiling the training step: %s", _shape_note(hps))
     while True:
         epochs.before_step(step)
         metrics = trainer.train_step(iterator)
