@@ -44,11 +44,19 @@ _API = {
     "PointerGeneratorError": "pointer_generator.errors",
 }
 __all__ = sorted(_API)
+# Modules that do not import TensorFlow.
+_WITHOUT_TENSORFLOW = ("pointer_generator.hparams", "pointer_generator.errors")
 
 
 def __getattr__(name: str):
     if name not in _API:
         raise AttributeError(f"module 'pointer_generator' has no attribute {name!r}")
+    if _API[name] not in _WITHOUT_TENSORFLOW:
+        # As quiet as the command line: TensorFlow's start-up notices (CUDA drivers,
+        # cuInit, CPU instructions) held back, unless POINTER_GENERATOR_TF_LOGS=1.
+        from pointer_generator.cli.console import import_tensorflow
+
+        import_tensorflow()
     value = getattr(importlib.import_module(_API[name]), name)
     globals()[name] = value  # later look-ups skip this function
     return value

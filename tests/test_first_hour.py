@@ -179,6 +179,10 @@ def test_every_flag_is_in_exactly_one_help_group():
         (["-m", "data_tools.make_datafiles", "--help"], "--url_lists_dir"),
         (["-m", "data_tools.toy_data", "--help"], "--num_train"),
         (["-m", "pointer_generator.evaluation.rouge", "--help"], "--decoded_dir"),
+        (["-m", "pointer_generator.cli", "--help"], "data flags:"),
+        (["-m", "pointer_generator.data.binfile", "--help"], "FILE_OR_GLOB"),
+        (["-m", "pointer_generator.data.ptb_tokenizer", "--help"], "standard input"),
+        (["-m", "experiments.benchmarks.padding", "--help"], "python -m experiments.benchmarks"),
     ],
 )
 def test_every_command_answers_help_with_status_0(command, expect):
@@ -272,6 +276,29 @@ def test_a_ctrl_c_of_the_quickstart_lets_the_running_step_finish(tmp_path):
 
 
 # ------------------------------------------------------------------- readable summaries
+def test_the_articles_casing_is_put_back():
+    from pointer_generator.data.detokenize import detokenize, text_casing
+
+    raw = (
+        "Maria Santos, 41, was arrested in Lisbon on Tuesday. Santos was charged by the "
+        "LAPD. Residents said the McDonald's was closed. The police left."
+    )
+    casing = text_casing(raw)
+    # Names keep their capitals; words seen capitalized only at a sentence's start
+    # (Maria, Residents, The) are not names.
+    assert casing == {
+        "santos": "Santos",
+        "lisbon": "Lisbon",
+        "tuesday": "Tuesday",
+        "lapd": "LAPD",
+        "mcdonald": "McDonald",
+    }
+    tokens = "maria santos was charged by the lapd in lisbon . residents said the police left ."
+    assert detokenize(tokens.split(), casing) == (
+        "Maria Santos was charged by the LAPD in Lisbon. Residents said the police left."
+    )
+
+
 @pytest.mark.parametrize(
     "tokens, text",
     [
@@ -281,6 +308,12 @@ def test_a_ctrl_c_of_the_quickstart_lets_the_running_step_finish(tmp_path):
         ("he paid $ 5 and # 10 for a 50 % share .", "He paid $5 and \u00a310 for a 50% share."),
         ("one . two ! three ? four", "One. Two! Three? Four"),
         ("the parents ' car -lsb- sic -rsb- .", "The parents' car [sic]."),
+        # A sentence that starts with a number keeps its next word in lower case.
+        (
+            "6.2 earthquake struck lima . `` it shook , '' he said .",
+            "6.2 earthquake struck lima. \u201cIt shook,\u201d he said.",
+        ),
+        ("he the . . then .", "He the. Then."),  # no doubled period
     ],
 )
 def test_detokenize(tokens, text):
@@ -304,6 +337,49 @@ def test_decode_can_write_readable_summaries(trained, capfd):
     assert readable.read().splitlines() == [
         detokenize(line.split()) for line in decoded.read().splitlines()
     ]
+
+
+def test_the_last_decodes_search_is_the_default_of_summarize_and_the_summarizer(
+    trained, capfd, tmp_path
+):
+    import pointer_generator as pg
+    from pointer_generator.cli import configs
+    from pointer_generator.runtime import experiment_settings
+
+    root = tmp_path / "log"
+    shutil.copytree(trained.exp_dir, root / "exp")
+    args = [
+        "--mode=decode",
+        "--single_pass",
+        f"--data_path={trained.val_path}",
+        f"--log_root={root}",
+        "--exp_name=exp",
+        "--beam_size=2",
+        "--min_dec_steps=1",
+        "--max_dec_steps=5",
+    ]
+    assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
+    last = {"beam_size": 2, "min_dec_steps": 1, "max_dec_steps": 5}
+    assert experiment_settings.read_decode_settings(str(root / "exp")) == last
+    settings = pg.Summarizer.from_experiment(str(root), "exp").decoder.settings
+    assert (settings.beam_size, settings.min_dec_steps, settings.max_dec_steps) == (2, 1, 5)
+    given = pg.Summarizer.from_experiment(str(root), "exp", beam_size=3).decoder.settings
+    assert (given.beam_size, given.min_dec_steps) == (3, 1)
+    # The command line: the same defaults, a flag still wins.
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli.flags import define_flags
+
+    fv = define_flags(absl_flags.FlagValues())
+    fv(["prog", f"--log_root={root}", "--exp_name=exp", "--min_dec_steps=3"])
+    from pointer_generator.cli import stored_settings
+
+    stored_settings.apply_trained(fv, "summarize")
+    search = configs.search_settings(fv)
+    assert (search.beam_size, search.min_dec_steps, search.max_dec_steps) == (2, 3, 5)
+    (root / "exp" / "last_decode.json").write_text("{}")
+    with pytest.raises(pg.PointerGeneratorError, match="last_decode.json is unreadable"):
+        pg.Summarizer.from_experiment(str(root), "exp")
 
 
 # --------------------------------------------------------------------- inspect_checkpoint

@@ -89,6 +89,14 @@ def shared_data_dir() -> str | None:
     return path if os.path.isdir(path) else None
 
 
+def argument_parser(module_doc: str, spec) -> argparse.ArgumentParser:
+    """A benchmark's parser: `python -m <its module>` in the usage line (argparse would
+    say `decode.py`), its docstring's first paragraph as the description."""
+    return argparse.ArgumentParser(
+        prog=f"python -m {spec.name}", description=module_doc.split("\n\n")[0]
+    )
+
+
 def add_data_arguments(p: argparse.ArgumentParser) -> None:
     """--data_path, --vocab_path (defaults: the shared sample and vocab) and --vocab_size."""
     data = shared_data_dir()

@@ -40,7 +40,6 @@ batched search is bound by arithmetic: their ratio moves with the machine and it
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -116,7 +115,7 @@ def _threads(args) -> str:
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     common.add_data_arguments(p)
     p.add_argument(
         "--batch_size",

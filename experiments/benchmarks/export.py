@@ -11,7 +11,6 @@ benchmark does). The tokenizer figures need ../shared/data/raw_train_sample_100.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import sys
@@ -45,7 +44,7 @@ def tokenizer_agreement(path: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--log_root", default=None)
     p.add_argument("--exp_name", default=None)
     p.add_argument("--data_path", default=None, help="articles to summarize (a .bin file)")

@@ -20,7 +20,6 @@ over `--decode_inputs` inputs of `--decode_steps` words, and the process's peak 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -172,7 +171,7 @@ def bench_decoding(model, hps, beam: int, args) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--family", choices=("abs", "ras_elman", "ras_lstm", "all"), default="all")
     p.add_argument("--vocab_size", type=arg_types.positive_int, default=69_000)
     p.add_argument("--steps", type=arg_types.positive_int, default=12)

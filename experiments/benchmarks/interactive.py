@@ -23,7 +23,6 @@ runs all 120 steps: the worst case); one real article at a time (target < 0.3 s)
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -155,7 +154,7 @@ def paper_figures(args) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--train_steps", type=arg_types.positive_int, default=200)
     p.add_argument("--no_paper", action="store_true")
     common.add_data_arguments(p)

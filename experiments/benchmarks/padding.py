@@ -19,7 +19,6 @@ vocabulary) on the shared CNN/DM sample. Ratios are against `static` of the same
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -78,7 +77,7 @@ def paper_data(work: str, args) -> list[str] | None:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--steps", type=arg_types.positive_int, default=40)
     p.add_argument("--paper", action="store_true", help="also the paper configuration")
     p.add_argument("--paper_steps", type=arg_types.positive_int, default=12)

@@ -12,7 +12,6 @@ training (about 16 examples/s on this CPU), so the target is >= 320 examples/s.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -69,7 +68,7 @@ def _rate(iterator, n_batches: int) -> tuple[float, float, int]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     common.add_data_arguments(p)
     p.add_argument("--batch_size", type=arg_types.positive_int, default=16)
     p.add_argument("--warmup_batches", type=arg_types.positive_int, default=100)

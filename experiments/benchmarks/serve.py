@@ -12,7 +12,6 @@ throughputs shows what batching requests across clients buys.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -80,7 +79,7 @@ def _load(url: str, texts: list[str], clients: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--log_root", default=None)
     p.add_argument("--exp_name", default=None)
     p.add_argument("--data_path", default=None, help="articles to send (a .bin file)")

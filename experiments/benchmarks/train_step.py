@@ -26,7 +26,6 @@ the same batches and prints the speed ratio; memory is then that of both models.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -111,7 +110,7 @@ def _timed_rounds(impls, step, args) -> tuple[dict, list[float], list[float]]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = common.argument_parser(__doc__, __spec__)
     common.add_data_arguments(p)
     p.add_argument("--batch_size", type=arg_types.positive_int, default=16)
     p.add_argument("--max_enc_steps", type=arg_types.positive_int, default=400)

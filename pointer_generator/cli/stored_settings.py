@@ -75,6 +75,9 @@ def apply_trained(fv, command: str):
 
     exp = require_experiment(fv, command)
     apply(fv, "decode")
+    for name, value in experiment_settings.read_decode_settings(_root(fv)).items():
+        if not fv[name].present:  # the last decode's search, unless given
+            fv[name].value = value
     apply_model_family(fv)
     check_decode_lengths(fv)
     if not fv.vocab_path:

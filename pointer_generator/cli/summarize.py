@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     examples = articles_of_texts(texts, names)  # checked before TensorFlow starts
 
     console.import_tensorflow()
-    from pointer_generator.data.detokenize import detokenize
+    from pointer_generator.data.detokenize import detokenize, text_casing
     from pointer_generator.decoding import decode_output
     from pointer_generator.decoding.article_texts import summarize_examples
     from pointer_generator.decoding.trained import open_trained
@@ -107,12 +107,13 @@ def main(argv: list[str]) -> int:
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
     decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
     summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
-    for name, summary in zip(names, summaries, strict=True):
+    for name, text, summary in zip(names, texts, summaries, strict=True):
         if len(inputs) > 1:
             print(f"==> {name} <==")
         sentences = decode_output.split_sentences(summary.words)
         if not fv.tokens:
-            sentences = [detokenize(s.split()) for s in sentences]
+            casing = text_casing(text)  # the article's capitals, put back
+            sentences = [detokenize(s.split(), casing) for s in sentences]
         print("\n".join(sentences))
         if len(inputs) > 1:
             print()

@@ -268,16 +268,28 @@ def write_chunked(
 def main(argv: list[str] | None = None) -> int:
     """`python -m pointer_generator.data.binfile FILE_OR_GLOB...`: check `.bin` files record by
     record; prints one line per file and exits with status 1 if any file is malformed."""
+    import argparse
     import glob
     import sys
 
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        print("usage: python -m pointer_generator.data.binfile FILE_OR_GLOB...", file=sys.stderr)
+    parser = argparse.ArgumentParser(
+        prog="python -m pointer_generator.data.binfile",
+        description="Check .bin files (the original's format) record by record: one line "
+        "per file; status 1 when a file is malformed or holds examples the pipeline cannot "
+        "use as meant, 2 when a file does not exist.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE_OR_GLOB", help="e.g. 'chunked/*.bin'")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    missing = [p for p in args.files if not glob.glob(p)]
+    if missing:
+        print(
+            f"error: {missing[0]}: no such file (give .bin files or a glob that matches some)",
+            file=sys.stderr,
+        )
         return exit_codes.BAD_INPUT
     bad = 0
-    for pattern in argv:
-        for path in sorted(glob.glob(pattern)) or [pattern]:
+    for pattern in args.files:
+        for path in sorted(glob.glob(pattern)):
             try:
                 line, problems = _check_file(path)
             except DataError as e:

@@ -3,11 +3,16 @@
 The model reads and writes lower-cased PTB tokens (`-lrb-`, `` `` ``, `n't`, `'s`, `--`).
 `detokenize` joins a summary's tokens back into plain text a reader expects: brackets
 and quotes restored, no space before punctuation or clitics, each sentence starting with
-a capital letter, "i" as "I". What lower-casing removed from names cannot be restored
-("london" stays lower case); `--tokens` on the command line shows the tokens themselves.
+a capital letter, "i" as "I", a repeated period dropped. Lower-casing removed the
+capitals of names; when the article's raw text is at hand (`summarize`, `pg.Summarizer`,
+`serve`), `case_map` learns each word's casing from it and `detokenize(..., casing=)`
+puts it back ("maria santos" -> "Maria Santos"); decoding a `.bin` file cannot (its
+text is lower-cased). `--tokens` on the command line shows the tokens themselves.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 # PTB escapes (as lower-cased by the original pipeline) and what they stand for.
 _ESCAPES = {
@@ -46,13 +51,48 @@ def _unescape(tokens: list[str]) -> list[str]:
     return out
 
 
-def detokenize(tokens: list[str]) -> str:
-    """One readable string from PTB tokens (a sentence or a whole summary)."""
+def case_map(tokens: list[str]) -> dict[str, str]:
+    """lower-case word -> its casing in a text's (tokenized, not lower-cased) `tokens`, for
+    the words that are not lower case there: the form seen most often away from a
+    sentence's start (where every word is capitalized); a word seen only at sentence
+    starts, or mostly in lower case, is left out (stays lower case)."""
+    forms: dict[str, Counter] = {}
+    start = True
+    for tok in tokens:
+        if not start and tok[:1].isalpha():
+            forms.setdefault(tok.lower(), Counter())[tok] += 1
+        if tok in _SENTENCE_END:
+            start = True
+        elif tok[:1].isalnum():
+            start = False
+    out = {}
+    for lower, counts in forms.items():
+        form, _ = counts.most_common(1)[0]
+        if form != lower:
+            out[lower] = form
+    return out
+
+
+def text_casing(raw_text: str) -> dict[str, str]:
+    """`case_map` of a raw article, tokenized as the data tools tokenize it."""
+    from pointer_generator.data.ptb_tokenizer import tokenize_text
+
+    return case_map(tokenize_text(raw_text).split())
+
+
+def detokenize(tokens: list[str], casing: dict[str, str] | None = None) -> str:
+    """One readable string from PTB tokens (a sentence or a whole summary); `casing`
+    (`case_map` of the article) restores the article's capitals."""
     words = _unescape([t for t in tokens if t])
     text = ""
-    capital = True
+    capital = True  # the next word starts a sentence
     attach = True  # no space before the next word
+    previous = ""
     for w in words:
+        if w in _SENTENCE_END and previous in _SENTENCE_END:
+            continue  # "the.." -> "the."
+        if casing:
+            w = casing.get(w, w)
         lower = w.lower()
         if not (attach or w in _NO_SPACE_BEFORE or lower in _CLITICS):
             text += " "
@@ -60,11 +100,13 @@ def detokenize(tokens: list[str]) -> str:
             w = "I" + w[1:]
         if capital and w[:1].isalpha():
             w = w[:1].upper() + w[1:]
-            capital = False
         text += w
         attach = w in _NO_SPACE_AFTER
         if w in _SENTENCE_END:
             capital = True
+        elif w[:1].isalnum():
+            capital = False  # a sentence that starts with "6.2" keeps "earthquake"
+        previous = w
     return text
 
 

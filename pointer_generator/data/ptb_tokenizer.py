@@ -149,7 +149,16 @@ def tokenize_text(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """`python -m pointer_generator.data.ptb_tokenizer < in.txt > out.txt`: tokenize stdin
     to stdout."""
-    del argv
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m pointer_generator.data.ptb_tokenizer",
+        description="Tokenize standard input to standard output as the data tools do "
+        "(Stanford PTBTokenizer's rules, in Python): python -m "
+        "pointer_generator.data.ptb_tokenizer < in.txt > out.txt",
+    ).parse_args(sys.argv[1:] if argv is None else argv)
+    if sys.stdin.isatty():
+        print("(reading the text to tokenize from standard input; Ctrl-D ends it)", file=sys.stderr)
     sys.stdout.write(tokenize_text(sys.stdin.read()))
     sys.stdout.write("\n")
     return 0

@@ -261,6 +261,13 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
+    from pointer_generator.runtime import experiment_settings
+
+    # The defaults of `summarize`, `serve`, `export` and pg.Summarizer from now on.
+    experiment_settings.write_decode_settings(
+        exp.root,
+        {k: getattr(cfg.search, k) for k in experiment_settings.DECODE_SETTINGS},
+    )
     strategy = None
     if cfg.distribution_strategy == "mirrored":
         strategy = local_mirrored_strategy()

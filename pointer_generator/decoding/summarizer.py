@@ -53,14 +53,17 @@ class SummaryResult:
     score: float
 
     @classmethod
-    def of(cls, words, article_tokens, attention, p_gens, score) -> SummaryResult:
-        """The result of summary `words` (readable text and sentences made from them)."""
-        from pointer_generator.data.detokenize import detokenize
+    def of(
+        cls, words, article_tokens, attention, p_gens, score, raw_text: str | None = None
+    ) -> SummaryResult:
+        """The result of summary `words` (readable text and sentences made from them;
+        the text with the casing of `raw_text`, the article as given)."""
+        from pointer_generator.data.detokenize import detokenize, text_casing
         from pointer_generator.decoding.decode_output import split_sentences
 
         words = list(words)
         return cls(
-            text=detokenize(words),
+            text=detokenize(words, text_casing(raw_text) if raw_text else None),
             tokens=words,
             sentences=split_sentences(words),
             article_tokens=list(article_tokens),
@@ -176,11 +179,12 @@ class Summarizer:
 
         if isinstance(texts, str):
             texts = [texts]
-        examples = articles_of_texts(list(texts))
+        texts = list(texts)
+        examples = articles_of_texts(texts)
         summaries = summarize_examples(self.decoder, examples, self.batch_size)
         out = []
         max_enc = self.decoder.hps.max_enc_steps
-        for (article, _), summary in zip(examples, summaries, strict=True):
+        for text, (article, _), summary in zip(texts, examples, summaries, strict=True):
             words = list(summary.words)
             article_tokens = article.split()[:max_enc]
             out.append(
@@ -190,6 +194,7 @@ class Summarizer:
                     summary.attn[: len(words), : len(article_tokens)],
                     summary.p_gens[: len(words)],
                     summary.score,
+                    raw_text=text,
                 )
             )
         return out
@@ -253,6 +258,7 @@ class SavedModelSummarizer:
                         out["attention"][i, :n, :m],
                         out["p_gens"][i, :n],
                         out["scores"][i],
+                        raw_text=chunk[i],
                     )
                 )
         return results

@@ -109,6 +109,7 @@ def stored_hparams(root: str, vocab_path: str | None = None, **overrides) -> tup
         )
     fields = {f.name for f in dataclasses.fields(HParams)}
     values = {k: v for k, v in stored["flags"].items() if k in fields}
+    values.update(experiment_settings.read_decode_settings(root))  # the last decode's search
     values.update(overrides)
     if vocab_path:
         experiment_settings.check_given_vocabulary(root, stored, vocab_path)

@@ -307,6 +307,13 @@ def single_pass(
             f"{checkpointing.none_intact_note(exp.train_dir)}; train first"
         )
     evaluator.load(path)
+    # The pass prints nothing until it ends (tens of seconds on a CPU): say what it does.
+    log.info(
+        "Evaluating %s once with %s (compiling first, then every batch)%s ...",
+        data_path,
+        os.path.basename(path),
+        ", then with the articles swapped (--input_gap)" if input_gap else "",
+    )
     t0 = time.time()
     sums = dataset_sums(evaluator, vocab, data_path)
     loss = _loss(sums, hps)

@@ -313,14 +313,19 @@ def add_to_state_file(
     # "last preserved" time make a later CheckpointManager keep these files for good
     # (a converted or restored model is never rotated away by the next training run).
     # An absolute directory keeps the bare names as written (see checkpoint_scan).
-    tf.compat.v1.train.update_checkpoint_state(
-        os.path.abspath(directory),
-        os.path.basename(prefix),
-        [os.path.basename(p) for p in paths],
-        latest_filename=state_file,
-        all_model_checkpoint_timestamps=[now] * len(paths),
-        last_preserved_timestamp=now,
-    )
+    # (Deprecated in favour of CheckpointManager, which cannot write another state file
+    # name or keep timestamps; its notice says nothing a user acts on.)
+    from tensorflow.python.util import deprecation
+
+    with deprecation.silence():
+        tf.compat.v1.train.update_checkpoint_state(
+            os.path.abspath(directory),
+            os.path.basename(prefix),
+            [os.path.basename(p) for p in paths],
+            latest_filename=state_file,
+            all_model_checkpoint_timestamps=[now] * len(paths),
+            last_preserved_timestamp=now,
+        )
     return dropped
 
 

@@ -228,3 +228,43 @@ def _write_atomically(path: str, write) -> None:
                 os.remove(tmp)
     except OSError as e:
         raise OutputError(f"cannot write {path} ({e.strerror or e})") from None
+
+
+# ------------------------------------------------------------------ the last decode's search
+DECODE_FILE = "last_decode.json"  # not decode_*: that names decode folders
+# What `summarize`, `serve`, `export` and `pg.Summarizer` take from the experiment's last
+# `--mode=decode` run when not given (a toy model decoded with --min_dec_steps=10 should
+# not be summarized with the paper's 35).
+DECODE_SETTINGS = ("beam_size", "min_dec_steps", "max_dec_steps")
+
+
+def write_decode_settings(root: str, values: dict) -> None:
+    """Store the search settings of a decode run as `root/decode_settings.json`."""
+    text = json.dumps({k: int(values[k]) for k in DECODE_SETTINGS}, indent=1) + "\n"
+    _write_atomically(os.path.join(root, DECODE_FILE), lambda tmp: _write_text(tmp, text))
+
+
+def read_decode_settings(root: str) -> dict:
+    """The last decode's search settings ({} before any decode). A file that is not what
+    `write_decode_settings` writes is an error naming it."""
+    path = os.path.join(root, DECODE_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as e:
+        values = getattr(e, "strerror", None) or str(e)
+    ok = isinstance(values, dict) and all(
+        isinstance(values.get(k), int) and not isinstance(values.get(k), bool) and values[k] >= 0
+        for k in DECODE_SETTINGS
+    )
+    if not ok:
+        why = (
+            values if isinstance(values, str) else "not the integers " + ", ".join(DECODE_SETTINGS)
+        )
+        raise FlagError(
+            f"{path} is unreadable ({why}); remove it (the next --mode=decode writes it "
+            "again) or fix it"
+        )
+    return {k: values[k] for k in DECODE_SETTINGS}

@@ -474,9 +474,7 @@ def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment, tf1_path: st
         exp.train_dir, os.path.basename(source_name) + checkpointing.COVERAGE_INIT_SUFFIX
     )
     path = checkpointing.write_named(trainer.checkpoint(), prefix)
-    msg = f"Wrote coverage model {path}; now run training with --coverage=1"
-    log.info(msg)
-    print(msg, flush=True)
+    log.info("Wrote coverage model %s; now run training with --coverage=1", path)
     return path
 
 
