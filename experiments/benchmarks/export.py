@@ -65,8 +65,10 @@ def main(argv=None) -> int:
         else:
             log_root, exp, data = _toy_experiment(work, args.train_steps)
         texts = _articles(data, args.articles)
+        # The search as `pointer-generator export` builds it (TensorFlow's executor, not
+        # one XLA computation), so that the summaries can be compared bit for bit.
         summarizer = pg.Summarizer.from_experiment(
-            log_root, exp, beam_size=args.beam_size, batch_size=args.batch
+            log_root, exp, beam_size=args.beam_size, batch_size=args.batch, jit_compile=False
         )
         export_dir = os.path.join(work, "exported")
         export_saved_model(summarizer.decoder, export_dir, {})

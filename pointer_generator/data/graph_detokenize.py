@@ -4,8 +4,10 @@ for an exported model (`pointer-generator export`), whose signature must return 
 The same rules, vectorised over a ragged batch of token lists: PTB escapes undone
 (`-lrb-` -> `(`, ``` `` ``` -> U+201C, `#` before a number -> U+00A3), a lone `'`
 closing the latest U+2018 quote becomes U+2019, no space before punctuation and clitics
-or after opening brackets and quotes, "i" as "I", and each sentence's first alphabetic
-word capitalised. Tested against `detokenize.detokenize` (tests/test_graph_text.py).
+or after opening brackets and quotes, "i" as "I", a sentence end right after another
+dropped, and each sentence's first word capitalised when it starts with a letter (the
+first that starts with a letter or a digit: "6.2 earthquake" stays). Tested against
+`detokenize.detokenize` (tests/test_graph_text.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def _same_row_shift(x, rowids, fill):
 def detokenize_batch(tokens: tf.RaggedTensor) -> tf.Tensor:
     """string [n, None] tokens -> string [n]: each row as `detokenize.detokenize` joins it."""
     tokens = tf.ragged.boolean_mask(tokens, tf.strings.length(tokens) > 0)
+    # "the . ." -> "the .": a sentence end right after another is dropped.
+    words, rowids = tokens.flat_values, tokens.value_rowids()
+    end = _isin(words, rules._SENTENCE_END)
+    repeated = end & _same_row_shift(end, rowids, False)
+    tokens = tf.ragged.boolean_mask(tokens, ~_ragged(repeated, rowids, tokens.nrows()))
     words, rowids = tokens.flat_values, tokens.value_rowids()
     n = tf.shape(words, out_type=tf.int64)[0]
 
@@ -70,15 +77,17 @@ def detokenize_batch(tokens: tf.RaggedTensor) -> tf.Tensor:
     first_in_row = ~tf.equal(_same_row_shift(rowids, rowids, -1), rowids)
     no_space = first_in_row | no_space_before | _same_row_shift(attach_after, rowids, False)
 
-    # Capitals: the first word starting with a letter after each sentence end.
+    # Capitals: the first word starting with a letter or digit after each sentence end,
+    # if it starts with a letter.
     ends = tf.cast(_isin(words, rules._SENTENCE_END), tf.int64)
     # (row, sentence ends before the word): one key per sentence of each row.
     segment, n_segments = _segments(rowids * (n + 1) + tf.cumsum(ends, exclusive=True))
     first_char = tf.strings.substr(words, 0, 1, unit="UTF8_CHAR")
     alpha = tf.strings.regex_full_match(first_char, r"\pL")
+    alnum = tf.strings.regex_full_match(first_char, r"[\pL\pN]")
     pos = tf.range(n)
-    first_alpha = tf.math.unsorted_segment_min(tf.where(alpha, pos, n), segment, n_segments)
-    capital = alpha & tf.equal(pos, tf.gather(first_alpha, segment))
+    first_alnum = tf.math.unsorted_segment_min(tf.where(alnum, pos, n), segment, n_segments)
+    capital = alpha & tf.equal(pos, tf.gather(first_alnum, segment))
     rest = tf.strings.regex_replace(words, "^.", "")  # all but the first character
     upper = tf.strings.upper(first_char, encoding="utf-8")
     words = tf.where(capital, tf.strings.join([upper, rest]), words)

@@ -16,8 +16,10 @@ searches by itself, so neither the experiment nor its vocabulary file is needed.
 (its `settings.json`, as every command does), builds the model and loads the newest
 checkpoint that reads completely (or `checkpoint=`, e.g. an eval job's best model).
 `summarize` tokenizes the texts like the training data and decodes them in batches with
-the same batched beam search as `--mode=decode` and `pointer-generator summarize`, so
-its summaries are theirs.
+the same batched beam search as `--mode=decode` and `pointer-generator summarize` (its
+summaries are `summarize`'s). The search runs as one XLA computation here and in
+`summarize`; its float rounding can differ from `--mode=decode`'s in the last bits, which
+may swap two nearly tied hypotheses (`jit_compile=False` gives decode mode's numerics).
 """
 
 from __future__ import annotations
