@@ -11,8 +11,6 @@ decoding uses XLA for the attention and the final distribution (docs/performance
 
 from __future__ import annotations
 
-import re
-
 import keras
 import tensorflow as tf
 
@@ -26,19 +24,13 @@ from pointer_generator.layers import (
     fused_encoder,
     losses,
 )
-from pointer_generator.layers.final_distribution import decode_final_distribution
 from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_normal
 from pointer_generator.layers.input_feeding import InputFeeding
 from pointer_generator.layers.recurrent import keras_cell_step
-from pointer_generator.models import final_candidates, tf1_names
-from pointer_generator.models.family import (
-    SearchInputs,
-    SearchStart,
-    embedding_mismatches,
-    parameter_summary,
-    tile_beams,
-)
+from pointer_generator.models import pointer_generator_checkpoints as checkpoints
+from pointer_generator.models.family import parameter_summary
 from pointer_generator.models.model_io import EncoderOutput
+from pointer_generator.models.pointer_generator_search import PointerGeneratorSearch
 
 
 def _cell_weights(cell: keras.layers.LSTMCell):
@@ -46,21 +38,8 @@ def _cell_weights(cell: keras.layers.LSTMCell):
     return tuple(tf.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel, cell.bias))
 
 
-# This implementation's checkpoint keys that tell which flags a checkpoint was trained
-# with, and the original release's TF1 names of the same tensors.
-_EMBEDDING_KEY = re.compile(r"^model/embedding/[^/]*embeddings/\.ATTRIBUTES/VARIABLE_VALUE$")
-_HIDDEN_KEY = re.compile(r"^model/decoder_cell/recurrent_kernel/\.ATTRIBUTES/VARIABLE_VALUE$")
-_COVERAGE_KEY = re.compile(r"^model/attention/w_c/")
-_POINTER_KEY = re.compile(r"^model/p_gen_layer/")
-
-
-def is_coverage_key(key: str) -> bool:
-    """True for the coverage weight w_c (present only in coverage models)."""
-    return bool(_COVERAGE_KEY.match(key))
-
-
 @keras.saving.register_keras_serializable(package="pointer_generator")
-class PointerGeneratorModel(keras.Model):
+class PointerGeneratorModel(PointerGeneratorSearch, keras.Model):
     """Sequence-to-sequence attention model with optional pointer and coverage.
 
     Args:
@@ -410,197 +389,23 @@ class PointerGeneratorModel(keras.Model):
             )
         return logits, losses.gold_vocab_log_prob(tf.nn.log_softmax(logits, axis=-1), targets)
 
-    def candidate_projection(self) -> final_candidates.VocabProjection:
-        """The output projection in the pieces `final_candidates` computes it in."""
-        return final_candidates.vocab_projection(
-            self.output_projection.kernel,
-            self.output_projection.bias,
-            compute_dtype=tf.bfloat16 if self.hps.mixed_precision else tf.float32,
-        )
-
-    def candidate_setup(
-        self, enc_batch_extend_vocab, enc_padding_mask, beams: int
-    ) -> final_candidates.CandidateSetup:
-        """What `decode_step(candidates=...)` needs for a batch of B articles decoded
-        with `beams` rows each (enc tensors [B, enc_len])."""
-        words = (
-            final_candidates.article_words(enc_batch_extend_vocab, enc_padding_mask, beams)
-            if self.hps.pointer_gen
-            else None
-        )
-        return final_candidates.CandidateSetup(
-            self.candidate_projection(), words, 2 * self.hps.beam_size
-        )
-
-    def decode_step(
-        self,
-        enc: EncoderOutput,
-        enc_batch_extend_vocab,
-        max_art_oovs,
-        tokens,
-        carry: dict,
-        candidates: final_candidates.CandidateSetup | None = None,
-    ):
-        """One decoder step for beam search (spec 4.12).
-
-        With `hps.decode_attention == "original"` it reproduces the TF1 decode graph
-        (`initial_state_attention=True`): the attention is first recomputed from the
-        previous state and coverage to get the context fed into the input merge, and that
-        attention is added to the coverage before the step's own attention. (That
-        recomputation has the inputs of the previous step's own attention, so its result
-        is carried in `carry` rather than computed twice: same values, half the work.)
-        With "train_consistent" it carries the previous context and coverage exactly as
-        the training loop does.
-
-        Args:
-          enc: encoder output with `batch` rows, or with `batch / K` rows for K beams per
-            article (row b*K + k of the decoder tensors is beam k of article b): the
-            attention then reads each article's encoder tensors once for all its beams.
-          enc_batch_extend_vocab: [batch, enc_len] int32 (one row per decoder row).
-          max_art_oovs: int32 scalar.
-          tokens: [batch] int32 previous tokens (all < vocab size).
-          carry: dict from `initial_carry` or a previous step.
-          candidates: from `candidate_setup`: return `top_k.Candidates` (the entries
-            that can be in the distribution's top 2K, see final_candidates.py) instead of
-            the whole distribution; None = the whole distribution, as the original.
-        Returns:
-          (final_dist [batch, vocab(+oovs)] or Candidates, attn [batch, enc_len],
-          p_gen [batch], carry).
-        """
-        use_cov = self.hps.coverage
-        original = self.hps.decode_attention == "original"
-        c, h, coverage = carry["c"], carry["h"], carry["coverage"]
-        prev_context = carry["context"]
-        if original and use_cov:
-            # The original recomputes the attention of the previous state here; its inputs
-            # (that state, the coverage) are those of the previous step's own attention,
-            # so the carry holds the result instead (`initial_carry` for the first step).
-            coverage = coverage + carry["attn"]
-        x = self.input_merge.merge(self.embedding(tokens), prev_context)
-        h, c, context, attn = self._step(
-            x, h, c, coverage if use_cov else None, enc, self.attention.beam_attention
-        )
-        if not original and use_cov:
-            coverage = coverage + attn
-        out = self.attn_output_projection(tf.concat([h, context], 1))
-        if candidates is not None:
-            p_gen = self.p_gen_layer(context, c, h, x) if self.hps.pointer_gen else None
-            final = final_candidates.final_candidates(out, p_gen, attn, candidates)
-            p_gen = p_gen[:, 0] if p_gen is not None else tf.ones_like(out[:, 0])
-        elif self.hps.pointer_gen:
-            logits = self.vocab_logits(out)
-            p_gen = self.p_gen_layer(context, c, h, x)  # [batch, 1]
-            final = decode_final_distribution(
-                logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs
-            )
-            p_gen = p_gen[:, 0]
-        else:
-            final = tf.nn.softmax(self.vocab_logits(out), axis=-1)
-            p_gen = tf.ones_like(final[:, 0])
-        new_carry = {"c": c, "h": h, "context": context, "coverage": coverage}
-        if original and use_cov:
-            new_carry["attn"] = attn
-        return final, attn, p_gen, new_carry
-
     # ------------------------------------------------------------------ the family contract
-    def search_start(
-        self, inputs: SearchInputs, beam_size: int, full_final_dist: bool = False
-    ) -> SearchStart:
-        """The batched search over `decode_step` (models/family.py): the encoder runs
-        once per article; its tensors stay one row per article (the attention reads them
-        once for all K beams) and the small per-row tensors are tiled to the B*K rows in
-        each step. Unless `full_final_dist`, each step computes only the entries of the
-        final distribution that can be in its top 2K (final_candidates.py)."""
-        k = beam_size
-        enc = self.encode(inputs.enc_batch, inputs.enc_padding_mask)
-        carry = tile_beams(self.initial_carry(enc), k)
-        articles = {
-            "states": enc.states,
-            "features": enc.features,
-            "mask": enc.padding_mask,
-            "ext": inputs.enc_batch_extend_vocab,
-        }
-        projection = None if full_final_dist else self.candidate_projection()
-        if projection is not None and self.hps.pointer_gen:
-            articles["words"] = final_candidates.article_index(
-                inputs.enc_batch_extend_vocab, inputs.enc_padding_mask
-            )
-        max_art_oovs = inputs.max_art_oovs
-
-        def step(tokens, carry, art):
-            art_enc = EncoderOutput(art["states"], art["features"], art["mask"], None, None)
-            setup = None
-            if projection is not None:
-                words = (
-                    final_candidates.tile_article_words(art["words"], k)
-                    if self.hps.pointer_gen
-                    else None
-                )
-                setup = final_candidates.CandidateSetup(projection, words, 2 * k)
-            ext = None if setup is not None else tile_beams(art["ext"], k)
-            return self.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
-
-        return SearchStart(step, carry, articles)
-
+    # The search step lives in pointer_generator_search.py (`PointerGeneratorSearch`);
+    # what a checkpoint must hold, in pointer_generator_checkpoints.py.
     def checkpoint_mismatches(self, shapes: dict) -> list[str]:
         """What in this model's flags disagrees with a checkpoint ({key: shape}) of this
         implementation, one phrase each (models/family.py)."""
-        hps, problems = self.hps, []
-        if not any(_EMBEDDING_KEY.match(k) for k in shapes):
-            return ["it is not a pointer-generator checkpoint (another --model?)"]
-        for key, shape in shapes.items():
-            if _EMBEDDING_KEY.match(key):
-                problems += embedding_mismatches(shape, self.vocab_size, hps.emb_dim)
-            if _HIDDEN_KEY.match(key) and len(shape) == 2 and shape[0] != hps.hidden_dim:
-                problems.append(f"it has hidden_dim={shape[0]} but --hidden_dim={hps.hidden_dim}")
-        has_cov = any(_COVERAGE_KEY.match(k) for k in shapes)
-        if has_cov and not hps.coverage:
-            problems.append("it was trained with coverage; add --coverage=1")
-        if hps.coverage and not has_cov:
-            problems.append(
-                "it was trained without coverage; convert it first with "
-                "--convert_to_coverage_model=1 --coverage=1 (or drop --coverage)"
-            )
-        has_ptr = any(_POINTER_KEY.match(k) for k in shapes)
-        if has_ptr != hps.pointer_gen:
-            problems.append(
-                "it is a "
-                + ("pointer-generator" if has_ptr else "baseline")
-                + f" model but --pointer_gen={int(hps.pointer_gen)}"
-            )
-        return problems
+        return checkpoints.mismatches(self.hps, self.vocab_size, shapes)
 
     @classmethod
     def implied_settings(cls, shapes: dict) -> dict | None:
-        """The flags a checkpoint of this family implies (this implementation's keys or
-        the original's TF1 names): vocab_size, emb_dim, hidden_dim, pointer_gen,
-        coverage; None when it is no checkpoint of this family."""
-        from pointer_generator.runtime.checkpointing import is_tf1_checkpoint
-
-        tf1 = is_tf1_checkpoint(shapes)
-        if not tf1 and not any(_EMBEDDING_KEY.match(k) for k in shapes):
-            return None
-        found = {}
-        for key, shape in shapes.items():
-            if (_EMBEDDING_KEY.match(key) or key == tf1_names.EMBEDDING) and len(shape) == 2:
-                found["vocab_size"], found["emb_dim"] = int(shape[0]), int(shape[1])
-            if _HIDDEN_KEY.match(key) and len(shape) == 2:
-                found["hidden_dim"] = int(shape[0])
-            if key == tf1_names.REDUCE_BIAS_C and len(shape) == 1:
-                found["hidden_dim"] = int(shape[0])
-        found["pointer_gen"] = any(
-            k.startswith(tf1_names.P_GEN_SCOPE) if tf1 else bool(_POINTER_KEY.match(k))
-            for k in shapes
-        )
-        found["coverage"] = any(
-            k.startswith(tf1_names.COVERAGE_W) if tf1 else is_coverage_key(k) for k in shapes
-        )
-        return found
+        """The flags a checkpoint of this family implies (`checkpoints.implied_settings`)."""
+        return checkpoints.implied_settings(shapes)
 
     @classmethod
     def embedding_key(cls, shapes: dict) -> str | None:
         """The checkpoint key of the shared embedding matrix (the projector's)."""
-        return next((k for k in sorted(shapes) if _EMBEDDING_KEY.match(k)), None)
+        return checkpoints.embedding_key(shapes)
 
     def get_config(self):
         import dataclasses

@@ -22,7 +22,7 @@ import tensorflow as tf
 from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import families
-from pointer_generator.models.pointer_generator import is_coverage_key
+from pointer_generator.models.pointer_generator_checkpoints import is_coverage_key
 from pointer_generator.runtime import checkpointing, experiment_settings, locks, summaries
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
