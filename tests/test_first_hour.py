@@ -207,6 +207,19 @@ def test_the_suggested_tensorboard_command_finds_the_event_files(trained):
 
 
 # -------------------------------------------------------------------------- quiet, honest
+def test_the_library_is_as_quiet_as_the_command_line():
+    """`pg.<name>` starts TensorFlow with its start-up notices (CUDA drivers, cuInit, CPU
+    instructions) held back, as the command line does."""
+    env = helpers.subprocess_env()
+    env.pop("TF_CPP_MIN_LOG_LEVEL")
+    code = "import pointer_generator as pg; pg.Vocab; pg.BeamSearchDecoder; print('ok')"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env
+    )
+    assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr[-2000:]
+    assert proc.stderr == ""
+
+
 def test_a_training_run_prints_the_projects_lines_once_and_nothing_of_tensorflows(tmp_path):
     data = helpers.tiny_setup(tmp_path, n_train=8, n_val=4)
     args = helpers.run_args(data, "quiet", max_steps=3)
