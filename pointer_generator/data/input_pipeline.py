@@ -117,13 +117,7 @@ def make_dataset(
     else:
         _check_not_empty(files, data_path, num_replicas, replica_index)
 
-    build = _example_builder(
-        vocab,
-        hps.max_enc_steps,
-        hps.max_dec_steps,
-        hps.pointer_gen,
-        hps.max_oovs if hps.static_shapes is True else None,
-    )
+    build = _builder(vocab, hps)
     examples = (
         texts.batch(BLOCK_SIZE)
         .map(
@@ -171,13 +165,7 @@ def examples_batch(
     if rows is not None and rows < len(examples):
         raise FlagError(f"rows={rows} is fewer than the {len(examples)} examples")
     padded = list(examples) + [examples[-1]] * ((rows or len(examples)) - len(examples))
-    build = _example_builder(
-        vocab,
-        hps.max_enc_steps,
-        hps.max_dec_steps,
-        hps.pointer_gen,
-        hps.max_oovs if hps.static_shapes is True else None,
-    )
+    build = _builder(vocab, hps)
     groups = build(
         tf.constant([a.encode("utf-8") for a, _ in padded]),
         tf.constant([b.encode("utf-8") for _, b in padded]),
@@ -311,6 +299,12 @@ def _read_texts(path):
     ex = bin_dataset.warn_untagged_abstracts(path, bin_dataset.warn_non_utf8(path, ex))
     ex = bin_dataset.drop_empty_articles(path, ex)
     return ex["article"], ex["abstract"]
+
+
+def _builder(vocab, hps: HParams):
+    """`_example_builder` for `hps` (OOVs capped at max_oovs only with static shapes)."""
+    max_oovs = hps.max_oovs if hps.static_shapes is True else None
+    return _example_builder(vocab, hps.max_enc_steps, hps.max_dec_steps, hps.pointer_gen, max_oovs)
 
 
 @functools.lru_cache(maxsize=8)

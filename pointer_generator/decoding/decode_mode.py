@@ -29,7 +29,7 @@ from pointer_generator.decoding.replicated import ReplicatedDecoder
 from pointer_generator.decoding.trained import load_weights, open_trained
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.runtime import interrupts, locks
+from pointer_generator.runtime import experiment_settings, interrupts, locks
 from pointer_generator.runtime.devices import local_mirrored_strategy
 from pointer_generator.runtime.progress import CountProgress
 
@@ -261,8 +261,6 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
-    from pointer_generator.runtime import experiment_settings
-
     # The defaults of `summarize`, `serve`, `export` and pg.Summarizer from now on.
     experiment_settings.write_decode_settings(
         exp.root,

@@ -351,8 +351,8 @@ def _shape_note(hps) -> str:
 
         lengths = bucket_lengths(hps.max_enc_steps, hps.length_buckets)
         return (
-            f"the first step of each of the {len(lengths)} article lengths batches are padded "
-            f"to ({', '.join(map(str, lengths))}; --length_buckets) is slow"
+            f"batches are padded to {len(lengths)} article lengths "
+            f"({', '.join(map(str, lengths))}; --length_buckets): the first step at each is slow"
         )
     return (
         "each batch is padded to its longest article (--static_shapes=0), so the first "
