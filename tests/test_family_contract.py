@@ -141,3 +141,46 @@ def test_the_package_command_names_run(module, expected):
     proc = helpers.run_python(["-m", module, "--help"], timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert expected.lower() in (proc.stdout + proc.stderr).lower()
+
+
+@pytest.mark.parametrize(
+    "name, extra",
+    [
+        ("pointer_generator", {"coverage": True}),
+        ("abs", {"abs_encoder": "bow"}),
+        ("abs", {"abs_encoder": "conv"}),
+        ("abs", {"abs_encoder": "attention"}),
+        ("abs", {"abs_encoder": "bow", "abs_namas": True}),
+        ("abs", {"abs_encoder": "conv", "abs_namas": True}),
+        ("abs", {"abs_encoder": "attention", "abs_namas": True}),
+        ("ras_elman", {"ras_initial_state": "learned"}),
+        ("ras_lstm", {"ras_initial_state": "learned"}),
+    ],
+)
+def test_every_weight_of_every_family_is_saved_and_restored(name, extra, tmp_path):
+    """A weight the checkpoint does not hold is re-drawn at every restore: ABS's
+    convolutional encoder lost its kernels that way (issue 29), so eval and decode ran
+    an untrained encoder."""
+    hps = helpers.hparams(model=name, **{**TINY[name], **extra})
+    tf.keras.utils.set_random_seed(0)
+    model = families.build_model(hps, VOCAB)
+    prefix = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    tf.keras.utils.set_random_seed(1)
+    fresh = families.build_model(hps.replace(seed=hps.seed + 1), VOCAB)
+    tf.train.Checkpoint(model=fresh).read(prefix).assert_existing_objects_matched()
+    assert len(fresh.weights) == len(model.weights)
+    for saved, restored in zip(model.weights, fresh.weights, strict=True):
+        np.testing.assert_array_equal(saved.numpy(), restored.numpy(), err_msg=saved.path)
+
+
+def test_a_conv_checkpoint_without_its_encoder_is_refused(tmp_path):
+    """Checkpoints written before the fix lack the convolutions: one clear problem, not
+    a silently re-drawn encoder."""
+    from pointer_generator.models.abs_model import CONV_KERNEL_KEY
+
+    hps, model = _model("abs", abs_encoder="conv")
+    shapes = _checkpoint_shapes(model, tmp_path, "conv")
+    assert CONV_KERNEL_KEY in shapes and model.checkpoint_mismatches(shapes) == []
+    old = {k: v for k, v in shapes.items() if "/encoder/" not in k}
+    (problem,) = model.checkpoint_mismatches(old)
+    assert "no convolutional encoder" in problem and "train the model again" in problem

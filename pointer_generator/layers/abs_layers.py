@@ -108,12 +108,11 @@ class ConvEncoder(keras.layers.Layer):
     def __init__(self, layers: int = 3, q: int = 2, **kwargs):
         super().__init__(**kwargs)
         self.num_layers, self.q = layers, q
-        self.convs = []
 
     def build(self, input_shape):
         h = input_shape[-1]
-        self.convs = [
-            keras.layers.Conv1D(
+        for i in range(self.num_layers):
+            conv = keras.layers.Conv1D(
                 h,
                 2 * self.q + 1,
                 padding="same",
@@ -121,11 +120,16 @@ class ConvEncoder(keras.layers.Layer):
                 name=f"Q{i + 1}",
                 dtype=self.dtype_policy,
             )
-            for i in range(self.num_layers)
-        ]
-        for conv in self.convs:
             conv.build((None, None, h))
+            # One attribute per layer: TensorFlow's checkpoints did not see a list made
+            # here, and saved no kernel of this encoder (issue 29).
+            setattr(self, f"q{i + 1}", conv)
         self.built = True
+
+    @property
+    def convs(self) -> list:
+        """Q1..QL, the convolutions in order."""
+        return [getattr(self, f"q{i + 1}") for i in range(self.num_layers)]
 
     def call(self, embedded, mask):
         x, mask = embedded, tf.cast(mask, embedded.dtype)

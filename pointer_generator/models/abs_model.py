@@ -32,6 +32,7 @@ from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
 from pointer_generator.models.sentence_model import SentenceSummarizer
 
 ENCODERS = ("bow", "conv", "attention")
+CONV_KERNEL_KEY = "model/encoder/q1/_kernel/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +99,20 @@ class ABSModel(SentenceSummarizer):
 
     def embedding_width(self) -> int:
         return self.config.emb_dim
+
+    def checkpoint_mismatches(self, shapes: dict) -> list[str]:
+        problems = super().checkpoint_mismatches(shapes)
+        if (
+            self.config.encoder == "conv"
+            and self.EMBEDDING[0] in shapes
+            and CONV_KERNEL_KEY not in shapes
+        ):
+            # Before the fix of issue 29 the convolutions' kernels were not saved.
+            problems.append(
+                "it holds no convolutional encoder (--abs_encoder=conv checkpoints written "
+                "before this version lack it): train the model again"
+            )
+        return problems
 
     def kind(self) -> str:
         return f"ABS ({self.config.encoder} encoder)"
