@@ -23,6 +23,18 @@ OPTIMIZERS = ("adagrad", "sgd")
 # validation perplexity is no better than the best so far (the papers' wording);
 # "previous" when it is worse than the previous epoch's (what NAMAS's code does).
 LR_DECAYS = ("none", "plateau", "previous")
+# The earlier families' defaults where they differ from the flags' (the pointer-generator's),
+# applied by `family_defaults` (the command line: cli/flag_checks.apply_model_family).
+# Adagrad's first accumulator: TF1's 0.1 turns the small gradients of Torch-initialised
+# weights into tiny steps (an element's step is lr * g / sqrt(0.1 + sum g^2), ~0.47 g at
+# first), so on the toy task ABS's bag-of-words encoder read its input 5x less after 1,000
+# steps (gap 0.08 vs 0.40 nats) and RAS-Elman's loss stayed at 1.76 instead of 0.95.
+# Torch's Adagrad starts at 0; 1e-4 keeps the first step bounded (docs/families.md).
+FAMILY_DEFAULTS = {"adagrad_init_acc": 1e-4}
+# ABS's convolutional encoder (tanh units, max over time): at Adagrad's 0.15 every unit
+# saturates at +-1 within 10 steps, the same for every input, and stays there (a dead
+# encoder: input gap 0.000); at 0.05 it learns (docs/families.md).
+ABS_ENCODER_DEFAULTS = {"conv": {"lr": 0.05}}
 # Fields with a fixed set of values.
 _CHOICES = {
     "decode_attention": DECODE_ATTENTION_MODES,
@@ -154,3 +166,13 @@ class HParams:
 
     def replace(self, **changes) -> HParams:
         return dataclasses.replace(self, **changes)
+
+
+def family_defaults(model: str, abs_encoder: str = "attention") -> dict:
+    """{field: value} where `model`'s defaults differ from the flags' (FAMILY_DEFAULTS
+    for the earlier families, and ABS_ENCODER_DEFAULTS for ABS's encoders; none for the
+    pointer-generator)."""
+    if model == "pointer_generator":
+        return {}
+    encoder = ABS_ENCODER_DEFAULTS.get(abs_encoder, {}) if model == "abs" else {}
+    return {**FAMILY_DEFAULTS, **encoder}

@@ -105,3 +105,44 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
         pg = helpers.hparams()
         blocked = SearchSettings.from_hparams(pg, block_unk=True)
         BeamSearchDecoder(build_model(pg, vocab.size()), vocab, pg, blocked)
+
+
+@pytest.mark.parametrize(
+    "model, given, want",
+    [
+        ("abs", [], 1e-4),
+        ("ras_lstm", [], 1e-4),
+        ("ras_elman", ["--adagrad_init_acc=0.3"], 0.3),
+        ("pointer_generator", [], 0.1),
+    ],
+)
+def test_the_families_adagrad_starts_from_their_own_accumulator(model, given, want):
+    """Issue 29: TF1's 0.1 throttled the Torch-initialised families (docs/families.md);
+    a given flag wins, and the pointer-generator keeps the original's value."""
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli import configs, flag_checks
+    from pointer_generator.cli.flags import define_flags
+
+    fv = define_flags(absl_flags.FlagValues())
+    fv(["prog", f"--model={model}", *given])
+    flag_checks.apply_model_family(fv)
+    assert configs.hparams(fv).adagrad_init_acc == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    "given, want",
+    [(["--abs_encoder=conv"], 0.05), (["--abs_encoder=conv", "--lr=0.2"], 0.2),
+     (["--abs_encoder=bow"], 0.15), (["--model=ras_elman", "--abs_encoder=conv"], 0.15)],
+)  # fmt: skip
+def test_abs_convolutional_encoder_has_its_own_learning_rate(given, want):
+    """At 0.15 its tanh units saturate for every input (docs/families.md)."""
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli import configs, flag_checks
+    from pointer_generator.cli.flags import define_flags
+
+    fv = define_flags(absl_flags.FlagValues())
+    fv(["prog", "--model=abs", *given])
+    flag_checks.apply_model_family(fv)
+    assert configs.hparams(fv).lr == pytest.approx(want)

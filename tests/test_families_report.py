@@ -75,9 +75,9 @@ def test_the_toy_task_page_says_which_runs_learn(tmp_path):
         }
 
     results = {
-        "abs_attention": row(47.4, 170, 0.33),
-        "abs_attention_keras": row(18.2, 3, 0.001),  # a template for every article
-        "ras_elman": row(47.0, 20, 0.5),  # reads, but few distinct summaries
+        "abs_attention_lead": row(47.4, 170, 0.33),
+        "abs_attention_keras_lead": row(18.2, 3, 0.001),  # a template for every article
+        "ras_elman_lead": row(47.0, 20, 0.5),  # reads, but few distinct summaries
     }
     out = tmp_path / "page" / "report.md"
     toy_task.write_report(results, str(out), 1000)

@@ -50,16 +50,19 @@ RUNS = {
     "pointer_generator": dict(model="pointer_generator", pointer_gen=True),
     "baseline": dict(model="pointer_generator", pointer_gen=False),
     "abs_attention": dict(model="abs", abs_encoder="attention"),
-    "abs_attention_keras": dict(model="abs", abs_encoder="attention", family_init="keras"),
+    # Before issue 29: Keras' initialisation and the pointer-generator's Adagrad accumulator.
+    "abs_attention_keras": dict(
+        model="abs", abs_encoder="attention", family_init="keras", adagrad_init_acc=0.1
+    ),
     "abs_bow": dict(model="abs", abs_encoder="bow"),
     "abs_conv": dict(model="abs", abs_encoder="conv"),
     "ras_elman": dict(model="ras_elman"),
-    "ras_elman_keras": dict(model="ras_elman", family_init="keras"),
+    "ras_elman_keras": dict(model="ras_elman", family_init="keras", adagrad_init_acc=0.1),
     "ras_elman_sgd01": dict(model="ras_elman", optimizer="sgd", lr=0.1),
     "ras_elman_sgd05": dict(model="ras_elman", optimizer="sgd", lr=0.5, max_grad_norm=10.0),
     "ras_lstm": dict(model="ras_lstm"),
     "ras_lstm_sgd01": dict(model="ras_lstm", optimizer="sgd", lr=0.1),
-    "ras_lstm_keras": dict(model="ras_lstm", family_init="keras"),
+    "ras_lstm_keras": dict(model="ras_lstm", family_init="keras", adagrad_init_acc=0.1),
 }
 
 
@@ -103,11 +106,13 @@ def train(corpus: dict, steps: int, seed: int = 3, **overrides):
     import keras
 
     from pointer_generator.data import input_pipeline
-    from pointer_generator.hparams import HParams
+    from pointer_generator.hparams import HParams, family_defaults
     from pointer_generator.training.trainer import Trainer
 
     keras.utils.set_random_seed(seed)
-    hps = HParams(**{**TINY, "seed": seed, **overrides})
+    model = overrides.get("model", "pointer_generator")
+    encoder = overrides.get("abs_encoder", "attention")
+    hps = HParams(**{**TINY, **family_defaults(model, encoder), "seed": seed, **overrides})
     trainer = Trainer(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
     iterator = iter(batches.map(input_pipeline.model_inputs))

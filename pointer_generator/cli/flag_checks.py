@@ -9,7 +9,7 @@ import os
 from pointer_generator.cli.flag_bounds import check_numbers
 from pointer_generator.cli.flags import experiment_dir, strategy_name
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES
+from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES, family_defaults
 from pointer_generator.runtime.experiment import check_exp_name
 
 
@@ -199,10 +199,14 @@ def check_decode_lengths(fv) -> None:
 
 def apply_model_family(fv) -> None:
     """The earlier families (--model=abs|ras_elman|ras_lstm) have no pointer and no
-    coverage: those flags default to off for them, and turning one on is an error.
+    coverage: those flags default to off for them, and turning one on is an error. Their
+    own defaults (`hparams.family_defaults`) fill the flags not given.
     `fv`: absl FlagValues (whether a flag was given is read from it)."""
     if fv.model == "pointer_generator":
         return
+    for name, value in family_defaults(fv.model, fv.abs_encoder).items():
+        if not fv[name].present:
+            fv[name].value = value
     for name, what in (("pointer_gen", "pointer"), ("coverage", "coverage")):
         if fv[name].present and fv[name].value:
             raise FlagError(f"--model={fv.model} has no {what}: drop --{name}")

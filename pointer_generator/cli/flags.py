@@ -85,9 +85,18 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "tokens; 0 (or more than the file holds) reads the whole file.",
         flag_values=fv,
     )
-    flags.DEFINE_float("lr", 0.15, "Adagrad learning rate.", flag_values=fv)
     flags.DEFINE_float(
-        "adagrad_init_acc", 0.1, "Initial Adagrad accumulator value.", flag_values=fv
+        "lr",
+        0.15,
+        "Learning rate (--model=abs --abs_encoder=conv: 0.05 unless given; docs/families.md).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "adagrad_init_acc",
+        0.1,
+        "Initial Adagrad accumulator value (--model=abs|ras_*: 1e-4 unless given; "
+        "docs/families.md).",
+        flag_values=fv,
     )
     flags.DEFINE_float(
         "rand_unif_init_mag", 0.02, "LSTM weights are initialised U(-mag, +mag).", flag_values=fv
