@@ -1,6 +1,6 @@
 """Does ABS's convolutional encoder stay alive? Its units' spread over inputs, per recipe.
 
-    python -m experiments.families.conv_saturation --toy_dir W/toy [--steps 400]
+    python -m experiments.families.conv_saturation --toy_dir W/toy [--steps 400] [--seed 111]
 
 `W/toy` is the toy corpus (`python -m data_tools.toy_data --out_dir W/toy --num_train 4000
 --num_test 200`). For each recipe, ABS with the convolutional encoder (hidden 128, the
@@ -20,7 +20,7 @@ import sys
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
-# name -> HParams overrides (the toy page's sizes and input length are added)
+# name -> HParams overrides of BASE (the toy page's sizes and input length)
 RECIPES = {
     "Adagrad 0.15 (accumulator 1e-4)": dict(lr=0.15, adagrad_init_acc=1e-4),
     "Adagrad 0.05 (the encoder's default)": dict(lr=0.05, adagrad_init_acc=1e-4),
@@ -50,28 +50,25 @@ def encoder_summary(model, batch) -> tuple[float, float]:
     return float(enc.std(axis=0).mean()), float((np.abs(enc) > 0.99).mean())
 
 
-def run(toy_dir: str, steps: int, marks: list[int]) -> dict:
+def run(toy_dir: str, steps: int, marks: list[int], seed: int) -> dict:
     from pointer_generator.cli import console
 
     console.import_tensorflow()
-    import keras
-
+    from experiments.families.keys_task import new_trainer
     from pointer_generator.data import input_pipeline
     from pointer_generator.data.vocab import Vocab
-    from pointer_generator.hparams import HParams
-    from pointer_generator.training.trainer import Trainer
 
-    vocab = Vocab(os.path.join(toy_dir, "vocab"), 5000)
-    train_files = os.path.join(toy_dir, "chunked", "train_*")
-    test_files = os.path.join(toy_dir, "chunked", "test_*")
+    corpus = dict(
+        vocab=Vocab(os.path.join(toy_dir, "vocab"), 5000),
+        train=os.path.join(toy_dir, "chunked", "train_*"),
+        test=os.path.join(toy_dir, "chunked", "test_*"),
+    )
     out = {}
     for name, overrides in RECIPES.items():
-        hps = HParams(**{**BASE, **overrides})
-        keras.utils.set_random_seed(1)
-        trainer = Trainer(hps, vocab.size())
-        batches = input_pipeline.make_dataset(train_files, vocab, hps, "train", False)
-        iterator = iter(batches.map(input_pipeline.model_inputs))
-        test = input_pipeline.make_dataset(test_files, vocab, hps, "eval", True)
+        trainer, iterator = new_trainer(corpus, seed, BASE, **overrides)
+        test = input_pipeline.make_dataset(
+            corpus["test"], corpus["vocab"], trainer.hps, "eval", True
+        )
         batch = next(iter(test.map(input_pipeline.model_inputs)))
         row = {0: encoder_summary(trainer.model, batch)}
         for step in range(1, steps + 1):
@@ -87,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.families.conv_saturation")
     p.add_argument("--toy_dir", required=True)
     p.add_argument("--steps", type=arg_types.positive_int, default=400)
+    p.add_argument(
+        "--seed",
+        type=arg_types.any_int,
+        default=111,
+        help="weights and data order (--seed's default)",
+    )
     args = p.parse_args(argv)
     if not os.path.isfile(os.path.join(args.toy_dir, "vocab")):
         p.error(
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             f"python -m data_tools.toy_data --out_dir {args.toy_dir} --num_train 4000"
         )
     marks = [m for m in (10, 50, args.steps) if m <= args.steps]
-    table = run(args.toy_dir, args.steps, marks)
+    table = run(args.toy_dir, args.steps, marks, args.seed)
     steps = [0, *marks]
     print("| recipe | " + " | ".join(f"step {s}" for s in steps) + " |")
     print("|---|" + "---|" * len(steps))

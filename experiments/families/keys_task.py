@@ -100,9 +100,10 @@ def write_corpus(folder: str, n_train: int = 512, n_test: int = 96) -> dict:
     )
 
 
-def train(corpus: dict, steps: int, seed: int = 3, **overrides):
-    """A Trainer of the tiny configuration after `steps` steps (`overrides`: HParams
-    fields; the flags' defaults otherwise), weights and data order drawn from `seed`."""
+def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
+    """(a new Trainer, an iterator over its training batches): HParams of `base`, the
+    family's defaults (as the command line gives them) and `overrides`; weights and data
+    order drawn from `seed`."""
     import keras
 
     from pointer_generator.data import input_pipeline
@@ -110,12 +111,19 @@ def train(corpus: dict, steps: int, seed: int = 3, **overrides):
     from pointer_generator.training.trainer import Trainer
 
     keras.utils.set_random_seed(seed)
-    model = overrides.get("model", "pointer_generator")
-    encoder = overrides.get("abs_encoder", "attention")
-    hps = HParams(**{**TINY, **family_defaults(model, encoder), "seed": seed, **overrides})
+    fields = {**base, **overrides}
+    model = fields.get("model", "pointer_generator")
+    defaults = family_defaults(model, fields.get("abs_encoder", "attention"))
+    hps = HParams(**{**base, **defaults, "seed": seed, **overrides})
     trainer = Trainer(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
-    iterator = iter(batches.map(input_pipeline.model_inputs))
+    return trainer, iter(batches.map(input_pipeline.model_inputs))
+
+
+def train(corpus: dict, steps: int, seed: int = 3, **overrides):
+    """A Trainer of the tiny configuration after `steps` steps (`overrides`: HParams
+    fields; the flags' defaults otherwise), weights and data order drawn from `seed`."""
+    trainer, iterator = new_trainer(corpus, seed, **overrides)
     for _ in range(steps):
         trainer.train_step(iterator)
     return trainer
