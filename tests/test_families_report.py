@@ -33,6 +33,8 @@ def test_the_page_from_a_work_folder(tmp_path):
         triple = dict(zip(("1", "2", "l"), scores, strict=True))
         results[name] = {"decode_dir": d, "gigaword": triple, "duc": triple}
     results["abs_plus"]["weights"] = "lm 1.0\nuni 2.0\n"
+    results[report.GAP + "abs_attention"] = {"loss": 5.3, "loss_other_articles": 5.31,
+                                             "input_gap": 0.006}  # fmt: skip
     (tmp_path / "results.json").write_text(json.dumps(results))
     for name, ppl in (("abs_attention", [300.0, 200.0]), ("abs_bow", [320.0, 250.0])):
         eval_dir = tmp_path / "runs" / name / "eval"
@@ -43,8 +45,8 @@ def test_the_page_from_a_work_folder(tmp_path):
     out = tmp_path / "page" / "report.md"
     report.write(str(tmp_path), str(out))
     text = out.read_text()
-    assert "| abs_attention | 2 | 200.00 | 27.10 |" in text
-    assert "| abs_bow | 2 | 250.00 | 43.60 |" in text
+    assert "| abs_attention | 2 | 200.00 | 27.10 | +0.006 |" in text
+    assert "| abs_bow | 2 | 250.00 | 43.60 | – |" in text
     assert "| ABS+ (k=50, MERT-tuned features) | 40.00 | 20.00 | 39.00 | 29.76" in text
     assert "| DUC-style R-1: ABS+ > ABS | yes | 40.00 vs 6.00 |" in text
     assert "| DUC-style R-1: ABS > PREFIX | **no** | 6.00 vs 20.00 |" in text

@@ -110,3 +110,35 @@ def test_config_round_trip_and_errors():
         RASConfig(decoder="gru")
     with pytest.raises(ValueError, match="longer than the 12 positions"):
         model.search_articles(tf.zeros([1, 13], tf.int32), tf.ones([1, 13]))
+
+
+def test_the_attention_diagnostic_reads_a_uniform_attention_as_one_fixed_position():
+    """experiments.families.ras_attention on keys of zero: every α_t is uniform over the
+    real positions, so max α = 1/M, the largest weight stays on position 0 (one position
+    visited), and a summary word is "on target" exactly when it is the input's first word."""
+    from experiments.families.ras_attention import STEPS_READ, attention_summary
+
+    model, M = _model("elman"), 10
+    model.encoder.conv.kernel.assign(tf.zeros_like(model.encoder.conv.kernel))
+    rng = np.random.default_rng(0)
+    enc = rng.integers(4, V, size=(3, M)).astype(np.int32)
+    target = rng.integers(4, V, size=(3, 9)).astype(np.int32)
+    target[0, 2] = enc[0, 0]  # on target: the first input word
+    target[1, 3] = enc[1, 4]  # in the input, but not at position 0
+    batch = {
+        "enc_batch": tf.constant(enc),
+        "enc_padding_mask": tf.ones([3, M]),
+        "dec_batch": tf.constant(np.concatenate([np.full((3, 1), 2), target[:, :-1]], 1)),
+        "target_batch": tf.constant(target),
+    }
+    in_input = [
+        enc[b, 0] == target[b, t]
+        for t in STEPS_READ
+        for b in range(3)
+        if (enc[b] == target[b, t]).any()
+    ]
+    max_alpha, positions, on_target = attention_summary(model, batch)
+    np.testing.assert_allclose(max_alpha, 1 / M, rtol=1e-5)
+    assert positions == 1.0
+    assert on_target == pytest.approx(np.mean(in_input))
+    assert 0 < on_target < 1

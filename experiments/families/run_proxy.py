@@ -61,6 +61,10 @@ PG_FLAGS = [
 PG_DECODE = [("", ["--mode=decode", "--single_pass=true", "--beam_size=4", "--min_dec_steps=0"])]
 # Runs whose data keep their rare words (the vocabulary stays the <unk> build's).
 WORDS_KEPT = ("pointer_generator_words",)
+# The flags' defaults where a paper's flagfile sets its own (the accumulator is the
+# families' default, applied when the flag is not given).
+ADAGRAD = ["--optimizer=adagrad", "--lr_decay=none", "--lr=0.15"]
+RAS_DEFAULTS = ["--loss_reduction=mean", "--max_grad_norm=2", "--grad_norm=original"]
 # The ABS runs use lr 0.5 instead of the paper's 0.05: with ~87 steps an epoch, 0.05
 # leaves the model far from trained after the epochs this CPU affords.
 RUNS = {
@@ -71,10 +75,23 @@ RUNS = {
     # when the optimizer is not the papers' plain SGD?
     "abs_attention_adagrad": (
         "abs_paper",
-        ["--abs_encoder=attention", "--optimizer=adagrad", "--lr=0.15", "--lr_decay=none"],
-        12,
+        ["--abs_encoder=attention", *ADAGRAD],
+        6,
         ABS_DECODE,
     ),
+    # Each earlier family with its default recipe (Adagrad 0.15, first accumulator 1e-4;
+    # 0.05 for the convolutional encoder): the recipe that learns the toy task
+    # (experiments/results/families_toy), on the papers' sizes and data. 6 epochs: with
+    # Adagrad ABS's validation perplexity was lowest after 4 (73.0) and rose after.
+    "abs_bow_adagrad": ("abs_paper", ["--abs_encoder=bow", *ADAGRAD], 6, ABS_DECODE),
+    "abs_conv_adagrad": (
+        "abs_paper",
+        ["--abs_encoder=conv", *ADAGRAD, "--lr=0.05"],  # the later --lr wins
+        6,
+        ABS_DECODE,
+    ),
+    "ras_elman_adagrad": ("ras_elman_paper", [*ADAGRAD, *RAS_DEFAULTS], 6, RAS_DECODE),
+    "ras_lstm_adagrad": ("ras_lstm_paper", [*ADAGRAD, *RAS_DEFAULTS], 6, RAS_DECODE),
     "ras_elman": ("ras_elman_paper", [], 8, RAS_DECODE),
     "ras_lstm": ("ras_lstm_paper", [], 8, RAS_DECODE),
     "pointer_generator": (None, PG_FLAGS, 8, PG_DECODE),
@@ -82,6 +99,7 @@ RUNS = {
     # --keep_rare_words) with the same vocabulary: the rare words are OOV and copied.
     "pointer_generator_words": (None, PG_FLAGS, 8, PG_DECODE),
 }
+GAP = "input gap: "  # results key of a run's right- vs wrong-article losses
 DECODE_COMMON = ["--max_dec_steps=30", "--decode_batch_size=32", "--attention_pages=5"]
 
 
@@ -132,6 +150,11 @@ def train(work: str, name: str, scale: float) -> None:
            "--save_checkpoint_secs=600",
            "--static_shapes=1"]  # fmt: skip
     _run(cmd, os.path.join(work, "logs", f"{name}.train.log"))
+    # Decode (and measure) the weights of the best validation epoch, as the original's
+    # users did: the newest checkpoint of a run past its best epoch has overfitted.
+    _run([sys.executable, "-m", "pointer_generator.cli.run_summarization", "--mode=train",
+          "--restore_best_model", *_base(work, name)],
+         os.path.join(work, "logs", f"{name}.train.log"))  # fmt: skip
 
 
 def _preset_flags(preset: str | None) -> list[str]:
@@ -156,6 +179,24 @@ def decode(work: str, name: str, row: str, flags: list[str], extra: list[str] = 
     return new[-1]
 
 
+def input_gap(work: str, name: str) -> dict:
+    """Single-pass eval of the test split with right and with wrong articles: does the
+    trained model read its input? (`--input_gap`, issue 29)."""
+    cmd = [sys.executable, "-m", "pointer_generator.cli.run_summarization", "--mode=eval",
+           "--single_pass", "--input_gap", *_base(work, name),
+           f"--data_path={os.path.join(_data(work, name), 'test.bin')}"]  # fmt: skip
+    _run(cmd, os.path.join(work, "logs", f"{name}.gap.log"))
+    return read_input_gap(os.path.join(work, "runs", name))
+
+
+def read_input_gap(run_dir: str) -> dict:
+    """The losses `--mode=eval --single_pass --input_gap` wrote for the run in `run_dir`:
+    {loss, loss_other_articles, input_gap} in nats per target word."""
+    with open(os.path.join(run_dir, "eval", "single_pass_loss.txt"), encoding="utf-8") as f:
+        values = dict(line.split(": ", 1) for line in f.read().splitlines())
+    return {k: float(values[k]) for k in ("loss", "loss_other_articles", "input_gap")}
+
+
 def score(decode_dir: str) -> dict:
     """ROUGE-1/2/L of a decode folder in the two styles of the papers (x 100)."""
     from pointer_generator.evaluation import rouge
@@ -167,6 +208,19 @@ def score(decode_dir: str) -> dict:
         )
         out[style] = {k: 100 * results[f"rouge_{k}_{measure}"] for k in ("1", "2", "l")}
     return out
+
+
+def build_data(work: str, only: list[str], source: str) -> None:
+    """The proxy pairs (and, for the runs of WORDS_KEPT, the rare-words-kept copy)."""
+    if not os.path.exists(os.path.join(work, "data", "finished", "vocab")):
+        _run([sys.executable, "-m", "data_tools.proxy_task", f"--input={source}",
+              f"--out_dir={os.path.join(work, 'data')}"],
+             os.path.join(work, "logs", "data.log"))  # fmt: skip
+    words = os.path.join(work, "data_words")
+    if any(n in WORDS_KEPT for n in only) and not os.path.exists(f"{words}/finished/vocab"):
+        _run([sys.executable, "-m", "data_tools.proxy_task", f"--input={source}",
+              f"--out_dir={words}", "--keep_rare_words"],
+             os.path.join(work, "logs", "data_words.log"))  # fmt: skip
 
 
 def main_stages(
@@ -183,21 +237,16 @@ def main_stages(
         with open(results_path, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=1, sort_keys=True)
 
-    if not os.path.exists(os.path.join(work, "data", "finished", "vocab")):
-        _run([sys.executable, "-m", "data_tools.proxy_task", f"--input={source}",
-              f"--out_dir={os.path.join(work, 'data')}"],
-             os.path.join(work, "logs", "data.log"))  # fmt: skip
-    words = os.path.join(work, "data_words")
-    if any(n in WORDS_KEPT for n in only) and not os.path.exists(f"{words}/finished/vocab"):
-        _run([sys.executable, "-m", "data_tools.proxy_task", f"--input={source}",
-              f"--out_dir={words}", "--keep_rare_words"],
-             os.path.join(work, "logs", "data_words.log"))  # fmt: skip
+    build_data(work, only, source)
     for name in only:
         if name == "abs_plus":
             continue
         rows = RUNS[name][3]
         if not all(name + row in results for row, _ in rows):
             train(work, name, scale)
+        if GAP + name not in results:
+            results[GAP + name] = input_gap(work, name)
+            save()
         for row, flags in rows:
             if name + row not in results:
                 results[name + row] = {"decode_dir": decode(work, name, row, flags)}

@@ -32,7 +32,7 @@ import os
 import sys
 import time
 
-from experiments.families.run_proxy import _run, score
+from experiments.families.run_proxy import _run, read_input_gap, score
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
@@ -80,6 +80,10 @@ RUNS = {
        for k, (label, flags) in RAS.items()},
     **{f"{k}_lr005": (f"{label}: Adagrad 0.05 (the convolutional encoder's default rate)",
                       [*flags, *LEAD, "--lr=0.05"])
+       for k, (label, flags) in RAS.items()},
+    # RAS's embeddings are d wide whatever --emb_dim says (the attention is z_j · h).
+    **{f"{k}_lead_d128": (f"{label}: default recipe, d = 128 (ABS's hidden size)",
+                          [*flags, *LEAD, *SIZES])
        for k, (label, flags) in RAS.items()},
     **{f"{k}_lead_h0": (f"{label}: default recipe, learned initial state",
                         [*flags, *LEAD, "--ras_initial_state=learned"])
@@ -185,11 +189,7 @@ def input_gap(work: str, name: str) -> tuple[list[str], dict]:
     cmd = [*PG, "--mode=eval", "--single_pass", "--input_gap", *_flags(work, name),
            f"--data_path={os.path.join(work, 'toy', 'chunked', 'test_*')}"]  # fmt: skip
     _run(cmd, os.path.join(work, "logs", f"{name}.eval.log"))
-    path = os.path.join(work, "runs", name, "eval", "single_pass_loss.txt")
-    with open(path, encoding="utf-8") as f:
-        values = dict(line.split(": ", 1) for line in f.read().splitlines())
-    keys = ("loss", "loss_other_articles", "input_gap")
-    return cmd, {k: float(values[k]) for k in keys}
+    return cmd, read_input_gap(os.path.join(work, "runs", name))
 
 
 def decode(work: str, name: str) -> tuple[list[str], dict]:

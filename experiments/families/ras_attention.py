@@ -1,0 +1,138 @@
+"""Where does RAS attend while it learns? Its attention on one test batch, per recipe.
+
+    python -m experiments.families.ras_attention --toy_dir W/toy [--steps 1000] \\
+        [--seed 111] [--models ras_elman,ras_lstm]
+
+`W/toy` is the toy corpus (`python -m data_tools.toy_data --out_dir W/toy --num_train 4000
+--num_test 200`). For each model and recipe, RAS (d = 64, the first 50 input tokens, batch
+16, the toy page's sizes) trains in this process and, at a few steps, its attention
+α_t ∝ exp(z_j · h_{t-1}) is read on one test batch under teacher forcing, for summary
+steps 2-8 (step 1 attends with h_0):
+
+* *max α*: the mean largest weight (1 = all weight on one input position);
+* *positions*: how many different input positions the largest weight visits in those 7
+  steps, averaged over the batch (1 = the same position for every summary word);
+* *on target*: of the summary words that occur in the input, the share whose step puts
+  its largest weight on an occurrence of that word (what a model that reads the facts it
+  writes would do; a position drawn at random gets about 1/M, ~0.03 on these inputs).
+
+docs/families.md ("RAS: the attention locks onto one position") shows the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
+
+# name -> HParams overrides of BASE
+RECIPES = {
+    "default recipe (Adagrad 0.15, accumulator 1e-4)": {},
+    "Adagrad 0.15, accumulator 0.1": dict(adagrad_init_acc=0.1),
+    "NAMAS's SGD (0.1 per 64 target words), clipping at 10": dict(
+        optimizer="sgd", loss_reduction="sum", lr=0.1 / 64, max_grad_norm=10, grad_norm="dense"
+    ),
+}
+BASE = dict(
+    pointer_gen=False,
+    hidden_dim=64,
+    batch_size=16,
+    max_enc_steps=50,
+    max_dec_steps=40,
+    vocab_size=5000,
+    static_shapes=True,
+    max_positions=200,
+)
+STEPS_READ = range(1, 8)  # summary steps 2-8 (0-based 1-7): step 1 attends with h_0
+
+
+def attention_summary(model, batch) -> tuple[float, float, float]:
+    """(mean max α, mean number of distinct argmax positions, share on target) of the
+    attention over summary steps 2-8 of `batch` under teacher forcing."""
+    import numpy as np
+
+    art = model.search_articles(batch["enc_batch"], batch["enc_padding_mask"])
+    carry = model.initial_carry(batch["enc_batch"].shape[0])
+    ys = model.y_emb(batch["dec_batch"])
+    enc, target = batch["enc_batch"].numpy(), batch["target_batch"].numpy()
+    maxima, argmaxes, hits = [], [], []
+    for t in range(max(STEPS_READ) + 1):
+        _, _, alpha, carry = model._recur(ys[:, t], carry, art)
+        if t not in STEPS_READ:
+            continue
+        alpha = alpha.numpy()
+        maxima.append(alpha.max(-1).mean())
+        argmaxes.append(alpha.argmax(-1))
+        for b, word in enumerate(target[:, t]):
+            if word > 3 and (enc[b] == word).any():  # a word (not a special id) of the input
+                hits.append(enc[b, alpha[b].argmax()] == word)
+    positions = np.mean([len(set(row)) for row in np.array(argmaxes).T])
+    return float(np.mean(maxima)), float(positions), float(np.mean(hits))
+
+
+def run(toy_dir: str, models: list[str], steps: int, marks: list[int], seed: int) -> dict:
+    from pointer_generator.cli import console
+
+    console.import_tensorflow()
+    from experiments.families.keys_task import new_trainer
+    from pointer_generator.data import input_pipeline
+    from pointer_generator.data.vocab import Vocab
+
+    corpus = dict(
+        vocab=Vocab(os.path.join(toy_dir, "vocab"), 5000),
+        train=os.path.join(toy_dir, "chunked", "train_*"),
+        test=os.path.join(toy_dir, "chunked", "test_*"),
+    )
+    out = {}
+    for model in models:
+        for name, overrides in RECIPES.items():
+            trainer, iterator = new_trainer(corpus, seed, {**BASE, "model": model}, **overrides)
+            test = input_pipeline.make_dataset(
+                corpus["test"], corpus["vocab"], trainer.hps, "eval", True
+            )
+            batch = next(iter(test.map(input_pipeline.model_inputs)))
+            row = {0: attention_summary(trainer.model, batch)}
+            for step in range(1, steps + 1):
+                trainer.train_step(iterator)
+                if step in marks:
+                    row[step] = attention_summary(trainer.model, batch)
+            out[f"{model}: {name}"] = row
+            print(f"{model}: {name}: {row[steps]}", file=sys.stderr, flush=True)
+    return out
+
+
+@exit_codes.command
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.families.ras_attention")
+    p.add_argument("--toy_dir", required=True)
+    p.add_argument("--steps", type=arg_types.positive_int, default=1000)
+    p.add_argument("--seed", type=arg_types.any_int, default=111, help="weights and data order")
+    p.add_argument("--models", default="ras_elman,ras_lstm", help="comma-separated")
+    args = p.parse_args(argv)
+    if not os.path.isfile(os.path.join(args.toy_dir, "vocab")):
+        p.error(
+            f"--toy_dir {args.toy_dir} has no vocab: make the corpus with "
+            f"python -m data_tools.toy_data --out_dir {args.toy_dir} --num_train 4000"
+        )
+    models = args.models.split(",")
+    unknown = [m for m in models if m not in ("ras_elman", "ras_lstm")]
+    if unknown:
+        p.error(f"--models: {', '.join(unknown)} is not ras_elman or ras_lstm")
+    marks = [m for m in (10, 100, 300, args.steps) if m <= args.steps]
+    table = run(args.toy_dir, models, args.steps, sorted(set(marks)), args.seed)
+    steps = [0, *sorted(set(marks))]
+    print("max α / positions visited in 7 steps / on target, at each step")
+    print()
+    print("| model: recipe | " + " | ".join(f"step {s}" for s in steps) + " |")
+    print("|---|" + "---|" * len(steps))
+    for name, row in table.items():
+        cells = [f"{row[s][0]:.2f} / {row[s][1]:.1f} / {row[s][2]:.2f}" for s in steps]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return exit_codes.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
