@@ -47,6 +47,7 @@ _CHOICES = {
     "loss_reduction": ("mean", "sum"),
     "family_init": ("torch", "keras"),
     "ras_initial_state": ("zeros", "learned"),
+    "ras_attention": ("dot", "cosine"),
 }
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
@@ -123,6 +124,10 @@ class HParams:
     family_init: str = "torch"
     # RAS: h_0 (and m_0) zeros (the paper is silent) or learned vectors (docs/families.md)
     ras_initial_state: str = "zeros"
+    # RAS: scale * cosine attention (the default: the paper's dot product saturates onto
+    # one input position in training), or "dot", the paper's (docs/families.md)
+    ras_attention: str = "cosine"
+    ras_attention_scale: float = 10.0
     # ---- how the earlier families were trained (training/optimizers.py, epochs.py) -----
     optimizer: str = "adagrad"  # "sgd": plain SGD (ABS, RAS) with an annealed rate
     lr_decay: str = "none"  # annealing on validation perplexity, see LR_DECAYS

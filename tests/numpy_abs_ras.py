@@ -91,9 +91,15 @@ def ras_keys(words, positions, kernel):
     return z
 
 
-def ras_context(keys, words, h_prev):
-    """α_j = softmax_j(z_j · h_{t-1}); c_t = Σ_j α_j x_j (plain word embeddings)."""
-    alpha = softmax(np.array([keys[j] @ h_prev for j in range(len(keys))]))
+def ras_context(keys, words, h_prev, cosine_scale=None):
+    """α_j = softmax_j(z_j · h_{t-1}); c_t = Σ_j α_j x_j (plain word embeddings). With
+    `cosine_scale` s: α_j = softmax_j(s · z_j · h_{t-1} / (|z_j| |h_{t-1}|))."""
+    if cosine_scale is None:
+        scores = [keys[j] @ h_prev for j in range(len(keys))]
+    else:
+        unit = lambda v: v / max(np.linalg.norm(v), 1e-6)  # noqa: E731 (a zero h_0 stays 0)
+        scores = [cosine_scale * unit(keys[j]) @ unit(h_prev) for j in range(len(keys))]
+    alpha = softmax(np.array(scores))
     return sum(alpha[j] * words[j] for j in range(len(words))), alpha
 
 

@@ -148,17 +148,26 @@ def test_ras_keys_are_the_literal_double_sum_over_positions_and_kernels(rng):
         ras_layers.RASEncoder(width=4)
 
 
-def test_ras_attention_queries_with_the_previous_state_and_averages_plain_words(rng):
+@pytest.mark.parametrize("cosine_scale", [None, 7.0])
+def test_ras_attention_queries_with_the_previous_state_and_averages_plain_words(rng, cosine_scale):
     d = 4
     words, mask = _batch(rng, d)
-    keys = rng.normal(size=words.shape)
-    h_prev = rng.normal(size=(len(LENGTHS), d))
-    context, alpha = ras_layers.ras_attention(keys, words, mask, h_prev)
+    keys = 5 * rng.normal(size=words.shape)  # dot-product scores far beyond ±7
+    h_prev = 5 * rng.normal(size=(len(LENGTHS), d))
+    context, alpha = ras_layers.ras_attention(keys, words, mask, h_prev, cosine_scale)
     for b, n in enumerate(LENGTHS):
-        want_c, want_alpha = ref.ras_context(keys[b, :n], words[b, :n], h_prev[b])
+        want_c, want_alpha = ref.ras_context(keys[b, :n], words[b, :n], h_prev[b], cosine_scale)
         _close(context[b], want_c)
         _close(alpha[b, :n], want_alpha)
     np.testing.assert_allclose(np.asarray(alpha).sum(axis=1), 1.0)
+    # Bounded scores: no weight beyond e^(2s) times another's (s = 7), which the dot
+    # product's scores here do exceed.
+    ratios = [np.asarray(alpha)[b, :n].max() / np.asarray(alpha)[b, :n].min()
+              for b, n in enumerate(LENGTHS)]  # fmt: skip
+    if cosine_scale:
+        assert max(ratios) <= np.exp(2 * cosine_scale) * (1 + 1e-9)
+    else:
+        assert max(ratios) > np.exp(2 * 7.0)
 
 
 def test_elman_cell_is_a_sigmoid_recurrence_with_the_context(rng):

@@ -66,6 +66,8 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
         "max_positions": 400,
         "abs_namas": False,
         "ras_initial_state": "zeros",
+        "ras_attention": "cosine",
+        "ras_attention_scale": 10.0,
         "optimizer": "adagrad",
         "max_enc_steps": 20,
         "max_dec_steps": 8,
@@ -104,6 +106,39 @@ def test_the_stored_padding_is_the_default_of_later_commands(trained, tmp_path):
         stored_settings.apply(fv, "eval")
         hps = configs.hparams(fv)
         assert (hps.static_shapes, hps.length_buckets) == want
+
+
+def test_an_experiment_remembers_its_ras_attention_and_older_ones_read_as_the_papers(
+    trained, tmp_path
+):
+    """--ras_attention has no weight of its own: eval and decode take it from the stored
+    settings, and settings written before the flag existed mean the paper's dot product."""
+    from absl import flags as absl_flags
+
+    from pointer_generator.cli import configs, stored_settings
+    from pointer_generator.cli.flags import define_flags
+    from pointer_generator.models.ras_model import RASModel
+
+    with open(os.path.join(trained.exp_dir, "settings.json"), encoding="utf-8") as f:
+        stored = json.load(f)
+    stored["flags"].update(model="ras_elman", max_positions=20)
+    for name, extra in (("cos", dict(ras_attention="cosine", ras_attention_scale=4.0)),
+                        ("old", None)):  # fmt: skip
+        flags_of = dict(stored["flags"], **(extra or {}))
+        if extra is None:
+            del flags_of["ras_attention"], flags_of["ras_attention_scale"]
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "settings.json").write_text(
+            json.dumps(dict(stored, flags=flags_of)), encoding="utf-8"
+        )
+        shutil.copy(os.path.join(trained.exp_dir, "vocab"), tmp_path / name / "vocab")
+    for name, want in (("cos", ("cosine", 4.0)), ("old", ("dot", 10.0))):
+        fv = define_flags(absl_flags.FlagValues())
+        fv(["prog", f"--log_root={tmp_path}", f"--exp_name={name}"])
+        stored_settings.apply(fv, "decode")
+        hps = configs.hparams(fv)
+        config = RASModel.from_hparams(hps, 100).config
+        assert (config.attention, config.attention_scale) == want
 
 
 @pytest.mark.parametrize(

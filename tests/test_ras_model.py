@@ -20,12 +20,15 @@ def _model(decoder="elman", **kw):
     return RASModel(config, V).build_weights()
 
 
-@pytest.mark.parametrize("initial_state", ["zeros", "learned"])
+@pytest.mark.parametrize(
+    "initial_state, attention", [("zeros", "dot"), ("learned", "dot"), ("zeros", "cosine")]
+)
 @pytest.mark.parametrize("decoder", ["elman", "lstm"])
-def test_log_probs_are_the_printed_equations_composed(decoder, initial_state):
+def test_log_probs_are_the_printed_equations_composed(decoder, initial_state, attention):
     rng = np.random.default_rng(0)
     batch = _batch(rng)
-    model = _model(decoder, initial_state=initial_state)
+    model = _model(decoder, initial_state=initial_state, attention=attention, attention_scale=3.0)
+    cosine = 3.0 if attention == "cosine" else None
     h0, m0 = np.zeros(6), np.zeros(6)
     if initial_state == "learned":  # trained vectors are not zero: give them values
         h0, m0 = rng.uniform(0.1, 0.9, 6), rng.normal(size=6)
@@ -42,7 +45,7 @@ def test_log_probs_are_the_printed_equations_composed(decoder, initial_state):
         z = ref.ras_keys(x, positions[:n], kernel)
         h, m = h0.copy(), (m0.copy() if decoder == "lstm" else np.zeros(d))
         for t in range(5):
-            c, _ = ref.ras_context(z, x, h)
+            c, _ = ref.ras_context(z, x, h, cosine)
             y = y_emb[batch["dec_batch"][b, t]]
             if decoder == "elman":
                 cell = model.cell

@@ -57,12 +57,22 @@ RUNS = {
     "abs_bow": dict(model="abs", abs_encoder="bow"),
     "abs_conv": dict(model="abs", abs_encoder="conv"),
     "ras_elman": dict(model="ras_elman"),
-    "ras_elman_keras": dict(model="ras_elman", family_init="keras", adagrad_init_acc=0.1),
-    "ras_elman_sgd01": dict(model="ras_elman", optimizer="sgd", lr=0.1),
-    "ras_elman_sgd05": dict(model="ras_elman", optimizer="sgd", lr=0.5, max_grad_norm=10.0),
     "ras_lstm": dict(model="ras_lstm"),
-    "ras_lstm_sgd01": dict(model="ras_lstm", optimizer="sgd", lr=0.1),
-    "ras_lstm_keras": dict(model="ras_lstm", family_init="keras", adagrad_init_acc=0.1),
+    # RAS with the paper's dot-product attention (every RAS row before issue 29's third
+    # round; docs/families.md's table)
+    "ras_elman_dot": dict(model="ras_elman", ras_attention="dot"),
+    "ras_elman_keras": dict(
+        model="ras_elman", family_init="keras", adagrad_init_acc=0.1, ras_attention="dot"
+    ),
+    "ras_elman_sgd01": dict(model="ras_elman", optimizer="sgd", lr=0.1, ras_attention="dot"),
+    "ras_elman_sgd05": dict(
+        model="ras_elman", optimizer="sgd", lr=0.5, max_grad_norm=10.0, ras_attention="dot"
+    ),
+    "ras_lstm_dot": dict(model="ras_lstm", ras_attention="dot"),
+    "ras_lstm_sgd01": dict(model="ras_lstm", optimizer="sgd", lr=0.1, ras_attention="dot"),
+    "ras_lstm_keras": dict(
+        model="ras_lstm", family_init="keras", adagrad_init_acc=0.1, ras_attention="dot"
+    ),
 }
 
 

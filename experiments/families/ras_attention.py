@@ -28,14 +28,19 @@ import sys
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
-# name -> HParams overrides of BASE
+DOT = dict(ras_attention="dot")
+# key -> (what the row is, HParams overrides of BASE)
 RECIPES = {
-    "default recipe (Adagrad 0.15, accumulator 1e-4)": {},
-    "Adagrad 0.15, accumulator 0.1": dict(adagrad_init_acc=0.1),
-    "NAMAS's SGD (0.1 per 64 target words), clipping at 10": dict(
-        optimizer="sgd", loss_reduction="sum", lr=0.1 / 64, max_grad_norm=10, grad_norm="dense"
+    "dot": ("the paper's dot product, default recipe (Adagrad 0.15, accumulator 1e-4)", DOT),
+    "dot_acc01": ("the paper's dot product, Adagrad 0.15, accumulator 0.1",
+                  dict(DOT, adagrad_init_acc=0.1)),
+    "dot_namas_sgd": (
+        "the paper's dot product, NAMAS's SGD (0.1 per 64 target words), clipping at 10",
+        dict(DOT, optimizer="sgd", loss_reduction="sum", lr=0.1 / 64, max_grad_norm=10,
+             grad_norm="dense"),
     ),
-}
+    "cosine": ("cosine attention (the default), default recipe", {}),
+}  # fmt: skip
 BASE = dict(
     pointer_gen=False,
     hidden_dim=64,
@@ -73,7 +78,9 @@ def attention_summary(model, batch) -> tuple[float, float, float]:
     return float(np.mean(maxima)), float(positions), float(np.mean(hits))
 
 
-def run(toy_dir: str, models: list[str], steps: int, marks: list[int], seed: int) -> dict:
+def run(
+    toy_dir: str, models: list[str], recipes: list[str], steps: int, marks: list[int], seed: int
+) -> dict:
     from pointer_generator.cli import console
 
     console.import_tensorflow()
@@ -88,7 +95,8 @@ def run(toy_dir: str, models: list[str], steps: int, marks: list[int], seed: int
     )
     out = {}
     for model in models:
-        for name, overrides in RECIPES.items():
+        for key in recipes:
+            name, overrides = RECIPES[key]
             trainer, iterator = new_trainer(corpus, seed, {**BASE, "model": model}, **overrides)
             test = input_pipeline.make_dataset(
                 corpus["test"], corpus["vocab"], trainer.hps, "eval", True
@@ -111,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=arg_types.positive_int, default=1000)
     p.add_argument("--seed", type=arg_types.any_int, default=111, help="weights and data order")
     p.add_argument("--models", default="ras_elman,ras_lstm", help="comma-separated")
+    p.add_argument("--recipes", default=",".join(RECIPES), help=f"of {', '.join(RECIPES)}")
     args = p.parse_args(argv)
     if not os.path.isfile(os.path.join(args.toy_dir, "vocab")):
         p.error(
@@ -121,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in models if m not in ("ras_elman", "ras_lstm")]
     if unknown:
         p.error(f"--models: {', '.join(unknown)} is not ras_elman or ras_lstm")
+    recipes = args.recipes.split(",")
+    unknown = [r for r in recipes if r not in RECIPES]
+    if unknown:
+        p.error(f"--recipes: {', '.join(unknown)} is not one of {', '.join(RECIPES)}")
     marks = [m for m in (10, 100, 300, args.steps) if m <= args.steps]
-    table = run(args.toy_dir, models, args.steps, sorted(set(marks)), args.seed)
+    table = run(args.toy_dir, models, recipes, args.steps, sorted(set(marks)), args.seed)
     steps = [0, *sorted(set(marks))]
     print("max α / positions visited in 7 steps / on target, at each step")
     print()

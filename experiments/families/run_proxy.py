@@ -64,7 +64,8 @@ WORDS_KEPT = ("pointer_generator_words",)
 # The flags' defaults where a paper's flagfile sets its own (the accumulator is the
 # families' default, applied when the flag is not given).
 ADAGRAD = ["--optimizer=adagrad", "--lr_decay=none", "--lr=0.15"]
-RAS_DEFAULTS = ["--loss_reduction=mean", "--max_grad_norm=2", "--grad_norm=original"]
+RAS_DEFAULTS = ["--loss_reduction=mean", "--max_grad_norm=2", "--grad_norm=original",
+                "--ras_attention=cosine"]  # fmt: skip
 # The ABS runs use lr 0.5 instead of the paper's 0.05: with ~87 steps an epoch, 0.05
 # leaves the model far from trained after the epochs this CPU affords.
 RUNS = {

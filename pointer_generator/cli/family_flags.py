@@ -78,6 +78,21 @@ def define(fv: flags.FlagValues) -> None:
         flag_values=fv,
     )
     flags.DEFINE_enum(
+        "ras_attention",
+        "cosine",
+        ("cosine", "dot"),
+        "--model=ras_*: the attention scores: cosine, --ras_attention_scale times the "
+        "cosine of z_j and h_{t-1} (bounded; the default), or dot, the paper's z_j . h_{t-1}, "
+        "which saturates onto one input position early in training (docs/families.md).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "ras_attention_scale",
+        10.0,
+        "--model=ras_* --ras_attention=cosine: s in s * cos(z_j, h_{t-1}).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
         "optimizer",
         "adagrad",
         OPTIMIZERS,

@@ -76,6 +76,7 @@ BOUNDS: dict[str, Bound] = {
     "smoothing_window": NON_NEGATIVE,
     "conv_width": POSITIVE,
     "max_positions": POSITIVE,
+    "ras_attention_scale": ABOVE_ZERO,
     # optimisation
     "lr": ABOVE_ZERO,
     "adagrad_init_acc": ABOVE_ZERO,

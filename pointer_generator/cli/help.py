@@ -35,6 +35,8 @@ FLAG_GROUPS = {
         "abs_namas",
         "family_init",
         "ras_initial_state",
+        "ras_attention",
+        "ras_attention_scale",
     ),
     "training": (
         "batch_size",

@@ -41,8 +41,13 @@ MODEL_FLAGS = (
     "max_positions",
     "abs_namas",
     "ras_initial_state",  # a weight more or less: older experiments have zeros
+    "ras_attention",  # no weight of its own: only the settings say (BEFORE_FLAGS)
+    "ras_attention_scale",
     "optimizer",
 )
+# What an experiment whose settings predate a flag ran with, where the flag's default
+# has changed since: RAS attended with the paper's dot product before --ras_attention.
+BEFORE_FLAGS = {"ras_attention": "dot"}
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
 PADDING_FLAGS = ("static_shapes", "length_buckets")
 
@@ -105,7 +110,8 @@ def apply(fv, mode: str) -> dict | None:
         return None
     path = settings_path(fv)
     contradictions = []
-    for name, value in stored["flags"].items():
+    before = {k: v for k, v in BEFORE_FLAGS.items() if k not in stored["flags"]}
+    for name, value in {**stored["flags"], **before}.items():
         if name not in fv:
             continue
         flag = fv[name]

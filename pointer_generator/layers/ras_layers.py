@@ -6,7 +6,7 @@ attention is a dot product z_j · h_{t-1}), q the convolution width.
 * `RASEncoder`   a_i = x_i + l_i; z_i = Σ_h a_{i+h} B_{q/2+h} (width-q convolution, d
                  kernels, no bias, no non-linearity) (§3.1)
 * `ras_attention`  α_j ∝ exp(z_j · h_{t-1}) over real positions; c_t = Σ_j α_j x_j, the
-                 plain word embeddings (§3.1)
+                 plain word embeddings (§3.1); or, as a switch, exp(s · cos(z_j, h_{t-1}))
 * `ElmanCell`    h_t = σ(W1 y_{t-1} + W2 h_{t-1} + W3 c_t), sigmoid, not tanh (§3.2)
 * `RASLSTMCell`  the printed LSTM: c_t enters all four gates, h_t = m_t ⊙ o_t with no
                  tanh (§3.3); `standard=True` gives o_t ⊙ tanh(m_t), the only difference
@@ -61,9 +61,17 @@ class RASEncoder(keras.layers.Layer):
         return {**super().get_config(), "width": self.width, "max_positions": self.max_positions}
 
 
-def ras_attention(keys, words, mask, h_prev):
+def ras_attention(keys, words, mask, h_prev, cosine_scale: float | None = None):
     """(c_t [B, d], α [B, M]): α_j ∝ exp(z_j · h_{t-1}) over the real positions, c_t the
-    α-weighted plain word embeddings x_j. keys, words [B, M, d]; h_prev [B, d]."""
+    α-weighted plain word embeddings x_j. keys, words [B, M, d]; h_prev [B, d].
+
+    `cosine_scale` s (not the paper's; `--ras_attention=cosine`): α_j ∝ exp(s · cos(z_j,
+    h_{t-1})), logits bounded by ±s. The printed dot product has no bound, and in
+    training it saturates onto one input position within a few steps, after which its
+    gradient is ~0 (docs/families.md, "RAS: the attention locks onto one position")."""
+    if cosine_scale is not None:
+        keys = tf.math.l2_normalize(keys, axis=-1)
+        h_prev = cosine_scale * tf.math.l2_normalize(h_prev, axis=-1)
     alpha = masked_softmax(tf.einsum("bmd,bd->bm", keys, h_prev), tf.cast(mask, keys.dtype))
     return tf.einsum("bm,bmd->bd", alpha, words), alpha
 

@@ -25,6 +25,7 @@ from pointer_generator.models.sentence_model import SentenceSummarizer
 
 DECODERS = ("elman", "lstm")
 INITIAL_STATES = ("zeros", "learned")
+ATTENTIONS = ("dot", "cosine")
 H0_KEY = "model/h0/.ATTRIBUTES/VARIABLE_VALUE"
 
 
@@ -39,7 +40,10 @@ class RASConfig:
     init_seed: the seed of the "torch" draw. initial_state: h_0 (and m_0) "zeros" (the
     paper is silent; spec §3.4) or "learned" vectors, started at zero: with h_0 = 0 the
     first step's attention scores z_j · h_0 are all 0, so the first summary word sees
-    only the mean of the input's embeddings (docs/families.md).
+    only the mean of the input's embeddings (docs/families.md). attention: "cosine"
+    (attention_scale · cos(z_j, h_{t-1}): bounded scores; not the paper's, the default)
+    or "dot" (the paper's z_j · h_{t-1}, which saturates onto one input position early
+    in training; docs/families.md).
     """
 
     decoder: str = "elman"
@@ -50,10 +54,18 @@ class RASConfig:
     init: str = "torch"
     init_seed: int = 111
     initial_state: str = "zeros"
+    attention: str = "cosine"
+    attention_scale: float = 10.0
 
     def __post_init__(self):
         if self.decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(
+                f"attention must be one of {', '.join(ATTENTIONS)}, got {self.attention!r}"
+            )
+        if not self.attention_scale > 0:
+            raise ValueError(f"attention_scale must be > 0, got {self.attention_scale}")
         if self.initial_state not in INITIAL_STATES:
             raise ValueError(
                 f"initial_state must be one of {', '.join(INITIAL_STATES)}, "
@@ -81,6 +93,8 @@ class RASModel(SentenceSummarizer):
             init=hps.family_init,
             init_seed=hps.seed,
             initial_state=hps.ras_initial_state,
+            attention=hps.ras_attention,
+            attention_scale=hps.ras_attention_scale,
         )
         return cls(config, vocab_size)
 
@@ -163,7 +177,8 @@ class RASModel(SentenceSummarizer):
 
     def _recur(self, y, carry, art):
         """One decoder step without the output layer: (h_t, c_t, α_t, new carry)."""
-        context, alpha = ras_attention(art["z"], art["x"], art["mask"], carry["h"])
+        cosine = self.config.attention_scale if self.config.attention == "cosine" else None
+        context, alpha = ras_attention(art["z"], art["x"], art["mask"], carry["h"], cosine)
         if self.lstm:
             h, m = self.cell(y, carry["h"], carry["m"], context)
             new = {"h": h, "m": m}
