@@ -14,9 +14,9 @@ docs/families.md ("The convolutional encoder and Adagrad") shows the table.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from experiments.families import keys_task
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
@@ -54,35 +54,17 @@ def run(toy_dir: str, steps: int, marks: list[int], seed: int) -> dict:
     from pointer_generator.cli import console
 
     console.import_tensorflow()
-    from experiments.families.keys_task import new_trainer
-    from pointer_generator.data import input_pipeline
-    from pointer_generator.data.vocab import Vocab
-
-    corpus = dict(
-        vocab=Vocab(os.path.join(toy_dir, "vocab"), 5000),
-        train=os.path.join(toy_dir, "chunked", "train_*"),
-        test=os.path.join(toy_dir, "chunked", "test_*"),
-    )
-    out = {}
-    for name, overrides in RECIPES.items():
-        trainer, iterator = new_trainer(corpus, seed, BASE, **overrides)
-        test = input_pipeline.make_dataset(
-            corpus["test"], corpus["vocab"], trainer.hps, "eval", True
-        )
-        batch = next(iter(test.map(input_pipeline.model_inputs)))
-        row = {0: encoder_summary(trainer.model, batch)}
-        for step in range(1, steps + 1):
-            trainer.train_step(iterator)
-            if step in marks:
-                row[step] = encoder_summary(trainer.model, batch)
-        out[name] = row
-    return out
+    corpus = keys_task.toy_corpus(toy_dir)
+    return {
+        name: keys_task.trace_training(corpus, seed, BASE, overrides, steps, marks, encoder_summary)
+        for name, overrides in RECIPES.items()
+    }
 
 
 @exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.families.conv_saturation")
-    p.add_argument("--toy_dir", required=True)
+    p.add_argument("--toy_dir", required=True, type=keys_task.toy_dir)
     p.add_argument("--steps", type=arg_types.positive_int, default=400)
     p.add_argument(
         "--seed",
@@ -91,12 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         help="weights and data order (--seed's default)",
     )
     args = p.parse_args(argv)
-    if not os.path.isfile(os.path.join(args.toy_dir, "vocab")):
-        p.error(
-            f"--toy_dir {args.toy_dir} has no vocab: make the corpus with "
-            f"python -m data_tools.toy_data --out_dir {args.toy_dir} --num_train 4000"
-        )
-    marks = [m for m in (10, 50, args.steps) if m <= args.steps]
+    marks = sorted({m for m in (10, 50, args.steps) if m <= args.steps})
     table = run(args.toy_dir, args.steps, marks, args.seed)
     steps = [0, *marks]
     print("| recipe | " + " | ".join(f"step {s}" for s in steps) + " |")

@@ -130,6 +130,46 @@ def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
     return trainer, iter(batches.map(input_pipeline.model_inputs))
 
 
+def toy_dir(value: str) -> str:
+    """argparse type of a `--toy_dir`: a corpus `data_tools.toy_data` wrote."""
+    if not os.path.isfile(os.path.join(value, "vocab")):
+        raise argparse.ArgumentTypeError(
+            f"{value} has no vocab: make the corpus with "
+            f"python -m data_tools.toy_data --out_dir {value} --num_train 4000"
+        )
+    return value
+
+
+def toy_corpus(folder: str) -> dict:
+    """The toy corpus in `folder` (`data_tools.toy_data`) as `new_trainer` reads one:
+    its first 5,000 words, train and test chunks."""
+    from pointer_generator.data.vocab import Vocab
+
+    return dict(
+        vocab=Vocab(os.path.join(folder, "vocab"), 5000),
+        train=os.path.join(folder, "chunked", "train_*"),
+        test=os.path.join(folder, "chunked", "test_*"),
+    )
+
+
+def trace_training(corpus: dict, seed: int, base: dict, overrides: dict, steps: int,
+                   marks: list[int], summary) -> dict:  # fmt: skip
+    """{step: summary(model, batch)} at step 0 and at each of `marks` while a new trainer
+    (`new_trainer(corpus, seed, base, **overrides)`) trains `steps` steps in this
+    process; `batch` is the first test batch, the same every time."""
+    from pointer_generator.data import input_pipeline
+
+    trainer, iterator = new_trainer(corpus, seed, base, **overrides)
+    test = input_pipeline.make_dataset(corpus["test"], corpus["vocab"], trainer.hps, "eval", True)
+    batch = next(iter(test.map(input_pipeline.model_inputs)))
+    row = {0: summary(trainer.model, batch)}
+    for step in range(1, steps + 1):
+        trainer.train_step(iterator)
+        if step in marks:
+            row[step] = summary(trainer.model, batch)
+    return row
+
+
 def train(corpus: dict, steps: int, seed: int = 3, **overrides):
     """A Trainer of the tiny configuration after `steps` steps (`overrides`: HParams
     fields; the flags' defaults otherwise), weights and data order drawn from `seed`."""

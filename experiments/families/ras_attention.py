@@ -22,9 +22,9 @@ docs/families.md ("RAS: the attention locks onto one position") shows the table.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from experiments.families import keys_task
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
@@ -84,29 +84,15 @@ def run(
     from pointer_generator.cli import console
 
     console.import_tensorflow()
-    from experiments.families.keys_task import new_trainer
-    from pointer_generator.data import input_pipeline
-    from pointer_generator.data.vocab import Vocab
-
-    corpus = dict(
-        vocab=Vocab(os.path.join(toy_dir, "vocab"), 5000),
-        train=os.path.join(toy_dir, "chunked", "train_*"),
-        test=os.path.join(toy_dir, "chunked", "test_*"),
-    )
+    corpus = keys_task.toy_corpus(toy_dir)
     out = {}
     for model in models:
         for key in recipes:
             name, overrides = RECIPES[key]
-            trainer, iterator = new_trainer(corpus, seed, {**BASE, "model": model}, **overrides)
-            test = input_pipeline.make_dataset(
-                corpus["test"], corpus["vocab"], trainer.hps, "eval", True
+            base = {**BASE, "model": model}
+            row = keys_task.trace_training(
+                corpus, seed, base, overrides, steps, marks, attention_summary
             )
-            batch = next(iter(test.map(input_pipeline.model_inputs)))
-            row = {0: attention_summary(trainer.model, batch)}
-            for step in range(1, steps + 1):
-                trainer.train_step(iterator)
-                if step in marks:
-                    row[step] = attention_summary(trainer.model, batch)
             out[f"{model}: {name}"] = row
             print(f"{model}: {name}: {row[steps]}", file=sys.stderr, flush=True)
     return out
@@ -115,17 +101,12 @@ def run(
 @exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.families.ras_attention")
-    p.add_argument("--toy_dir", required=True)
+    p.add_argument("--toy_dir", required=True, type=keys_task.toy_dir)
     p.add_argument("--steps", type=arg_types.positive_int, default=1000)
     p.add_argument("--seed", type=arg_types.any_int, default=111, help="weights and data order")
     p.add_argument("--models", default="ras_elman,ras_lstm", help="comma-separated")
     p.add_argument("--recipes", default=",".join(RECIPES), help=f"of {', '.join(RECIPES)}")
     args = p.parse_args(argv)
-    if not os.path.isfile(os.path.join(args.toy_dir, "vocab")):
-        p.error(
-            f"--toy_dir {args.toy_dir} has no vocab: make the corpus with "
-            f"python -m data_tools.toy_data --out_dir {args.toy_dir} --num_train 4000"
-        )
     models = args.models.split(",")
     unknown = [m for m in models if m not in ("ras_elman", "ras_lstm")]
     if unknown:
