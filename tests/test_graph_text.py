@@ -13,8 +13,8 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pointer_generator.data.detokenize import detokenize
-from pointer_generator.data.graph_detokenize import detokenize_batch
+from pointer_generator.data.detokenize import case_map, detokenize
+from pointer_generator.data.graph_detokenize import detokenize_batch, restore_case
 from pointer_generator.data.graph_tokenizer import graph_article, tokenize_texts
 from pointer_generator.data.stories import texts_to_examples
 from tests.test_ptb_tokenizer import CASES
@@ -181,3 +181,68 @@ def test_tokenized_text_given_as_raw_text(cnndm_sample_path):
     want = [article for article, _ in texts_to_examples(texts)]
     same = sum(a == b for a, b in zip(want, _graph_articles(texts), strict=True))
     assert same >= 460, same
+
+
+def _cased(summaries: list[list[str]], articles: list[list[str]]) -> list[str]:
+    """restore_case + detokenize_batch, as the exported signature runs them."""
+    s = tf.ragged.constant(summaries, dtype=tf.string, ragged_rank=1)
+    a = tf.ragged.constant(articles, dtype=tf.string, ragged_rank=1)
+    return [g.decode() for g in detokenize_batch(restore_case(s, a)).numpy()]
+
+
+CASING_CASES = [
+    # names mid-sentence; "Then" only at a sentence start stays lower case
+    (["Maria", "Santos", "met", "Ana", "in", "Lisbon", ".", "Then", "Maria", "left", "."],
+     ["then", "maria", "santos", "left", "lisbon", "with", "ana", "."]),
+    # the most frequent form wins; between equally frequent forms, the first seen
+    (["The", "US", "and", "Us", "and", "US", ",", "apple", "and", "Apple", "."],
+     ["us", "apple", "the", "."]),
+    # after "6.2" (alphanumeric) the sentence has started; after "--" it has not
+    (["6.2", "Quake", "hits", ".", "--", "Rescue", "teams", "of", "Red", "Cross", "."],
+     ["quake", "rescue", "red", "cross", "."]),
+    # non-ASCII capitals, words seen only lower case, a row with no article words
+    (["Il", "a", "vu", "\u00c9milie", "et", "Zo\u00eb", "."], ["\u00e9milie", "zo\u00eb", "vu"]),
+    ([], ["nothing", "to", "copy"]),
+]  # fmt: skip
+
+
+def test_restore_case_equals_case_map():
+    articles = [a for a, _ in CASING_CASES]
+    summaries = [s for _, s in CASING_CASES]
+    want = [detokenize(s, case_map(a)) for a, s in CASING_CASES]
+    assert _cased(summaries, articles) == want
+    assert want[0] == "Then Maria Santos left Lisbon with Ana."
+    assert want[1].startswith("US apple")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(
+                    ["Ann", "ann", "ANN", "Bo", "bo", ".", "!", "--", "7", "\u00c9va", "x"]
+                ),
+                max_size=14,
+            ),
+            st.lists(st.sampled_from(["ann", "bo", "x", "\u00e9va", ".", "7"]), max_size=8),
+        ),  # fmt: skip
+        min_size=1,
+        max_size=4,
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_restore_case_equals_case_map_on_any_tokens(rows):
+    want = [detokenize(s, case_map(a)) for a, s in rows]
+    assert _cased([s for _, s in rows], [a for a, _ in rows]) == want
+
+
+def test_restore_case_on_real_stories(raw_csv_path):
+    """100 real raw stories, each one's own first 80 tokens lower-cased as a summary:
+    the capitals put back equal case_map's."""
+    with open(raw_csv_path, encoding="utf-8") as f:
+        texts = [row["article"] for row in csv.DictReader(f)]
+    articles = _graph_tokens(texts)
+    summaries = [[t.lower() for t in a[:80]] for a in articles]
+    want = [detokenize(s, case_map(a)) for a, s in zip(articles, summaries, strict=True)]
+    assert _cased(summaries, articles) == want
+    assert sum(w != detokenize(s) for w, s in zip(want, summaries, strict=True)) > 90

@@ -6,8 +6,9 @@ The same rules, vectorised over a ragged batch of token lists: PTB escapes undon
 closing the latest U+2018 quote becomes U+2019, no space before punctuation and clitics
 or after opening brackets and quotes, "i" as "I", a sentence end right after another
 dropped, and each sentence's first word capitalised when it starts with a letter (the
-first that starts with a letter or a digit: "6.2 earthquake" stays). Tested against
-`detokenize.detokenize` (tests/test_graph_text.py).
+first that starts with a letter or a digit: "6.2 earthquake" stays). `restore_case`
+gives a summary's words the capitals they have in its article (`detokenize.case_map`).
+Tested against `detokenize.detokenize` and `case_map` (tests/test_graph_text.py).
 """
 
 from __future__ import annotations
@@ -100,3 +101,53 @@ def _segments(key):
     """(segment id of each element, number of segments) for equal values of `key`."""
     uniq, idx = tf.unique(key, out_idx=tf.int64)
     return idx, tf.size(uniq, out_type=tf.int64)
+
+
+def restore_case(summaries: tf.RaggedTensor, articles: tf.RaggedTensor) -> tf.RaggedTensor:
+    """Summary tokens string [n, None] with their article's capitals: `detokenize.case_map`
+    of each row of `articles` (string [n, None], tokenized but not lower-cased) applied to
+    the same row of `summaries`, as `detokenize(tokens, casing=)` applies it."""
+    words, rows = articles.flat_values, articles.value_rowids()
+    first_char = tf.strings.substr(words, 0, 1, unit="UTF8_CHAR")
+    alpha = tf.strings.regex_full_match(first_char, r"\pL")
+    alnum = tf.strings.regex_full_match(first_char, r"[\pL\pN]")
+    end = _isin(words, rules._SENTENCE_END)
+    # case_map's `start`: word i starts a sentence unless the latest sentence end or
+    # alphanumeric word before it in its row is alphanumeric.
+    event = end | alnum
+    before = tf.cumsum(tf.cast(event, tf.int64), exclusive=True)  # events before each word
+    latest = tf.gather(tf.concat([[0], tf.where(event)[:, 0]], 0), before)
+    mid_sentence = (before > 0) & tf.equal(tf.gather(rows, latest), rows) & ~tf.gather(end, latest)
+    counted = alpha & mid_sentence
+    forms = tf.boolean_mask(words, counted)
+    form_rows = tf.strings.as_string(tf.boolean_mask(rows, counted))
+    # Each (row, form): how often it occurs, and its first occurrence (tf.unique keeps
+    # the order of first occurrences, so a form's index orders the forms as seen).
+    form_keys, form_idx, counts = tf.unique_with_counts(
+        tf.strings.join([form_rows, forms], "\x00"), out_idx=tf.int64
+    )
+    n_forms = tf.size(form_keys, out_type=tf.int64)
+    first = tf.math.unsorted_segment_min(
+        tf.range(tf.size(forms, out_type=tf.int64)), form_idx, n_forms
+    )
+    form = tf.gather(forms, first)
+    lower = tf.strings.lower(form, encoding="utf-8")
+    lower_keys = tf.strings.join([tf.gather(form_rows, first), lower], "\x00")
+    _, group = tf.unique(lower_keys, out_idx=tf.int64)
+    n_groups = tf.reduce_max(tf.concat([[-1], group], 0)) + 1
+    # Counter.most_common(1): the most frequent form, the first seen among equals.
+    score = counts * (n_forms + 1) - tf.range(n_forms)
+    chosen = tf.equal(score, tf.gather(tf.math.unsorted_segment_max(score, group, n_groups), group))
+    chosen &= ~tf.equal(form, lower)
+    map_keys, map_forms = tf.boolean_mask(lower_keys, chosen), tf.boolean_mask(form, chosen)
+
+    # Look the summary words up: one tf.unique over the map's keys and the words' keys.
+    s_words = summaries.flat_values
+    s_keys = tf.strings.join([tf.strings.as_string(summaries.value_rowids()), s_words], "\x00")
+    keys, idx = tf.unique(tf.concat([map_keys, s_keys], 0), out_idx=tf.int64)
+    m = tf.size(map_keys, out_type=tf.int64)
+    table = tf.tensor_scatter_nd_update(
+        tf.fill(tf.shape(keys, out_type=tf.int64), ""), idx[:m, None], map_forms
+    )
+    cased = tf.gather(table, idx[m:])
+    return summaries.with_flat_values(tf.where(tf.equal(cased, ""), s_words, cased))

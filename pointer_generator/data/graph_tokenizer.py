@@ -179,7 +179,12 @@ def graph_article(texts: tf.Tensor) -> tf.Tensor:
     """The model's article of each raw text: string [n] -> string [n] (lower-cased PTB
     tokens joined by one space, as `stories.texts_to_examples` makes it; "" for a text
     with no words)."""
-    out = tf.strings.lower(tokenize_texts(texts))  # ASCII only, as the original's bytes
+    return article_of_tokens(tokenize_texts(texts))
+
+
+def article_of_tokens(tokenized: tf.Tensor) -> tf.Tensor:
+    """`graph_article` of texts already through `tokenize_texts`: string [n] -> string [n]."""
+    out = tf.strings.lower(tokenized)  # ASCII only, as the original's bytes
     for pattern, rewrite in _LINE_RULES:
         out = tf.strings.regex_replace(out, pattern, rewrite)
     return out

@@ -10,10 +10,13 @@ package.
 
 Signatures (B = texts in the request, M = max_dec_steps, T = longest article read):
 
-  serving_default(texts: string [B])     raw articles, tokenized in the graph
+  serving_default(texts: string [B])     raw articles, tokenized in the graph; the
+                                         summary gets the capitals its words have in
+                                         the article, as `summarize` gives them
   summarize_tokens(articles: string [B]) articles already tokenized as the training data
                                          (lower-cased PTB tokens, space separated):
-                                         exact where the in-graph tokenizer is not
+                                         exact where the in-graph tokenizer is not;
+                                         the summary capitalizes sentence starts only
 both returning
   summary        string  [B]        readable summary, one line per sentence (what
                                     `pointer-generator summarize` prints)
@@ -38,8 +41,8 @@ import os
 import tensorflow as tf
 
 from pointer_generator.data import example_ops
-from pointer_generator.data.graph_detokenize import detokenize_batch
-from pointer_generator.data.graph_tokenizer import graph_article
+from pointer_generator.data.graph_detokenize import detokenize_batch, restore_case
+from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_texts
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
 from pointer_generator.decoding.decoder import BeamSearchDecoder
 
@@ -73,22 +76,27 @@ class SummarizerModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
     def summarize_raw(self, texts):
-        """Raw article texts [B] -> the outputs of the module docstring."""
-        return self._summarize(graph_article(texts))
+        """Raw article texts [B] -> the outputs of the module docstring; the summary
+        text has the capitals its words have in the text (`detokenize.case_map`)."""
+        tokenized = tokenize_texts(texts)
+        return self._summarize(article_of_tokens(tokenized), tokenized)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="articles")])
     def summarize_tokens(self, articles):
         """Tokenized articles [B] -> the outputs of the module docstring."""
-        return self._summarize(articles)
+        return self._summarize(articles, None)
 
-    def _summarize(self, articles):
+    def _summarize(self, articles, cased):
+        """`cased`: the texts tokenized with their capitals (string [B]), or None."""
         # An empty batch is searched as one "." article (the search needs a row) and
         # every output sliced back to no rows.
         n = tf.shape(articles)[0]
         articles = tf.cond(n > 0, lambda: articles, lambda: tf.constant(["."]))
-        return {k: v[:n] for k, v in self._summarize_rows(articles).items()}
+        if cased is not None:
+            cased = tf.cond(n > 0, lambda: cased, lambda: tf.constant(["."]))
+        return {k: v[:n] for k, v in self._summarize_rows(articles, cased).items()}
 
-    def _summarize_rows(self, articles):
+    def _summarize_rows(self, articles, cased):
         # A text with no words is decoded as "." (the search needs one position) and
         # its outputs are blanked afterwards.
         has_words = tf.strings.length(tf.strings.strip(articles)) > 0
@@ -136,8 +144,11 @@ class SummarizerModule(tf.Module):
         attn = out["attn_dists"][:, :, :width]
         attn = tf.where(keep[:, :, None] & art_keep[:, None, :], attn, 0.0)
         p_gens = tf.where(keep, out["p_gens"], 0.0)
+        summary = tf.RaggedTensor.from_tensor(tokens, lengths=num_tokens)
+        if cased is not None:  # the article's capitals, as `summarize` puts them back
+            summary = restore_case(summary, tf.strings.split(cased))
         return {
-            "summary": _readable(tf.RaggedTensor.from_tensor(tokens, lengths=num_tokens)),
+            "summary": _readable(summary),
             "tokens": tokens,
             "num_tokens": num_tokens,
             "token_ids": token_ids,
