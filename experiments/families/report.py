@@ -241,7 +241,9 @@ def write(work: str, out: str) -> str:
         paper = _cell(PAPER_PERPLEXITY.get(name))
         gap = results.get(GAP + name, {}).get("input_gap")
         gap = "–" if gap is None else f"{gap:+.3f}"
-        lines.append(f"| {name} | {n or '–'} | {_cell(ppl.get(name))} | {paper} | {gap} |")
+        # A run without results is still training (or was stopped): say so.
+        name_cell = name if name in results else f"{name} (not finished)"
+        lines.append(f"| {name_cell} | {n or '–'} | {_cell(ppl.get(name))} | {paper} | {gap} |")
     lines += [
         "",
         f"![validation perplexity per epoch]({os.path.basename(pictures[0])})",

@@ -83,12 +83,26 @@ RUNS = {
     **{f"{k}_namas_sgd": (f"{label}: NAMAS's SGD (0.1 per 64 target words), clipping at 10",
                           [*flags, *LEAD, *NAMAS_SGD, "--max_grad_norm=10"])
        for k, (label, flags) in {**RAS, **RAS_DOT}.items()},
-    # NAMAS trained 15-20 epochs; 1,000 steps are 4 here. 4,000 steps are 16.
-    **{f"{k}_namas_sgd_16ep": (f"{label}: NAMAS's SGD{clip}, 4,000 steps (16 epochs)",
-                               [*flags, *LEAD, *NAMAS_SGD, *extra, "--max_steps=4000"])
+    # NAMAS trained 15-20 epochs; 1,000 steps are 4 here. 4,000 steps are 16, 16,000 64
+    # (NAMAS made ~100 times more updates than that on Gigaword).
+    **{f"{k}_namas_sgd_{epochs}ep": (
+        f"{label}: NAMAS's SGD{clip}, {250 * epochs:,} steps ({epochs} epochs)",
+        [*flags, *LEAD, *NAMAS_SGD, *extra, f"--max_steps={250 * epochs}"])
+       for epochs in (16, 64)
        for k, (label, flags), clip, extra in (
            ("abs_bow", ABS["abs_bow"], "", []),
            *((k, v, ", clipping at 10", ["--max_grad_norm=10"]) for k, v in RAS.items()))},
+    # RAS's own paper trained with plain SGD at 0.5 (Elman) / 0.1 (LSTM) on the summed
+    # loss, clipping at 10: per target word 320 / 64 times NAMAS's rate.
+    **{f"{k}_paper_sgd": (f"{label}: the paper's SGD ({lr} on the summed loss, clipping at 10)",
+                          [*flags, *LEAD, *RAS_PAPER, f"--lr={lr}"])
+       for runs in (RAS, RAS_DOT) for k, (label, flags) in runs.items()
+       for lr in [0.5 if k.startswith("ras_elman") else 0.1]},
+    # NAMAS also renormalised every embedding row to norm <= 1 at each epoch's start.
+    "abs_bow_namas_sgd_renorm": (
+        "ABS, bag-of-words encoder: NAMAS's SGD and its per-epoch renormalisation",
+        [*ABS["abs_bow"][1], *LEAD, *NAMAS_SGD, "--embedding_max_norm=1"],
+    ),
     **{f"{k}_lead": (f"{label}: default recipe otherwise", [*flags, *LEAD])
        for k, (label, flags) in RAS_DOT.items()},
     **{f"{k}_lr005": (f"{label}: Adagrad 0.05 (the convolutional encoder's default rate)",
