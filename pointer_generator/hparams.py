@@ -31,11 +31,13 @@ LR_DECAYS = ("none", "plateau", "previous")
 # steps (gap 0.08 vs 0.40 nats) and RAS-Elman's loss stayed at 1.76 instead of 0.95.
 # Torch's Adagrad starts at 0; 1e-4 keeps the first step bounded (docs/families.md).
 FAMILY_DEFAULTS = {"adagrad_init_acc": 1e-4}
-# ABS's convolutional encoder (tanh units, max over time): at Adagrad's 0.15 its units
-# can saturate at +-1 within 10 steps, the same for every input, and stay there (a dead
-# encoder, input gap 0.000: in one seed of two on the toy task, one of three on the keys
-# task); at 0.05 no seed tried did (docs/families.md).
-ABS_ENCODER_DEFAULTS = {"conv": {"lr": 0.05}}
+# ABS's convolutional encoder (tanh units, max over time): Adagrad's first steps move
+# every kernel element by about the rate, and the kernels start at U(+-1/sqrt(width * D)),
+# so the safe rate falls as the encoder grows. Too high, its units saturate at +-1 within
+# 10 steps, the same for every input, and stay there (a dead encoder, input gap 0.000):
+# at 0.15 in one seed of two on the toy task (D 64), at 0.05 at the papers' sizes
+# (D 200, the proxy task); at 0.02 in no run tried (docs/families.md).
+ABS_ENCODER_DEFAULTS = {"conv": {"lr": 0.02}}
 # Fields with a fixed set of values.
 _CHOICES = {
     "decode_attention": DECODE_ATTENTION_MODES,

@@ -132,7 +132,7 @@ def test_the_families_adagrad_starts_from_their_own_accumulator(model, given, wa
 
 @pytest.mark.parametrize(
     "given, want",
-    [(["--abs_encoder=conv"], 0.05), (["--abs_encoder=conv", "--lr=0.2"], 0.2),
+    [(["--abs_encoder=conv"], 0.02), (["--abs_encoder=conv", "--lr=0.2"], 0.2),
      (["--abs_encoder=bow"], 0.15), (["--model=ras_elman", "--abs_encoder=conv"], 0.15)],
 )  # fmt: skip
 def test_abs_convolutional_encoder_has_its_own_learning_rate(given, want):

@@ -56,6 +56,8 @@ RUNS = {
     ),
     "abs_bow": dict(model="abs", abs_encoder="bow"),
     "abs_conv": dict(model="abs", abs_encoder="conv"),
+    # The convolutional encoder's default rate before it became 0.02 (docs/families.md).
+    "abs_conv_lr005": dict(model="abs", abs_encoder="conv", lr=0.05),
     "ras_elman": dict(model="ras_elman"),
     "ras_lstm": dict(model="ras_lstm"),
     # RAS with the paper's dot-product attention (every RAS row before issue 29's third

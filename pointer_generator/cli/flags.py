@@ -88,7 +88,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     flags.DEFINE_float(
         "lr",
         0.15,
-        "Learning rate (--model=abs --abs_encoder=conv: 0.05 unless given; docs/families.md).",
+        "Learning rate (--model=abs --abs_encoder=conv: 0.02 unless given; docs/families.md).",
         flag_values=fv,
     )
     flags.DEFINE_float(
