@@ -133,8 +133,7 @@ def restore_case(summaries: tf.RaggedTensor, articles: tf.RaggedTensor) -> tf.Ra
     form = tf.gather(forms, first)
     lower = tf.strings.lower(form, encoding="utf-8")
     lower_keys = tf.strings.join([tf.gather(form_rows, first), lower], "\x00")
-    _, group = tf.unique(lower_keys, out_idx=tf.int64)
-    n_groups = tf.reduce_max(tf.concat([[-1], group], 0)) + 1
+    group, n_groups = _segments(lower_keys)
     # Counter.most_common(1): the most frequent form, the first seen among equals.
     score = counts * (n_forms + 1) - tf.range(n_forms)
     chosen = tf.equal(score, tf.gather(tf.math.unsorted_segment_max(score, group, n_groups), group))
