@@ -91,3 +91,13 @@ def test_the_toy_task_page_says_which_runs_learn(tmp_path):
     assert "| +0.001 | 18.2 |" in keras and "| **no** |" in keras
     assert "| **no** |" in lines["| RAS-Elman: default recipe"]
     assert "pointer-generator --mode=eval" in text and "1. summary 0 ." in text
+
+
+def test_every_row_the_proxy_runner_writes_has_a_line_on_the_page():
+    """A run's decode rows (k=50 and greedy for the default-recipe ABS runs, k=10 and 1 for
+    RAS) are results keys `name + row`; a key without a label would be left off the page."""
+    from experiments.families import run_proxy
+
+    keys = {name + row for name, spec in run_proxy.RUNS.items() for row, _ in spec[3]}
+    assert "abs_attention_adagrad (k=1)" in keys and "ras_lstm_adagrad (k=1)" in keys
+    assert keys | {"abs_plus", "prefix"} <= set(report.ROWS)

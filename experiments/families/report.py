@@ -40,9 +40,19 @@ ROWS = {
     "abs_conv": ("ABS, convolutional encoder (enc2)", None, None),
     "abs_attention": ("ABS (attention encoder, k=50)", (29.55, 11.32, 26.42), (26.55, 7.06, 22.05)),
     "abs_plus": ("ABS+ (k=50, MERT-tuned features)", (29.76, 11.88, 26.96), (28.18, 8.49, 23.81)),
-    "abs_bow_adagrad": ("ABS, bag-of-words encoder, default recipe (Adagrad)", None, None),
-    "abs_conv_adagrad": ("ABS, convolutional encoder, default recipe (Adagrad)", None, None),
-    "abs_attention_adagrad": ("ABS, attention encoder, default recipe (Adagrad; k=50)", None, None),
+    **{
+        f"abs_{enc}_adagrad{key}": (
+            f"ABS, {label} encoder, default recipe (Adagrad; k={k})",
+            None,
+            None,
+        )
+        for enc, label in (
+            ("bow", "bag-of-words"),
+            ("conv", "convolutional"),
+            ("attention", "attention"),
+        )
+        for key, k in (("", 50), (" (k=1)", 1))
+    },  # fmt: skip
     "ras_elman (k=10)": ("RAS-Elman (k=10)", (33.78, 15.97, 31.15), (28.97, 8.26, 24.06)),
     "ras_elman (k=1)": ("RAS-Elman (k=1)", (33.10, 14.45, 30.25), (29.13, 7.62, 23.92)),
     "ras_lstm (k=10)": ("RAS-LSTM (k=10)", (32.55, 14.70, 30.03), (27.41, 7.69, 23.06)),
