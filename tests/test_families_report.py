@@ -27,6 +27,7 @@ def test_the_page_from_a_work_folder(tmp_path):
         ("abs_attention", ["the the of"] * 3, (6.0, 0.3, 6.0)),
         ("abs_plus", ["police arrest man", "storm hits coast", "team wins"], (40.0, 20.0, 39.0)),
         ("prefix", ["police say a man", "a storm hit", "the team won"], (20.0, 5.0, 18.0)),
+        ("abs_attention_adagrad", ["police arrest", "the storm", "team wins"], (30.0, 9.0, 29.0)),
     ):
         run = "abs_attention" if name == "abs_plus" else name
         d = _decode_dir(tmp_path, run if name != "abs_plus" else "abs_plus_dir", outputs, refs)
@@ -35,8 +36,11 @@ def test_the_page_from_a_work_folder(tmp_path):
     results["abs_plus"]["weights"] = "lm 1.0\nuni 2.0\n"
     results[report.GAP + "abs_attention"] = {"loss": 5.3, "loss_other_articles": 5.31,
                                              "input_gap": 0.006}  # fmt: skip
+    results[report.GAP + "abs_attention_adagrad"] = {"loss": 4.0, "loss_other_articles": 4.5,
+                                                     "input_gap": 0.5}  # fmt: skip
     (tmp_path / "results.json").write_text(json.dumps(results))
-    for name, ppl in (("abs_attention", [300.0, 200.0]), ("abs_bow", [320.0, 250.0])):
+    for name, ppl in (("abs_attention", [300.0, 200.0]), ("abs_bow", [320.0, 250.0]),
+                      ("abs_conv", [400.0, 350.0])):  # fmt: skip
         eval_dir = tmp_path / "runs" / name / "eval"
         writer = ScalarWriter(str(eval_dir))
         for epoch, value in enumerate(ppl, start=1):
@@ -51,6 +55,9 @@ def test_the_page_from_a_work_folder(tmp_path):
     assert "| ABS+ (k=50, MERT-tuned features) | 40.00 | 20.00 | 39.00 | 29.76" in text
     assert "| DUC-style R-1: ABS+ > ABS | yes | 40.00 vs 6.00 |" in text
     assert "| DUC-style R-1: ABS > PREFIX | **no** | 6.00 vs 20.00 |" in text
+    assert "| DUC-style R-1: ABS > PREFIX, default recipe | yes | 30.00 vs 20.00 |" in text
+    # abs_conv's curve is of a run without results: no ordering reads it yet
+    assert "| perplexity: attention ABS < convolutional | not measured |" in text
     assert "1 of 3" in text and "Input-independent output" in text
     assert "Read the limitations first" in text and "uni 2.0" in text
     for picture in ("report_learning_curves.png", "report_rouge.png"):
@@ -58,6 +65,7 @@ def test_the_page_from_a_work_folder(tmp_path):
     assert json.loads((tmp_path / "page" / "report.json").read_text())["perplexity"] == {
         "abs_attention": 200.0,
         "abs_bow": 250.0,
+        "abs_conv": 350.0,
     }
 
 
