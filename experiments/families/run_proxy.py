@@ -110,6 +110,7 @@ RUNS = {
     "pointer_generator_words": (None, PG_FLAGS, 8, PG_DECODE),
 }
 GAP = "input gap: "  # results key of a run's right- vs wrong-article losses
+TRAINED = "proxy_trained.txt"  # in a run folder: `train` finished it
 DECODE_COMMON = ["--max_dec_steps=30", "--decode_batch_size=32", "--attention_pages=5"]
 
 
@@ -165,6 +166,24 @@ def train(work: str, name: str, scale: float) -> None:
     _run([sys.executable, "-m", "pointer_generator.cli.run_summarization", "--mode=train",
           "--restore_best_model", *_base(work, name)],
          os.path.join(work, "logs", f"{name}.train.log"))  # fmt: skip
+    # Training again would resume from the restored best epoch and retrain its later
+    # epochs: the marker says this run is done (`trained`).
+    with open(os.path.join(work, "runs", name, TRAINED), "w", encoding="utf-8") as f:
+        f.write(f"trained for {steps} steps; train/ holds the best validation epoch\n")
+
+
+def trained(work: str, name: str) -> bool:
+    """Whether `train` finished the run (its marker exists)."""
+    return os.path.exists(os.path.join(work, "runs", name, TRAINED))
+
+
+def known_results(work: str) -> dict:
+    """The results of every runner of `work` (its results*.json), merged."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(work, "results*.json"))):
+        with open(path, encoding="utf-8") as f:
+            out.update(json.load(f))
+    return out
 
 
 def _preset_flags(preset: str | None) -> list[str]:
@@ -174,19 +193,23 @@ def _preset_flags(preset: str | None) -> list[str]:
         return [line.strip() for line in f if line.startswith("--")]
 
 
-def decoded_dirs(work: str, name: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(work, "runs", name, "decode_test_*")))
-
-
 def decode(work: str, name: str, row: str, flags: list[str], extra: list[str] = ()) -> str:
+    """Decode the test split; returns the decode folder (named by the decoder's own
+    "Decoding <data> into <folder>" line: a resumed decode adds no new folder)."""
     data = _data(work, name)
-    before = set(decoded_dirs(work, name))
     cmd = [sys.executable, "-m", "pointer_generator.cli.run_summarization",
            *flags, *DECODE_COMMON, *extra, *_base(work, name),
            f"--data_path={os.path.join(data, 'test.bin')}"]  # fmt: skip
-    _run(cmd, os.path.join(work, "logs", f"{name}{row.strip().replace(' ', '')}.decode.log"))
-    new = sorted(set(decoded_dirs(work, name)) - before) or decoded_dirs(work, name)
-    return new[-1]
+    log = os.path.join(work, "logs", f"{name}{row.strip().replace(' ', '')}.decode.log")
+    start = os.path.getsize(log) if os.path.exists(log) else 0
+    _run(cmd, log)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        f.seek(start)
+        folders = [line.rstrip("\n").rsplit(" into ", 1)[1] for line in f
+                   if line.startswith("Decoding ") and " into " in line]  # fmt: skip
+    if not folders:
+        raise SystemExit(f"error: the decoder named no output folder; see {log}")
+    return folders[-1]
 
 
 def input_gap(work: str, name: str) -> dict:
@@ -251,18 +274,22 @@ def main_stages(
     for name in only:
         if name == "abs_plus":
             continue
-        rows = RUNS[name][3]
-        if not all(name + row in results for row, _ in rows):
+        # What any runner of this work folder has measured (a second runner writes its own
+        # results file): a run is trained once, each of its rows decoded once.
+        known = {**known_results(work), **results}
+        keys = [GAP + name] + [name + row for row, _ in RUNS[name][3]]
+        # Runs measured before the marker existed count as trained by their results.
+        if not trained(work, name) and not any(k in known for k in keys):
             train(work, name, scale)
-        if GAP + name not in results:
+        if GAP + name not in known:
             results[GAP + name] = input_gap(work, name)
             save()
-        for row, flags in rows:
-            if name + row not in results:
-                results[name + row] = {"decode_dir": decode(work, name, row, flags)}
-                results[name + row].update(score(results[name + row]["decode_dir"]))
-                save()
-    if "abs_plus" in only and "abs_plus" not in results:
+        missing = [(row, flags) for row, flags in RUNS[name][3] if name + row not in known]
+        for row, flags in missing:
+            results[name + row] = {"decode_dir": decode(work, name, row, flags)}
+            results[name + row].update(score(results[name + row]["decode_dir"]))
+            save()
+    if "abs_plus" in only and "abs_plus" not in known_results(work) | results:
         results["abs_plus"] = abs_plus(work)
         save()
     if "prefix" not in results and not results_name:
