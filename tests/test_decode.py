@@ -50,9 +50,10 @@ def setup(tmp_path):
     return s
 
 
-def _one_article_search(model, hps, vocab, batch, i):
+def _one_article_search(model, hps, vocab, batch, i, block_unk=False):
     """Article i of a decode batch by the one-article search over the whole distribution
-    (the original's algorithm): (words, hypothesis, enc_len)."""
+    (the original's algorithm): (words, hypothesis, enc_len). `block_unk`: [UNK]'s
+    probability set to 0 in each step's whole distribution."""
     n = int(batch["enc_lens"][i])
     enc = model.encode(batch["enc_batch"][i : i + 1, :n], batch["enc_padding_mask"][i : i + 1, :n])
     enc_k = tile_beams(enc, hps.beam_size)
@@ -60,7 +61,10 @@ def _one_article_search(model, hps, vocab, batch, i):
     carry = tile_beams(model.initial_carry(enc), hps.beam_size)
 
     def step_fn(tokens, carry):
-        return model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
+        dist, *rest = model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
+        if block_unk:
+            dist = dist * (1.0 - tf.one_hot(UNK_ID, tf.shape(dist)[-1]))
+        return (dist, *rest)
 
     hyp = beam_search_single(
         step_fn,
@@ -80,9 +84,9 @@ def _one_article_search(model, hps, vocab, batch, i):
     return words, hyp, n
 
 
-def _assert_equals_one_article_search(model, hps, vocab, batch, batched):
+def _assert_equals_one_article_search(model, hps, vocab, batch, batched, block_unk=False):
     for i in range(len(batched)):
-        words, hyp, n = _one_article_search(model, hps, vocab, batch, i)
+        words, hyp, n = _one_article_search(model, hps, vocab, batch, i, block_unk)
         assert batched[i].words == words
         assert batched[i].score == pytest.approx(float(hyp.avg_log_prob), abs=1e-5)
         np.testing.assert_allclose(batched[i].attn, np.stack(hyp.attn_dists)[:, :n], atol=1e-5)
@@ -114,6 +118,27 @@ def test_batched_search_equals_one_article_search_for_the_model(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )
     _assert_equals_one_article_search(model, hps, vocab, batch, decoder.decode_batch(batch))
+
+
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("pointer", [True, False])
+def test_block_unk_keeps_unk_out_of_the_pointer_generators_summaries(setup, full, pointer):
+    """A model that favours [UNK] writes it; with --block_unk it does not, and the search
+    over the top candidates (one spare for the blocked id) gives the one-article search's
+    summaries over the whole distribution with [UNK] at probability 0."""
+    hps, vocab, model = _model(setup, coverage=True, pointer_gen=pointer)
+    bias = model.output_projection.bias
+    bias.assign(tf.tensor_scatter_nd_add(bias, [[UNK_ID]], [5.0]))
+    batch = next(
+        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
+    )
+    summaries = {}
+    for block in (False, True):
+        settings = SearchSettings.from_hparams(hps, full_final_dist=full, block_unk=block)
+        summaries[block] = BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
+    assert any("[UNK]" in s.words for s in summaries[False])
+    assert not any("[UNK]" in s.words for s in summaries[True])
+    _assert_equals_one_article_search(model, hps, vocab, batch, summaries[True], block_unk=True)
 
 
 @pytest.mark.parametrize("full", [False, True])

@@ -83,9 +83,7 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     from pointer_generator.data.vocab import UNK_ID, Vocab
     from pointer_generator.decoding.decoder import BeamSearchDecoder
     from pointer_generator.decoding.search_settings import SearchSettings
-    from pointer_generator.errors import FlagError
     from pointer_generator.models.abs_model import ABSConfig, ABSModel
-    from pointer_generator.models.families import build_model
 
     hps = helpers.hparams(model="abs", pointer_gen=False, beam_size=2, min_dec_steps=2)
     vocab = Vocab(data.vocab_path, 100)
@@ -101,10 +99,6 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
         decoder = BeamSearchDecoder(model, vocab, hps, settings)
         words = [w for summary in decoder.decode_batch(batch) for w in summary.words]
         assert words and (UNK_TOKEN in words) != block, words
-    with pytest.raises(FlagError, match="--block_unk is for"):
-        pg = helpers.hparams()
-        blocked = SearchSettings.from_hparams(pg, block_unk=True)
-        BeamSearchDecoder(build_model(pg, vocab.size()), vocab, pg, blocked)
 
 
 @pytest.mark.parametrize(

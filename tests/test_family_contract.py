@@ -97,10 +97,11 @@ def test_search_options_a_family_lacks_are_refused_by_the_family(tmp_path):
     helpers.write_vocab(str(tmp_path / "vocab"), VOCAB - 4)
     vocab = Vocab(str(tmp_path / "vocab"), VOCAB)
     assert vocab.size() == VOCAB
-    for option, flag in (({"block_unk": True}, "--block_unk"),
-                         ({"feature_weights": {"lm": 1.0}}, "--feature_weights")):  # fmt: skip
-        with pytest.raises(FlagError, match=f"^{re.escape(flag)}.* is for --model=abs"):
-            BeamSearchDecoder(model, vocab, hps, SearchSettings.from_hparams(hps, **option))
+    with pytest.raises(FlagError, match=r"^--feature_weights \(ABS\+\) is for --model=abs"):
+        settings = SearchSettings.from_hparams(hps, feature_weights={"lm": 1.0})
+        BeamSearchDecoder(model, vocab, hps, settings)
+    # [UNK] blocking is the decoder's, for every family (its candidates keep a spare).
+    BeamSearchDecoder(model, vocab, hps, SearchSettings.from_hparams(hps, block_unk=True))
 
 
 def test_search_runtime_and_trainer_never_ask_which_family():

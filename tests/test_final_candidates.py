@@ -151,3 +151,27 @@ def test_one_article_search_takes_candidates_like_a_whole_distribution():
     assert float(a.score) == pytest.approx(float(b.score), abs=1e-6)
     with pytest.raises(ValueError, match="trigram blocking"):
         beam_search_single(cand_step, carry, trigram_blocking=True, **kw)
+
+
+def test_a_blocked_id_leaves_the_top_2k_of_the_rest_among_the_candidates():
+    """--block_unk on the candidates: [UNK] has the largest logit in every row and p_gen is
+    near 1, so the 2K+1-th logit belongs in the blocked distribution's top 2K; the
+    candidates' spare entry (`candidate_count`) holds it."""
+    from pointer_generator.data.vocab import UNK_ID
+    from pointer_generator.decoding.search_rules import block_token
+
+    c = _case(1000, seed=12)
+    c["bias"][UNK_ID] = 100.0
+    c["p_gen"][:] = 0.99
+    k = 2 * K
+    cands = block_token(_candidates(c, fc.candidate_count(K)), UNK_ID)
+    top_p, top_ids = (t.numpy() for t in top_of(cands, k, None))
+    ext_k = np.repeat(c["ext"], K, axis=0)
+    ref = _reference_final(
+        c["x"], c["kernel"], c["bias"], c["p_gen"], c["attn"], ext_k, c["n_oovs"]
+    )
+    ref[:, UNK_ID] = 0.0
+    ref_ids = np.argsort(-ref, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(top_ids, ref_ids)
+    np.testing.assert_allclose(top_p, np.take_along_axis(ref, ref_ids, 1), rtol=2e-5)
+    assert fc.candidate_count(K) == 2 * K + 1

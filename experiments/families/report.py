@@ -66,16 +66,14 @@ ROWS = {
         for name, label in (("ras_elman", "RAS-Elman"), ("ras_lstm", "RAS-LSTM"))
         for k in (10, 1)
     },  # fmt: skip
-    "pointer_generator": (
-        "pointer-generator (k=4; not in these papers), inputs with [UNK] as Gigaword's",
-        None,
-        None,
-    ),
-    "pointer_generator_words": (
-        "pointer-generator (k=4), inputs that keep their rare words (it copies them)",
-        None,
-        None,
-    ),
+    **{
+        f"pointer_generator{run}{row}": (f"pointer-generator (k=4{note}), {inputs}", None, None)
+        for run, inputs in (
+            ("", "inputs with [UNK] as Gigaword's"),
+            ("_words", "inputs that keep their rare words (it copies them)"),
+        )
+        for row, note in (("", "; not in these papers"), (" (block_unk)", "; [UNK] blocked"))
+    },  # fmt: skip
 }
 LIMITATIONS = """\
 * **Not Gigaword, not DUC, not CNN/DM results.** The proxy pairs are the first sentence and

@@ -368,8 +368,8 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     flags.DEFINE_boolean(
         "block_unk",
         False,
-        "decode, --model=abs|ras_*: never generate [UNK] (the ABS papers' decoding; "
-        "the pointer-generator copies instead).",
+        "decode: never write [UNK] (the ABS papers' decoding; off in the original "
+        "pointer-generator, whose copies of an article's [UNK] tokens it blocks too).",
         flag_values=fv,
     )
     serving_flags.define(fv)

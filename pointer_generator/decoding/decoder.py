@@ -19,7 +19,7 @@ from pointer_generator.data.vocab import (
 )
 from pointer_generator.decoding import extractive_features
 from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search
-from pointer_generator.decoding.search_rules import SearchConfig
+from pointer_generator.decoding.search_rules import SearchConfig, block_token
 from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
@@ -105,13 +105,12 @@ class BeamSearchDecoder:
         start = self.model.search_start(inputs, k, settings.whole_distribution)
         if not settings.block_unk and settings.feature_weights is None:
             return start
-        keep = tf.one_hot(UNK_ID, self.vocab.size(), on_value=0.0, off_value=1.0)
         weights, namas = settings.feature_weights, settings.namas_features
 
         def step(tokens, carry, art):
             probs, attn, p_gen, new = start.step(tokens, carry["model"], art["model"])
             if settings.block_unk:  # the ABS papers' search never writes <unk>
-                probs = probs * keep
+                probs = block_token(probs, UNK_ID)
             # (y_{i-1}, y_i): the two latest words of each hypothesis, [START] before.
             history = tf.concat([carry["history"][:, 1:], tokens[:, None]], axis=1)
             if weights is not None:

@@ -92,3 +92,14 @@ def trigram_block_mask(history: tf.Tensor, t: tf.Tensor, v_ext: tf.Tensor) -> tf
         tf.reshape(tf.cast(match, tf.int32), [-1]),
     )
     return blocked > 0
+
+
+def block_token(dist: tf.Tensor | Candidates, token_id: int) -> tf.Tensor | Candidates:
+    """A step's distribution [N, V_ext] (or its candidates) with `token_id` at
+    probability 0, so the search never writes it (`--block_unk`). Not renormalised, as
+    NAMAS's search blocks <unk>. The pointer-generator's candidates hold one spare entry
+    (`final_candidates.candidate_count`), so the top 2K of the rest are still among them.
+    """
+    if isinstance(dist, Candidates):
+        return Candidates(tf.where(tf.equal(dist.ids, token_id), 0.0, dist.probs), dist.ids)
+    return tf.where(tf.range(tf.shape(dist)[-1]) == token_id, tf.zeros_like(dist), dist)

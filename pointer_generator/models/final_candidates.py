@@ -5,7 +5,9 @@ Beam search reads only the 2K most probable ids of each step's extended-vocabula
 distribution P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: w_i = w} a_i (K = beam size).
 A word that is not in the article has P(w) = p_gen P_vocab(w), which grows with its
 logit; so the top 2K lie among the 2K words with the largest logits and the article's
-own words. `final_candidates` computes P for those 2K + enc_len ids only. Per step this
+own words. `final_candidates` computes P for the 2K + 1 largest logits (one spare:
+with one id blocked, `--block_unk`, the top 2K of the rest are still among them) and
+the enc_len article ids only (`candidate_count`). Per step this
 replaces writing the [N, vocab + OOVs] distribution, scattering the attention into it
 and searching it with a log-sum-exp over the logits and a top 2K of them.
 
@@ -73,6 +75,12 @@ class CandidateSetup(NamedTuple):
     projection: VocabProjection
     words: ArticleWords | None
     k: int
+
+
+def candidate_count(beam_size: int) -> int:
+    """How many of the largest logits a step's candidates hold: the search takes the top
+    2K entries, and one spare keeps that exact when the search blocks one id ([UNK])."""
+    return 2 * beam_size + 1
 
 
 def vocab_projection(

@@ -36,7 +36,7 @@ class PointerGeneratorSearch:
             else None
         )
         return final_candidates.CandidateSetup(
-            self.candidate_projection(), words, 2 * self.hps.beam_size
+            self.candidate_projection(), words, final_candidates.candidate_count(beams)
         )
 
     def decode_step(
@@ -142,7 +142,9 @@ class PointerGeneratorSearch:
                     if self.hps.pointer_gen
                     else None
                 )
-                setup = final_candidates.CandidateSetup(projection, words, 2 * k)
+                setup = final_candidates.CandidateSetup(
+                    projection, words, final_candidates.candidate_count(k)
+                )
             ext = None if setup is not None else tile_beams(art["ext"], k)
             return self.decode_step(art_enc, ext, max_art_oovs, tokens, carry, setup)
 
