@@ -336,3 +336,24 @@ def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
         trigrams = [tuple(s.words[i : i + 3]) for i in range(len(s.words) - 2)]
         assert len(trigrams) == len(set(trigrams))
         assert len(s.words) >= 1
+
+
+def test_block_unk_also_blocks_copies_of_an_articles_literal_unk_token():
+    """An article's literal [UNK] token is one of its OOVs (the original's article2ids): its
+    positions are given UNK_ID under --block_unk, so their copy mass is blocked too."""
+    from pointer_generator.decoding.decoder import unk_copies_as_unk
+
+    v = 50
+    ext = np.array([[5, v, v + 1, 7, v, 1], [v, 9, 1, 1, 1, 1], [4, 4, 4, 4, 4, 4]], np.int32)
+    oovs = np.array([[b"zork", b"[UNK]"], [b"[UNK]", b""], [b"", b""]])
+    want = ext.copy()
+    for r in range(len(ext)):
+        for t in range(ext.shape[1]):
+            if ext[r, t] >= v and oovs[r, ext[r, t] - v] == b"[UNK]":
+                want[r, t] = UNK_ID
+    assert (want != ext).sum() == 2
+    np.testing.assert_array_equal(unk_copies_as_unk(ext, oovs, v).numpy(), want)
+    # A batch without OOVs (the families, or no rare words): unchanged.
+    np.testing.assert_array_equal(
+        unk_copies_as_unk(ext[2:], np.zeros((1, 0), dtype=bytes), v).numpy(), ext[2:]
+    )

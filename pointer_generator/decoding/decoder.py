@@ -14,6 +14,7 @@ from pointer_generator.data.vocab import (
     START_ID,
     STOP_DECODING,
     UNK_ID,
+    UNK_TOKEN,
     Vocab,
     outputids2words,
 )
@@ -182,11 +183,19 @@ class BeamSearchDecoder:
         )
         return {k: v.numpy() for k, v in out.items() if k.startswith("nbest_")}
 
-    def search(self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs) -> dict:
+    def search(
+        self, enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs, art_oovs=None
+    ) -> dict:
         """The search's outputs for the encoder inputs of a pipeline batch: tokens,
         lengths, scores, attn_dists, p_gens (one row per article, see
         `batched_beam_search`). A tf.function: called eagerly, on a replica
-        (`replicated.py`) or inside another graph (an export, `serving/saved_model.py`)."""
+        (`replicated.py`) or inside another graph (an export, `serving/saved_model.py`).
+        `art_oovs` [B, M] strings: with --block_unk, copies of an article's literal
+        [UNK] token (one of its OOVs) are blocked too (`unk_copies_as_unk`)."""
+        if self.settings.block_unk and art_oovs is not None:
+            enc_batch_extend_vocab = unk_copies_as_unk(
+                enc_batch_extend_vocab, art_oovs, self.vocab.size()
+            )
         return self._search(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs)
 
     def decode_batch(self, batch: dict) -> list[Summary]:
@@ -196,6 +205,7 @@ class BeamSearchDecoder:
             batch["enc_padding_mask"],
             batch["enc_batch_extend_vocab"],
             batch["max_art_oovs"],
+            batch["art_oovs"],
         )
         return self.summaries({k: v.numpy() for k, v in out.items()}, batch)
 
@@ -232,6 +242,22 @@ class BeamSearchDecoder:
         yields (batch, row, Summary) in input order, leaving out the first `skip`
         articles (a resumed single pass)."""
         return decode_batches(self.decode_batch, batches, skip)
+
+
+def unk_copies_as_unk(enc_batch_extend_vocab, art_oovs, vocab_size: int):
+    """enc_batch_extend_vocab [B, T] with the positions of an article's literal [UNK]
+    token given UNK_ID instead of its OOV id (vocab_size + k, as the original's
+    article2ids numbers it): the copy mass there then lands on [UNK], which --block_unk
+    sets to 0 (both print as [UNK]). art_oovs: [B, M] strings, "" for padding."""
+    ext = tf.convert_to_tensor(enc_batch_extend_vocab)
+    oovs = tf.convert_to_tensor(art_oovs)
+    # One "" column after the OOVs: every slot outside them reads it (an article
+    # without OOVs has none).
+    oovs = tf.concat([oovs, tf.fill([tf.shape(oovs)[0], 1], "")], axis=1)
+    slot = tf.clip_by_value(ext - vocab_size, -1, tf.shape(oovs)[1] - 1)
+    slot = tf.where(slot < 0, tf.shape(oovs)[1] - 1, slot)
+    literal = tf.equal(tf.gather(oovs, slot, batch_dims=1), UNK_TOKEN)
+    return tf.where(literal, tf.constant(UNK_ID, ext.dtype), ext)
 
 
 def decode_batches(decode_batch, batches, skip: int = 0):

@@ -15,7 +15,7 @@ import tensorflow as tf
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, decode_batches
 
 # The per-article inputs of the search; max_art_oovs (a scalar) goes to every replica.
-_SHARED_KEYS = ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab")
+_SHARED_KEYS = ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab", "art_oovs")
 
 
 def share_bounds(rows: int, replicas: int) -> list[tuple[int, int]]:
@@ -58,7 +58,9 @@ class ReplicatedDecoder:
 
         inputs = self.strategy.experimental_distribute_values_from_function(share)
         out = self.strategy.run(
-            lambda enc, mask, ext: self.decoder.search(enc, mask, ext, batch["max_art_oovs"]),
+            lambda enc, mask, ext, oovs: self.decoder.search(
+                enc, mask, ext, batch["max_art_oovs"], oovs
+            ),
             args=inputs,
         )
         parts = [

@@ -117,7 +117,7 @@ class SummarizerModule(tf.Module):
         ext = ex["enc_input_extend_vocab"].to_tensor(default_value=PAD_ID)  # [B, width]
         oovs = ex["art_oovs"].to_tensor(default_value=b"")
         max_oovs = tf.shape(oovs)[1]
-        out = self._decoder.search(enc_batch, mask, ext, max_oovs)
+        out = self._decoder.search(enc_batch, mask, ext, max_oovs, oovs)
 
         ids, lengths = out["tokens"], out["lengths"]
         m = tf.shape(ids)[1]
