@@ -52,6 +52,8 @@ def test_the_page_from_a_work_folder(tmp_path):
     assert "| abs_attention | 2 | 200.00 | 27.10 | +0.006 |" in text
     # abs_bow has validation curves but no results: its training has not finished
     assert "| abs_bow (not finished) | 2 | 250.00 | 43.60 | – |" in text
+    # The runner's runs without a folder yet are named, so the page says what is missing.
+    assert "Not started yet: " in text and "ras_elman" in text.split("Not started yet: ")[1]
     assert "| ABS+ (k=50, MERT-tuned features) | 40.00 | 20.00 | 39.00 | 29.76" in text
     assert "| DUC-style R-1: ABS+ > ABS | yes | 40.00 vs 6.00 |" in text
     assert "| DUC-style R-1: ABS > PREFIX | **no** | 6.00 vs 20.00 |" in text

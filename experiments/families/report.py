@@ -20,7 +20,7 @@ import os
 import sys
 
 from experiments import report as base_report
-from experiments.families.run_proxy import GAP
+from experiments.families.run_proxy import GAP, RUNS
 from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
 
@@ -256,9 +256,12 @@ def write(work: str, out: str) -> str:
         paper = _cell(PAPER_PERPLEXITY.get(name))
         gap = results.get(GAP + name, {}).get("input_gap")
         gap = "–" if gap is None else f"{gap:+.3f}"
-        # A run without results is still training (or was stopped): say so.
-        name_cell = name if name in results else f"{name} (not finished)"
+        # A run without its input gap (measured once it is trained) is still training.
+        name_cell = name if GAP + name in results else f"{name} (not finished)"
         lines.append(f"| {name_cell} | {n or '–'} | {_cell(ppl.get(name))} | {paper} | {gap} |")
+    waiting = [name for name in RUNS if name not in curves and GAP + name not in results]
+    if waiting:
+        lines += ["", f"Not started yet: {', '.join(waiting)}."]
     lines += [
         "",
         f"![validation perplexity per epoch]({os.path.basename(pictures[0])})",
