@@ -175,3 +175,11 @@ def test_a_blocked_id_leaves_the_top_2k_of_the_rest_among_the_candidates():
     np.testing.assert_array_equal(top_ids, ref_ids)
     np.testing.assert_allclose(top_p, np.take_along_axis(ref, ref_ids, 1), rtol=2e-5)
     assert fc.candidate_count(K) == 2 * K + 1
+
+
+def test_blocking_leaves_unused_candidate_slots_unused():
+    from pointer_generator.decoding.search_rules import block_token
+
+    cands = Candidates(tf.constant([[0.5, 0.2, -1.0, -1.0]]), tf.constant([[0, 7, 0, 0]]))
+    out = block_token(cands, 0)
+    np.testing.assert_array_equal(out.probs.numpy(), [[0.0, 0.2, -1.0, -1.0]])

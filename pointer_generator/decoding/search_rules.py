@@ -101,5 +101,7 @@ def block_token(dist: tf.Tensor | Candidates, token_id: int) -> tf.Tensor | Cand
     (`final_candidates.candidate_count`), so the top 2K of the rest are still among them.
     """
     if isinstance(dist, Candidates):
-        return Candidates(tf.where(tf.equal(dist.ids, token_id), 0.0, dist.probs), dist.ids)
+        # Unused slots (probs < 0, whatever their id) stay unused.
+        blocked = tf.equal(dist.ids, token_id) & (dist.probs >= 0)
+        return Candidates(tf.where(blocked, 0.0, dist.probs), dist.ids)
     return tf.where(tf.range(tf.shape(dist)[-1]) == token_id, tf.zeros_like(dist), dist)
