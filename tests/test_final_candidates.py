@@ -182,4 +182,4 @@ def test_blocking_leaves_unused_candidate_slots_unused():
 
     cands = Candidates(tf.constant([[0.5, 0.2, -1.0, -1.0]]), tf.constant([[0, 7, 0, 0]]))
     out = block_token(cands, 0)
-    np.testing.assert_array_equal(out.probs.numpy(), [[0.0, 0.2, -1.0, -1.0]])
+    np.testing.assert_array_equal(out.probs.numpy(), np.float32([[0.0, 0.2, -1.0, -1.0]]))
