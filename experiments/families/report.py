@@ -14,13 +14,12 @@ numbers, not comparable in size) and checks the papers' orderings one by one.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
 
 from experiments import report as base_report
-from experiments.families.run_proxy import GAP, RUNS
+from experiments.families.run_proxy import GAP, RUNS, known_results
 from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
 
@@ -194,10 +193,7 @@ def orderings(results: dict, ppl: dict) -> list[tuple[str, bool | None, str]]:
 
 
 def write(work: str, out: str) -> str:
-    results = {}
-    for name in sorted(glob.glob(os.path.join(work, "results*.json"))):
-        with open(name, encoding="utf-8") as f:
-            results.update(json.load(f))
+    results = known_results(work)
     runs = os.path.join(work, "runs")
     curves = {name: _epoch_curve(os.path.join(runs, name)) for name in sorted(os.listdir(runs))}
     ppl = {n: min(v for _, v in c["perplexity"]) for n, c in curves.items() if c.get("perplexity")}
