@@ -290,6 +290,25 @@ def test_progress_speed_and_eta_ignore_compiling_steps(monkeypatch):
     assert "| 2.00 steps/s | 8.0 examples/s | ETA 08:16" in lines[8]
 
 
+def test_progress_marks_compiling_by_new_batch_shape_not_by_a_slow_step(monkeypatch):
+    """With shapes given (the trainer's), a step slowed by other jobs is not called a
+    compile, and a compile's time stays out of the speed."""
+    # Step times: 10 s (first shape), 0.5, 0.5, 4.0 (same shape, a busy machine), 9.0
+    # (a new shape), 0.5, 0.5.
+    clock = iter([0.0, 10.0, 10.5, 11.0, 15.0, 24.0, 24.5, 25.0])
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: next(clock)))
+    p = progress.Progress(start_step=0, max_steps=1000, examples_per_step=4)
+    shapes = [(4, 10), (4, 10), (4, 10), (4, 10), (4, 12), (4, 12), (4, 10)]
+    lines = [
+        p.line(s, {"loss": 1.0}, p.update(s, {"loss": 1.0}, shape))
+        for s, shape in enumerate(shapes, 1)
+    ]
+    marked = ["compiling" in line for line in lines]
+    assert marked == [True, False, False, False, True, False, False]
+    # The steady time is the median of 0.5, 0.5, 4.0 (kept: not a compile), 0.5, 0.5.
+    assert "| 2.00 steps/s |" in lines[6]
+
+
 def test_a_ctrl_c_of_the_quickstart_lets_the_running_step_finish(tmp_path):
     started, marker = tmp_path / "started", tmp_path / "saved"
     child = (

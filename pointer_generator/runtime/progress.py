@@ -28,9 +28,11 @@ class Progress:
     Each new batch shape compiles the step (and the fused loops) once, which takes many
     times a normal step; early in a run most steps may do so. Speed and ETA therefore
     come from the steady steps only: the median of the recent step times that are not
-    outliers (at most twice the lower quartile); a step over 3 times the fastest recent
-    one is marked `compiling` on its line. Until a few steps are measured the line says
-    so instead of guessing an ETA.
+    outliers (at most twice the lower quartile). A step is marked `compiling` on its line
+    when the caller says its batch shape is new (`update(..., shape=)`: exact, so a step
+    slowed by other jobs on the machine is not mistaken for a compile, and its time is
+    left out of the speed); without shapes, when it took over 3 times the fastest recent
+    step. Until a few steps are measured the line says so instead of guessing an ETA.
 
     Args:
       start_step: the global step training starts (or resumes) from.
@@ -58,9 +60,13 @@ class Progress:
         self._last_time = time.time()
         self._times: collections.deque = collections.deque(maxlen=window)
         self._compiling = False
+        self._shapes: set = set()
 
-    def update(self, step: int, metrics: dict) -> dict:
+    def update(self, step: int, metrics: dict, shape: tuple | None = None) -> dict:
         """Record that training reached `step`; returns {steps_per_sec, examples_per_sec}.
+
+        shape: the step's batch shape (any hashable), when the caller knows it: the first
+        step of each shape compiles.
 
         Logs `step N[/max] | loss .. | coverage loss .. | .. steps/s | .. examples/s |
         ETA ..` when due.
@@ -69,10 +75,15 @@ class Progress:
         done = step - self._last_step
         if done > 0:
             sec = (now - self._last_time) / done
-            # Compared with the fastest recent step, which needs no steady estimate yet.
-            fastest = min(self._times, default=None)
-            self._compiling = fastest is None or sec > self.SLOW * fastest
-            self._times.extend([sec] * min(done, self._times.maxlen))
+            if shape is not None:
+                self._compiling = shape not in self._shapes
+                self._shapes.add(shape)
+            else:
+                # Compared with the fastest recent step, which needs no steady estimate yet.
+                fastest = min(self._times, default=None)
+                self._compiling = fastest is None or sec > self.SLOW * fastest
+            if shape is None or not self._compiling:
+                self._times.extend([sec] * min(done, self._times.maxlen))
             self._last_step, self._last_time = step, now
         speed = self.speed()
         if step % self.log_every == 0:

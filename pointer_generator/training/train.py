@@ -378,7 +378,7 @@ def _run_steps(
             "loss": metrics["loss"],
             "coverage_loss": metrics["coverage_loss"] if hps.coverage else None,
         }
-        metrics.update(progress.update(step, shown))
+        metrics.update(progress.update(step, shown, metrics["batch_shape"]))
         writer.write(_summary_metrics(metrics, hps), step)
         if step % FLUSH_EVERY_STEPS == 0:
             writer.flush()

@@ -85,18 +85,24 @@ class Trainer:
         """Run one step on the next batch of `iterator`; returns Python float metrics.
 
         The iterator yields this worker's share of the global batch (model inputs only).
-        `metrics["finite"]` is False when the step was skipped for a non-finite loss.
+        `metrics["finite"]` is False when the step was skipped for a non-finite loss;
+        `metrics["batch_shape"]` is the batch's shape (every input's dimensions, a tuple
+        of ints): the first step of each compiles.
         """
         out = self._step_fn(iterator)
+        shape = tuple(int(d) for d in out.pop("batch_shape"))
         metrics = {k: float(v) for k, v in out.items()}
         metrics["finite"] = bool(metrics["finite"])
+        metrics["batch_shape"] = shape
         return metrics
 
     def _distributed_step(self, iterator):
         batch = next(iterator)
         out = self.strategy.run(self._replica_step, args=(batch,))
         # Every replica returns the same all-reduced values.
-        return {k: self.strategy.experimental_local_results(v)[0] for k, v in out.items()}
+        out = {k: self.strategy.experimental_local_results(v)[0] for k, v in out.items()}
+        out["batch_shape"] = tf.concat([tf.shape(batch[k]) for k in sorted(batch)], 0)
+        return out
 
     def _replica_batch(self, batch):
         """This replica's rows of the worker batch (the same batch is given to all)."""
