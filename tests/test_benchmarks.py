@@ -109,7 +109,12 @@ def test_export_benchmark_compares_the_saved_model_with_python(tmp_path, table):
     args = ["--train_steps", "3", "--articles", "4", "--batch", "2", "--out_json", str(out)]
     assert export.main(args) == 0
     fig = _figures(out)["figures"]
-    assert fig["identical_summaries"] == "4/4"
+    identical, total = map(int, fig["identical_summaries"].split("/"))
+    assert total == 4 and identical >= 2, fig
+    # A summary that differs must be a tie the two executors' rounding broke differently
+    # (a 3-step model's "," and "." are near-equal; seen on an AVX-512 host: 2.4e-7),
+    # not another search: that would differ in score by far more.
+    assert fig["differing_score_gap_max"] <= 1e-5, fig
     ratio = fig["python_articles_per_s"] / fig["saved_model_articles_per_s"]
     assert fig["saved_model_over_python"] == pytest.approx(1 / ratio, rel=0.05)
     assert fig["tokenizer"]["stories"] == 100 and fig["tokenizer"]["identical"] >= 95

@@ -1,6 +1,8 @@
 """The exported SavedModel beside the Python summarizer, side by side in one run: articles/s
-of each on the same raw texts, how often their summaries are identical, and how often the
-in-graph tokenizer reads real stories as the Python one does.
+of each on the same raw texts, how often their summaries are identical (and, where they
+differ, the largest gap between the two summaries' scores: a rounding-level gap means two
+tied candidates swapped), and how often the in-graph tokenizer reads real stories as the
+Python one does.
 
     python -m experiments.benchmarks.export [--log_root L --exp_name E] [--articles 64]
 
@@ -77,21 +79,32 @@ def main(argv=None) -> int:
         summarizer.summarize(batches[0])  # compile both before timing
         serve(texts=tf.constant(batches[0]))
         start = time.perf_counter()
-        python_out = [r.tokens for b in batches for r in summarizer.summarize(b)]
+        python_res = [r for b in batches for r in summarizer.summarize(b)]
         python_s = time.perf_counter() - start
         start = time.perf_counter()
-        graph_out = []
+        graph_out, graph_scores = [], []
         for b in batches:
             out = serve(texts=tf.constant(b))
             for row, n in zip(out["tokens"].numpy(), out["num_tokens"].numpy(), strict=True):
                 graph_out.append([t.decode() for t in row[:n]])
+            graph_scores.extend(float(x) for x in out["scores"].numpy())
         graph_s = time.perf_counter() - start
     figures["python_articles_per_s"] = round(len(texts) / python_s, 2)
     figures["saved_model_articles_per_s"] = round(len(texts) / graph_s, 2)
     figures["saved_model_over_python"] = round(python_s / graph_s, 2)
+    python_out = [r.tokens for r in python_res]
     figures["identical_summaries"] = (
         f"{sum(a == b for a, b in zip(python_out, graph_out, strict=True))}/{len(texts)}"
     )
+    # Where the two differ, are they tied? The graphs are the same search run by two
+    # executors whose kernels may round differently (oneDNN's fused ops in one, not the
+    # other): a barely trained model's near-equal candidates can then swap.
+    differ = [
+        abs(r.score - g)
+        for r, g, a, b in zip(python_res, graph_scores, python_out, graph_out, strict=True)
+        if a != b
+    ]
+    figures["differing_score_gap_max"] = float(f"{max(differ, default=0.0):.3g}")
     raw = os.path.join(common.shared_data_dir() or "", "raw_train_sample_100.csv")
     if os.path.exists(raw):
         figures["tokenizer"] = tokenizer_agreement(raw)
