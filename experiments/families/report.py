@@ -63,8 +63,12 @@ ROWS = {
             None,
         )
         for name, label in (("ras_elman", "RAS-Elman"), ("ras_lstm", "RAS-LSTM"))
-        for k in (10, 1)
+        for k in ("10", "1", "10, block_unk")
     },  # fmt: skip
+    **{
+        f"{name} (k=10, block_unk)": (f"{label} (k=10; [UNK] blocked, as ABS)", None, None)
+        for name, label in (("ras_elman", "RAS-Elman"), ("ras_lstm", "RAS-LSTM"))
+    },
     **{
         f"pointer_generator{run}{row}": (f"pointer-generator (k=4{note}), {inputs}", None, None)
         for run, inputs in (

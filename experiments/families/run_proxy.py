@@ -54,6 +54,9 @@ ABS_DECODE_GREEDY = [
 RAS_DECODE = [
     (" (k=10)", ["--flagfile=" + os.path.join(HERE, "ras_decode.flags")]),
     (" (k=1)", ["--flagfile=" + os.path.join(HERE, "ras_decode.flags"), "--beam_size=1"]),
+    # The references keep their rare words and ABS's search blocks [UNK] (NAMAS does):
+    # RAS, which writes [UNK] for many of its words here, searched the same way.
+    (" (k=10, block_unk)", ["--flagfile=" + os.path.join(HERE, "ras_decode.flags"), "--block_unk"]),
 ]
 PG_FLAGS = [
     "--model=pointer_generator",
