@@ -236,6 +236,39 @@ def test_python_api_over_the_saved_model(toy):
         pg.Summarizer.from_saved_model(data.log_root)
 
 
+def test_padded_rows_and_lengths_leave_every_texts_outputs_its_own(toy):
+    """Inside the SavedModel a batch is padded to a power of two of rows (3 -> 4) and to
+    the experiment's length bucket, so that new shapes seldom compile the search; the
+    outputs keep one row per text and the longest article's width."""
+    import tensorflow as tf
+
+    from pointer_generator.serving.saved_model import padded_rows
+
+    assert [int(padded_rows(tf.constant(n))) for n in (1, 2, 3, 4, 5, 8, 9, 33)] == [
+        1, 2, 4, 4, 8, 8, 16, 64,
+    ]  # fmt: skip
+    _, export_dir = toy
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+
+    def plain(out):
+        return {k: v.numpy() for k, v in out.items()}
+
+    together = plain(serve(texts=tf.constant(TEXTS)))
+    assert len(together["tokens"]) == len(TEXTS)
+    longest = int(together["article_length"].max())
+    assert together["article_tokens"].shape[1] == longest
+    assert together["attention"].shape[2] == longest
+    for i, text in enumerate(TEXTS):
+        alone = plain(serve(texts=tf.constant([text])))
+        n = alone["num_tokens"][0]
+        assert together["num_tokens"][i] == n
+        assert list(together["tokens"][i][:n]) == list(alone["tokens"][0][:n])
+        m = alone["article_length"][0]
+        np.testing.assert_allclose(
+            together["attention"][i][:n, :m], alone["attention"][0][:n, :m], atol=1e-5
+        )
+
+
 def test_an_empty_batch_gives_empty_outputs(toy):
     """`serving_default` on an empty batch raised inside the search (issue 27)."""
     _, export_dir = toy

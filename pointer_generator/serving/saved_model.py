@@ -43,6 +43,7 @@ import tensorflow as tf
 from pointer_generator.data import example_ops
 from pointer_generator.data.graph_detokenize import detokenize_batch, restore_case
 from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_texts
+from pointer_generator.data.input_pipeline import encoder_width
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
 from pointer_generator.decoding.decoder import BeamSearchDecoder
 
@@ -50,6 +51,12 @@ SIGNATURE_RAW = "serving_default"
 SIGNATURE_TOKENS = "summarize_tokens"
 # Written beside the SavedModel: what it was exported from and with which settings.
 EXPORT_INFO_FILE = "export_info.json"
+
+
+def padded_rows(n):
+    """The smallest power of two >= n (n a scalar int32 tensor >= 1)."""
+    powers = tf.bitwise.left_shift(1, tf.range(31))
+    return tf.reduce_min(tf.where(powers >= n, powers, powers[-1]))
 
 
 class SummarizerModule(tf.Module):
@@ -94,6 +101,14 @@ class SummarizerModule(tf.Module):
         articles = tf.cond(n > 0, lambda: articles, lambda: tf.constant(["."]))
         if cased is not None:
             cased = tf.cond(n > 0, lambda: cased, lambda: tf.constant(["."]))
+        # Rows padded to a power of two by repeating the last text (its extra rows are
+        # sliced off below): a new number of texts then seldom compiles the search again,
+        # as with `article_texts.batch_rows`.
+        rows = padded_rows(tf.shape(articles)[0])
+        index = tf.minimum(tf.range(rows), tf.shape(articles)[0] - 1)
+        articles = tf.gather(articles, index)
+        if cased is not None:
+            cased = tf.gather(cased, index)
         return {k: v[:n] for k, v in self._summarize_rows(articles, cased).items()}
 
     def _summarize_rows(self, articles, cased):
@@ -112,9 +127,18 @@ class SummarizerModule(tf.Module):
         )
         enc_lens = tf.cast(ex["enc_input"].row_lengths(), tf.int32)
         enc_batch = ex["enc_input"].to_tensor(default_value=PAD_ID)
-        width = tf.shape(enc_batch)[1]
-        mask = tf.sequence_mask(enc_lens, width, tf.float32)
+        width = tf.shape(enc_batch)[1]  # the longest article
         ext = ex["enc_input_extend_vocab"].to_tensor(default_value=PAD_ID)  # [B, width]
+        # Padded to the experiment's length bucket (`encoder_width`), as training and
+        # `pg.Summarizer` pad: a new article length would otherwise compile the search's
+        # XLA parts again (about a second each at toy size).
+        padded = encoder_width(enc_lens, self._decoder.hps)
+        if padded is not None:
+            enc_batch, ext = (
+                tf.pad(x, [[0, 0], [0, padded - width]], constant_values=PAD_ID)
+                for x in (enc_batch, ext)
+            )
+        mask = tf.sequence_mask(enc_lens, tf.shape(enc_batch)[1], tf.float32)
         oovs = ex["art_oovs"].to_tensor(default_value=b"")
         max_oovs = tf.shape(oovs)[1]
         out = self._decoder.search(enc_batch, mask, ext, max_oovs, oovs)
