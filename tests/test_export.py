@@ -269,6 +269,19 @@ def test_padded_rows_and_lengths_leave_every_texts_outputs_its_own(toy):
         )
 
 
+def test_warm_up_runs_every_length_the_export_pads_to(toy):
+    data, export_dir = toy
+    with open(os.path.join(export_dir, "assets", "export_info.json"), encoding="utf-8") as f:
+        lengths = json.load(f)["encoder_lengths"]
+    hps = pg.Summarizer.from_experiment(data.log_root, "exp").decoder.hps
+    from pointer_generator.data.input_pipeline import bucket_lengths
+
+    assert lengths == bucket_lengths(hps.max_enc_steps, hps.length_buckets) and len(lengths) > 1
+    exported = pg.Summarizer.from_saved_model(export_dir, batch_size=2)
+    assert exported.warm_up() == len(lengths)
+    assert exported.warm_up(rows=(1, 2, 8)) == 2 * len(lengths)  # 8 texts: 2 a batch
+
+
 def test_an_empty_batch_gives_empty_outputs(toy):
     """`serving_default` on an empty batch raised inside the search (issue 27)."""
     _, export_dir = toy
@@ -316,8 +329,13 @@ def test_serve_an_exported_model(toy):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=helpers.subprocess_env(),
         cwd=helpers.REPO_ROOT,
     )  # fmt: skip
+    with open(os.path.join(export_dir, "assets", "export_info.json"), encoding="utf-8") as f:
+        lengths = json.load(f)["encoder_lengths"]
     try:
-        line = proc.stdout.readline()  # "Serving DIR on http://HOST:PORT/ (Ctrl-C stops)"
+        # The search is run at every padded length before "Serving DIR on http://...".
+        before = [proc.stdout.readline() for _ in range(2)]
+        assert f"  {len(lengths)} shapes compiled" in before[1], before
+        line = proc.stdout.readline()
         assert "Serving" in line, line + proc.stderr.read()[-2000:]
         url = line.split(" on ")[1].split()[0].rstrip("/")
         request = urllib.request.Request(

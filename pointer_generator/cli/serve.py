@@ -79,11 +79,11 @@ def main(argv: list[str]) -> int:
             **options,
         )
         name = f"{fv.log_root}/{fv.exp_name}"
-        # Compiled now, so that the first requests do not wait for it.
-        print("Compiling the search for each article length ...", flush=True)
-        t0 = time.time()
-        shapes = summarizer.warm_up()
-        print(f"  {shapes} shapes compiled in {time.time() - t0:.1f} s", flush=True)
+    # Compiled now, so that the first requests do not wait for it.
+    print("Compiling the search for each article length ...", flush=True)
+    t0 = time.time()
+    shapes = summarizer.warm_up()
+    print(f"  {shapes} shapes compiled in {time.time() - t0:.1f} s", flush=True)
     service = SummaryService(
         summarizer,
         name=name,

@@ -414,6 +414,16 @@ def bucket_lengths(max_len: int, buckets: int) -> list[int]:
     return sorted(n for n in lengths if 0 < n < max_len) + [max_len]
 
 
+def padded_lengths(hps: HParams) -> list[int] | None:
+    """Every article length `encoder_width` pads to: the length buckets, max_enc_steps
+    alone with static shapes, None with each batch's own longest (static_shapes=False)."""
+    if hps.static_shapes is True:
+        return [hps.max_enc_steps]
+    if hps.static_shapes is False:
+        return None
+    return bucket_lengths(hps.max_enc_steps, hps.length_buckets)
+
+
 def encoder_width(enc_lens, hps: HParams):
     """T_enc of a batch with encoder lengths `enc_lens` [B]: max_enc_steps with
     static_shapes=True, the smallest of `bucket_lengths` that holds the longest article by

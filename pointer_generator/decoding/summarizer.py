@@ -25,6 +25,7 @@ may swap two nearly tied hypotheses (`jit_compile=False` gives decode mode's num
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 import numpy as np
@@ -165,13 +166,12 @@ class Summarizer:
         """Compile the search for every article length bucket at each batch size of
         `rows` now rather than at the first text of that shape (`serve` calls it before
         it says it is serving). Returns the number of shapes compiled."""
-        from pointer_generator.data.input_pipeline import bucket_lengths
+        from pointer_generator.data.input_pipeline import padded_lengths
         from pointer_generator.decoding.article_texts import warm_up
 
         hps = self.decoder.hps
-        lengths = bucket_lengths(hps.max_enc_steps, hps.length_buckets)
-        if hps.static_shapes is not None:  # one length, or none fixed in advance
-            lengths = [hps.max_enc_steps]
+        # None: every batch its own length, none known in advance; the longest then.
+        lengths = padded_lengths(hps) or [hps.max_enc_steps]
         return warm_up(self.decoder, lengths, [min(r, self.batch_size) for r in rows])
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
@@ -221,12 +221,33 @@ class SavedModelSummarizer:
             )
         self._model = tf.saved_model.load(export_dir)
         self._serve = self._model.signatures["serving_default"]
+        from pointer_generator.serving.saved_model import EXPORT_INFO_FILE
+
+        self._info_path = os.path.join(export_dir, "assets", EXPORT_INFO_FILE)
         self.batch_size = batch_size
 
     def check_text(self, text: str) -> None:
         """As `Summarizer.check_text` (the tokenizer in the graph follows the same rules;
         a text it still finds empty fails in `summarize`)."""
         check_text(text)
+
+    def warm_up(self, rows: tuple[int, ...] = (1,)) -> int:
+        """As `Summarizer.warm_up`: one dummy text of each article length the graph pads
+        to (export_info.json's `encoder_lengths`) at each batch size of `rows`. Returns
+        the number of shapes run: 0 for an export that does not list its lengths."""
+        import tensorflow as tf
+
+        try:
+            with open(self._info_path, encoding="utf-8") as f:
+                lengths = json.load(f).get("encoder_lengths")
+        except (OSError, ValueError):
+            lengths = None
+        shapes = 0
+        for n in sorted({min(r, self.batch_size) for r in rows}):
+            for length in lengths or []:
+                self._serve(texts=tf.constant([" ".join(["the"] * length)] * n))
+                shapes += 1
+        return shapes
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (a text with no words is a

@@ -43,7 +43,7 @@ import tensorflow as tf
 from pointer_generator.data import example_ops
 from pointer_generator.data.graph_detokenize import detokenize_batch, restore_case
 from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_texts
-from pointer_generator.data.input_pipeline import encoder_width
+from pointer_generator.data.input_pipeline import encoder_width, padded_lengths
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
 from pointer_generator.decoding.decoder import BeamSearchDecoder
 
@@ -209,6 +209,9 @@ def export_saved_model(decoder: BeamSearchDecoder, export_dir: str, info: dict) 
         SIGNATURE_TOKENS: module.summarize_tokens.get_concrete_function(),
     }
     tf.saved_model.save(module, export_dir, signatures=signatures)
+    # The article lengths the graph pads to (`padded_lengths`), so that a server can
+    # compile each before its first request (`SavedModelSummarizer.warm_up`).
+    info = {**info, "encoder_lengths": padded_lengths(decoder.hps)}
     with open(os.path.join(export_dir, "assets", EXPORT_INFO_FILE), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=2, sort_keys=True)
     return export_dir
