@@ -202,6 +202,11 @@ class Summarizer:
         return out
 
 
+# Written by `serving.saved_model.export_saved_model` in an export's assets: what it was
+# exported from, its settings, and the article lengths its graph pads to.
+EXPORT_INFO_FILE = "export_info.json"
+
+
 class SavedModelSummarizer:
     """`Summarizer`'s interface over an exported SavedModel (`serving_default`: raw text
     in, tokens, attention and p_gens out; its decode settings were fixed at export).
@@ -221,8 +226,6 @@ class SavedModelSummarizer:
             )
         self._model = tf.saved_model.load(export_dir)
         self._serve = self._model.signatures["serving_default"]
-        from pointer_generator.serving.saved_model import EXPORT_INFO_FILE
-
         self._info_path = os.path.join(export_dir, "assets", EXPORT_INFO_FILE)
         self.batch_size = batch_size
 

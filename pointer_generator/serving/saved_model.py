@@ -46,11 +46,10 @@ from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_t
 from pointer_generator.data.input_pipeline import encoder_width, padded_lengths
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
 from pointer_generator.decoding.decoder import BeamSearchDecoder
+from pointer_generator.decoding.summarizer import EXPORT_INFO_FILE
 
 SIGNATURE_RAW = "serving_default"
 SIGNATURE_TOKENS = "summarize_tokens"
-# Written beside the SavedModel: what it was exported from and with which settings.
-EXPORT_INFO_FILE = "export_info.json"
 
 
 def padded_rows(n):
