@@ -293,7 +293,16 @@ class _StubSummarizer:
 def _stub_service(**options):
     from pointer_generator.serving.http_server import SummaryService, make_server
 
-    service = SummaryService(_StubSummarizer(), "stub", max_batch=16, max_wait_s=0.3, **options)
+    # The batcher always waits 0.3 s, so that concurrent requests share batches even
+    # though the stub decodes at once (the isolation of a bad text is what is tested).
+    service = SummaryService(
+        _StubSummarizer(),
+        "stub",
+        max_batch=16,
+        max_wait_s=0.3,
+        wait_for_arrivals_only=False,
+        **options,
+    )
     httpd = make_server(service, "127.0.0.1", 0)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{httpd.server_address[1]}", service, httpd

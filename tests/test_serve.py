@@ -127,3 +127,36 @@ def test_subcommand_modules_run_as_python_m(name):
     assert proc.returncode == 0 and f"pointer-generator {name}" in proc.stdout
     proc = helpers.run_python(["-m", f"pointer_generator.cli.{name}", "--nonsense=1"], timeout=120)
     assert proc.returncode == 2 and "error:" in proc.stderr
+
+
+def test_the_batcher_waits_only_for_requests_on_their_way():
+    """A lone request is decoded at once, not after max_wait_s; requests the server is
+    still receiving (`arriving`) are waited for and share the batch."""
+    import threading
+    import time
+
+    from pointer_generator.serving.batcher import RequestBatcher
+
+    on_the_way = [0]
+    batcher = RequestBatcher(
+        lambda texts: [t.upper() for t in texts], 8, 30.0, arriving=lambda: on_the_way[0]
+    )
+    try:
+        start = time.monotonic()
+        assert batcher.submit(["a"]).result(timeout=20) == ["A"]
+        assert time.monotonic() - start < 20  # not the 30 s wait
+        assert batcher.batch_sizes == [1]
+        # One more request is being received: the first waits for it.
+        on_the_way[0] = 1
+        first = batcher.submit(["b"])
+
+        def second_arrives():
+            time.sleep(0.3)
+            on_the_way[0] = 0
+            batcher.submit(["c", "d"])
+
+        threading.Thread(target=second_arrives).start()
+        assert first.result(timeout=20) == ["B"]
+        assert batcher.batch_sizes == [1, 3]
+    finally:
+        batcher.close()

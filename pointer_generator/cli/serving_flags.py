@@ -28,7 +28,7 @@ def define(fv: flags.FlagValues) -> None:
     flags.DEFINE_float(
         "serve_max_wait_ms",
         10.0,
-        "serve: how long a request waits for others to share its batch.",
+        "serve: how long a request waits for others being received to share its batch.",
         flag_values=fv,
     )
     flags.DEFINE_integer(

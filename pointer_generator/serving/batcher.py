@@ -3,9 +3,13 @@
 Each request (a list of texts) waits in a queue; one worker thread takes the waiting
 requests, up to `max_batch` texts (a request is never split), waiting at most
 `max_wait_s` after the first for others to join, decodes them in one call and hands each
-request its results. A batch that fails is decoded again one request at a time, so a
-text that cannot be summarized fails only its own request; the worker goes on whatever
-happens (`alive` says so, for the server's health check).
+request its results. Given `arriving` (how many requests are being received and will be
+submitted soon: the server counts them), it waits only while some are: a lone client's
+request is decoded at once instead of after `max_wait_s` (on a small model that wait was
+most of its latency), while requests that arrive together still share a batch, and
+those that arrive during a decode form the next one. A batch that fails is decoded again
+one request at a time, so a text that cannot be summarized fails only its own request;
+the worker goes on whatever happens (`alive` says so, for the server's health check).
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ class RequestBatcher:
     summarize: texts -> one result per text, in order (e.g. `Summarizer.summarize`).
     max_batch: the most texts decoded together.
     max_wait_s: how long the first waiting request waits for others.
+    arriving: () -> how many requests are on their way (None: always wait max_wait_s).
     """
 
-    def __init__(self, summarize, max_batch: int = 16, max_wait_s: float = 0.01):
+    def __init__(self, summarize, max_batch: int = 16, max_wait_s: float = 0.01, arriving=None):
         if not (isinstance(max_wait_s, int | float) and math.isfinite(max_wait_s)):
             raise FlagError(f"max_wait_s must be a finite number of seconds, got {max_wait_s}")
         if max_wait_s < 0:
@@ -37,6 +42,7 @@ class RequestBatcher:
         self.summarize = summarize
         self.max_batch = max(1, max_batch)
         self.max_wait_s = max_wait_s
+        self.arriving = arriving
         self._queue: collections.deque = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
@@ -53,6 +59,11 @@ class RequestBatcher:
             self._queue.append((list(texts), future))
             self._cond.notify()
         return future
+
+    def recheck(self) -> None:
+        """Wake a worker that waits for requests to join, to ask `arriving` again."""
+        with self._cond:
+            self._cond.notify()
 
     @property
     def alive(self) -> bool:
@@ -78,6 +89,8 @@ class RequestBatcher:
                 left = deadline - time.monotonic()
                 if size >= self.max_batch or left <= 0 or self._closed:
                     break
+                if self.arriving is not None and self.arriving() <= 0:
+                    break  # nobody else is on the way: waiting would only add latency
                 self._cond.wait(left)
             group, size = [], 0
             while self._queue and (not group or size + len(self._queue[0][0]) <= self.max_batch):

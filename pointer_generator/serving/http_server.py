@@ -25,6 +25,7 @@ one model anyway, so a web framework would add a dependency and no speed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -56,6 +57,8 @@ class SummaryService:
       max_body_bytes: the largest request body; timeout_s: how long a request may wait.
       read_timeout_s: how long a connection may take to send its request;
       max_connections: connections served at once.
+      wait_for_arrivals_only: the batcher waits up to max_wait_s only while other
+        requests are being received (False: always, the earlier behaviour).
     """
 
     def __init__(
@@ -70,12 +73,32 @@ class SummaryService:
         timeout_s: float = 600.0,
         read_timeout_s: float = 30.0,
         max_connections: int = 256,
+        wait_for_arrivals_only: bool = True,
     ):
         self.summarizer, self.name = summarizer, name
         self.read_timeout_s, self.max_connections = read_timeout_s, max_connections
-        self.batcher = RequestBatcher(summarizer.summarize, max_batch, max_wait_s)
+        # Requests being read and checked: the batcher waits for them, and only them.
+        self._arriving, self._arriving_lock = 0, threading.Lock()
+        self.batcher = RequestBatcher(
+            summarizer.summarize,
+            max_batch,
+            max_wait_s,
+            arriving=(lambda: self._arriving) if wait_for_arrivals_only else None,
+        )
         self.max_chars, self.max_texts = max_chars, max_texts
         self.max_body_bytes, self.timeout_s = max_body_bytes, timeout_s
+
+    @contextlib.contextmanager
+    def arriving(self):
+        """Counts a request as on its way to the batcher while it is read and checked."""
+        with self._arriving_lock:
+            self._arriving += 1
+        try:
+            yield
+        finally:
+            with self._arriving_lock:
+                self._arriving -= 1
+            self.batcher.recheck()  # a waiting batcher sees who is still coming
 
     def parse(self, body: bytes) -> tuple[list[str], bool]:
         """(texts, attention_page) of a request body; RequestError when it is bad."""
@@ -240,7 +263,8 @@ class Handler(BaseHTTPRequestHandler):
                     HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                     f"the body has {n:,} bytes; the limit is {self.service.max_body_bytes:,}",
                 )
-            texts, page = self.service.parse(self.rfile.read(max(n, 0)))
+            with self.service.arriving():
+                texts, page = self.service.parse(self.rfile.read(max(n, 0)))
             self._json(HTTPStatus.OK, self.service.summarize(texts, page))
         except RequestError as e:
             self._json(e.status, {"error": str(e)})
