@@ -189,6 +189,11 @@ def orderings(results: dict, ppl: dict) -> list[tuple[str, bool | None, str]]:
                   r1(abs_att, "gigaword"))  # fmt: skip
         check(f"Gigaword-style R-1: RAS-Elman (k=10) > ABS{recipe}",
               r1(f"{elman} (k=10)", "gigaword"), r1(abs_att, "gigaword"))  # fmt: skip
+        # The same with RAS's search blocking [UNK] as ABS's does (the references keep
+        # their words: an [UNK] never matches).
+        check(f"Gigaword-style R-1: RAS-Elman (k=10, [UNK] blocked) > ABS{recipe}",
+              r1(f"{elman} (k=10, block_unk)", "gigaword"),
+              r1(abs_att, "gigaword"))  # fmt: skip
         check(f"Gigaword-style R-1: RAS-Elman beam 10 > greedy{recipe}",
               r1(f"{elman} (k=10)", "gigaword"), r1(f"{elman} (k=1)", "gigaword"))  # fmt: skip
         check(f"Gigaword-style R-1: RAS-Elman > RAS-LSTM (k=10){recipe}",
