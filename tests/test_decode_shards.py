@@ -52,7 +52,13 @@ def test_two_processes_decode_what_one_does(tmp_path):
         for i in range(2)
     ]
     outputs = [p.communicate(timeout=600)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs), outputs
+    # Each failing shard's exit status and the end of its output (where its error is).
+    failed = [
+        f"shard {i} exited {p.returncode}:\n{out[-3000:]}"
+        for i, (p, out) in enumerate(zip(procs, outputs, strict=True))
+        if p.returncode != 0
+    ]
+    assert not failed, "\n".join(failed)
     assert sum("Merged 2 shards: 7 examples" in out for out in outputs) == 1, outputs
     two = _folder(other_root, "exp")
     assert not os.path.exists(os.path.join(two, decode_shards.SHARDS_SUBDIR))
