@@ -90,7 +90,7 @@ class Trainer:
         of ints): the first step of each compiles.
         """
         out = self._step_fn(iterator)
-        shape = tuple(int(d) for d in out.pop("batch_shape"))
+        shape = tuple(out.pop("batch_shape").numpy().tolist())  # one copy, not one per dim
         metrics = {k: float(v) for k, v in out.items()}
         metrics["finite"] = bool(metrics["finite"])
         metrics["batch_shape"] = shape
