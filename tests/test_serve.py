@@ -60,6 +60,9 @@ def test_the_json_endpoint_equals_the_python_api(server):
     for got, w in zip(body["summaries"], want, strict=True):
         assert got["tokens"] == w.tokens and got["summary"] == w.text
         assert len(got["attention"]) == len(w.tokens) and len(got["p_gens"]) == len(w.tokens)
+        # Each value is the float32 value rounded to 6 decimals, as Python's round does.
+        assert got["attention"] == [[round(float(v), 6) for v in row] for row in w.attention]
+        assert got["p_gens"] == [round(float(v), 6) for v in w.p_gens]
     with urllib.request.urlopen(url + "/healthz", timeout=30) as r:
         assert json.loads(r.read())["status"] == "ok"
 

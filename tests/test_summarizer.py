@@ -103,3 +103,28 @@ def test_new_lengths_and_counts_compile_nothing_after_warm_up(trained):
     together = [r.tokens for r in summarizer.summarize(texts[:3])]
     assert search.experimental_get_tracing_count() == traces
     assert together == alone[:3]
+
+
+def test_a_checked_text_is_tokenized_once(trained, monkeypatch):
+    """`serve` checks each text (tokenizing it) before `summarize`: the check's tokens are
+    reused, once, and give the summary of an unchecked call; other texts are tokenized as
+    before, with errors naming their position."""
+    from pointer_generator.data import stories
+
+    summarizer = pg.Summarizer.from_experiment(
+        trained.log_root, "exp", beam_size=2, min_dec_steps=1, max_dec_steps=5
+    )
+    plain = [r.tokens for r in summarizer.summarize(TEXTS[:2])]
+    tokenized = []
+    real = stories.texts_to_examples
+    monkeypatch.setattr(
+        stories, "texts_to_examples", lambda texts: tokenized.extend(texts) or real(texts)
+    )
+    summarizer.check_text(TEXTS[0])
+    assert tokenized == [TEXTS[0]]
+    assert [r.tokens for r in summarizer.summarize(TEXTS[:2])] == plain
+    assert tokenized == [TEXTS[0], TEXTS[1]]  # the checked text was not tokenized again
+    assert [r.tokens for r in summarizer.summarize(TEXTS[:1])] == plain[:1]
+    assert tokenized == [TEXTS[0], TEXTS[1], TEXTS[0]]  # its tokens were used once
+    with pytest.raises(pg.PointerGeneratorError, match="text 2: no article"):
+        summarizer.summarize([TEXTS[0], "   "])

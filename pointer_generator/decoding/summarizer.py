@@ -24,9 +24,11 @@ may swap two nearly tied hypotheses (`jit_compile=False` gives decode mode's num
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
+import threading
 
 import numpy as np
 
@@ -76,8 +78,9 @@ class SummaryResult:
         )
 
 
-def check_text(text: str) -> None:
-    """DataError unless `text` is a str with words to summarize once tokenized."""
+def check_text(text: str) -> tuple[str, str]:
+    """DataError unless `text` is a str with words to summarize once tokenized; returns
+    its example (article, abstract) as `articles_of_texts` makes it."""
     from pointer_generator.data.stories import articles_of_texts
     from pointer_generator.errors import DataError
 
@@ -91,9 +94,34 @@ def check_text(text: str) -> None:
             f"{e.start}"
         ) from None
     try:
-        articles_of_texts([text])
+        return articles_of_texts([text])[0]
     except DataError:
         raise DataError("no article text to summarize (no words once tokenized)") from None
+
+
+class CheckedTexts:
+    """The examples of the texts `Summarizer.check_text` tokenized lately, for the
+    `summarize` call that follows: `serve` checks each text before it joins a batch, and
+    tokenizing it again there cost a lone client's request up to a millisecond and a
+    half (an 800-word article). Thread-safe (the server checks texts on its connection
+    threads, the batcher summarizes them on its own); at most `size` texts are kept,
+    the oldest dropped first."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._examples: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, text: str, example: tuple[str, str]) -> None:
+        with self._lock:
+            self._examples[text] = example
+            self._examples.move_to_end(text)
+            while len(self._examples) > self.size:
+                self._examples.popitem(last=False)
+
+    def take(self, text: str) -> tuple[str, str] | None:
+        with self._lock:
+            return self._examples.pop(text, None)
 
 
 class Summarizer:
@@ -107,6 +135,7 @@ class Summarizer:
     def __init__(self, decoder, batch_size: int = 16):
         self.decoder = decoder
         self.batch_size = batch_size
+        self._checked = CheckedTexts()
 
     @classmethod
     def from_experiment(
@@ -159,8 +188,9 @@ class Summarizer:
 
     def check_text(self, text: str) -> None:
         """DataError when `text` has nothing to summarize (no words once tokenized:
-        markup such as `&nbsp;`, only `@highlight`, invisible characters)."""
-        check_text(text)
+        markup such as `&nbsp;`, only `@highlight`, invisible characters). The text's
+        tokens are kept for the `summarize` call that follows."""
+        self._checked.put(text, check_text(text))
 
     def warm_up(self, rows: tuple[int, ...] = (1,)) -> int:
         """Compile the search for every article length bucket at each batch size of
@@ -182,7 +212,12 @@ class Summarizer:
         if isinstance(texts, str):
             texts = [texts]
         texts = list(texts)
-        examples = articles_of_texts(texts)
+        examples = [self._checked.take(t) if isinstance(t, str) else None for t in texts]
+        todo = [i for i, e in enumerate(examples) if e is None]
+        if todo:
+            made = articles_of_texts([texts[i] for i in todo], [f"text {i + 1}" for i in todo])
+            for i, example in zip(todo, made, strict=True):
+                examples[i] = example
         summaries = summarize_examples(self.decoder, examples, self.batch_size)
         out = []
         max_enc = self.decoder.hps.max_enc_steps
