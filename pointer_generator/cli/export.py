@@ -119,7 +119,7 @@ def main(argv: list[str]) -> int:
         exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
     )
     hps, vocab, checkpoint = trained.hps, trained.vocab, trained.checkpoint
-    decoder = trained.decoder(configs.search_settings(fv))
+    decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
     info = {
         "experiment": os.path.abspath(os.path.join(fv.log_root, fv.exp_name)),
         "checkpoint": os.path.abspath(checkpoint),
