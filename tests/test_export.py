@@ -336,22 +336,25 @@ def test_a_bad_text_fails_only_its_own_request_over_the_saved_model(toy):
 
 
 def test_serve_an_exported_model(toy):
-    """`pointer-generator serve --saved_model=DIR`: the server over the SavedModel alone."""
+    """`pointer-generator serve --saved_model=DIR`: the server over the SavedModel alone,
+    with every batch size up to --serve_max_batch compiled before it serves."""
     import urllib.request
 
     data, export_dir = toy
     proc = subprocess.Popen(
         [sys.executable, "-m", "pointer_generator.cli.serve", f"--saved_model={export_dir}",
-         "--serve_port=0"],
+         "--serve_port=0", "--serve_warm_up_batches", "--serve_max_batch=2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=helpers.subprocess_env(),
         cwd=helpers.REPO_ROOT,
     )  # fmt: skip
     with open(os.path.join(export_dir, "assets", "export_info.json"), encoding="utf-8") as f:
         lengths = json.load(f)["encoder_lengths"]
     try:
-        # The search is run at every padded length before "Serving DIR on http://...".
+        # The search is run at every padded length, for batches of 1 and 2 texts,
+        # before "Serving DIR on http://...".
         before = [proc.stdout.readline() for _ in range(2)]
-        assert f"  {len(lengths)} shapes compiled" in before[1], before
+        assert "and batches of 1, 2 texts" in before[0], before
+        assert f"  {2 * len(lengths)} shapes compiled" in before[1], before
         line = proc.stdout.readline()
         assert "Serving" in line, line + proc.stderr.read()[-2000:]
         url = line.split(" on ")[1].split()[0].rstrip("/")

@@ -128,3 +128,11 @@ def test_a_checked_text_is_tokenized_once(trained, monkeypatch):
     assert tokenized == [TEXTS[0], TEXTS[1], TEXTS[0]]  # its tokens were used once
     with pytest.raises(pg.PointerGeneratorError, match="text 2: no article"):
         summarizer.summarize([TEXTS[0], "   "])
+
+
+@pytest.mark.parametrize("batch_size, rows", [(16, (1, 2, 4, 8, 16)), (6, (1, 2, 4, 6)), (1, (1,))])
+def test_warm_up_rows_cover_every_batch_size(batch_size, rows):
+    from pointer_generator.decoding.article_texts import all_batch_rows, batch_rows
+
+    assert all_batch_rows(batch_size) == rows
+    assert {batch_rows(n, batch_size) for n in range(1, batch_size + 1)} == set(rows)

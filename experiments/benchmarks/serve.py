@@ -91,6 +91,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     common.import_tensorflow()
     import pointer_generator as pg
+    from pointer_generator.decoding.article_texts import all_batch_rows
     from pointer_generator.serving.http_server import SummaryService, make_server
 
     with tempfile.TemporaryDirectory() as work:
@@ -99,12 +100,16 @@ def main(argv=None) -> int:
         else:
             log_root, exp, data = _toy_experiment(work, args.train_steps)
         texts = _articles(data, args.requests)
-        summarizer = pg.Summarizer.from_experiment(log_root, exp, beam_size=args.beam_size)
+        summarizer = pg.Summarizer.from_experiment(
+            log_root, exp, beam_size=args.beam_size, batch_size=args.max_batch
+        )
+        # Every batch size at every article length compiled first (as `serve
+        # --serve_warm_up_batches` does): the figures are of the steady state.
+        summarizer.warm_up(all_batch_rows(args.max_batch))
         service = SummaryService(summarizer, exp, max_batch=args.max_batch, max_wait_s=0.01)
         server = make_server(service, "127.0.0.1", 0)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{server.server_address[1]}/api/summarize"
-        _load(url, texts[: args.max_batch * 2], args.max_batch)  # compile the shapes
         figures = {}
         for clients in (1, 8):
             figures[f"{clients}_clients"] = _load(url, texts, clients)

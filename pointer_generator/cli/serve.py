@@ -80,9 +80,19 @@ def main(argv: list[str]) -> int:
         )
         name = f"{fv.log_root}/{fv.exp_name}"
     # Compiled now, so that the first requests do not wait for it.
-    print("Compiling the search for each article length ...", flush=True)
+    rows = (1,)
+    if fv.serve_warm_up_batches:
+        from pointer_generator.decoding.article_texts import all_batch_rows
+
+        rows = all_batch_rows(fv.serve_max_batch)
+    print(
+        "Compiling the search for each article length"
+        + (f" and batches of {', '.join(map(str, rows))} texts" if len(rows) > 1 else "")
+        + " ...",
+        flush=True,
+    )
     t0 = time.time()
-    shapes = summarizer.warm_up()
+    shapes = summarizer.warm_up(rows)
     print(f"  {shapes} shapes compiled in {time.time() - t0:.1f} s", flush=True)
     service = SummaryService(
         summarizer,

@@ -34,6 +34,14 @@ def define(fv: flags.FlagValues) -> None:
     flags.DEFINE_integer(
         "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
     )
+    flags.DEFINE_boolean(
+        "serve_warm_up_batches",
+        False,
+        "serve: before serving, compile the search for batches of several texts too (2, 4, "
+        "... up to --serve_max_batch, at every article length) instead of at the first "
+        "batch of each size; start-up takes that many times longer.",
+        flag_values=fv,
+    )
     flags.DEFINE_string(
         "saved_model",
         "",

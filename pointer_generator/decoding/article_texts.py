@@ -29,6 +29,12 @@ def batch_rows(n: int, batch_size: int) -> int:
     return min(rows, max(batch_size, n))
 
 
+def all_batch_rows(batch_size: int) -> tuple[int, ...]:
+    """Every row count a batch of 1 to batch_size texts is padded to (`batch_rows`):
+    (1, 2, 4, 8, 16) for 16; what `warm_up` compiles for batches of any size."""
+    return tuple(sorted({batch_rows(n, batch_size) for n in range(1, batch_size + 1)}))
+
+
 def summarize_examples(
     decoder: BeamSearchDecoder, examples: list[tuple[str, str]], batch_size: int = 32
 ) -> list[Summary]:
