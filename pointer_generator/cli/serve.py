@@ -7,7 +7,10 @@
 Open http://HOST:PORT/ for the page (paste an article; the summary and the attention
 view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
 (`pointer_generator/serving/http_server.py` documents the JSON). Requests of all
-clients are decoded together in batches of up to --serve_max_batch texts. The model
+clients are decoded together in batches of up to --serve_max_batch texts; the search is
+compiled for one text at every article length before serving, and with
+--serve_warm_up_batches for every batch size too (else each size compiles at its first
+batch). The model
 flags and the vocabulary come from the experiment (settings.json); --beam_size,
 --min_dec_steps, --max_dec_steps, --block_unk and --feature_weights apply to the search.
 With --saved_model the server runs a model written by `pointer-generator export`
