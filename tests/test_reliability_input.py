@@ -464,7 +464,11 @@ def test_empty_references_skip_rouge_in_decode_and_are_an_error_for_rouge(
         rouge.rouge_eval(str(ref), str(dec), rouge_dir="/nonexistent")  # fails before Perl
 
 
-def test_closed_stdin_help_truncated_gzip_and_a_huge_beam(setup, capfd, tmp_path, monkeypatch):
+def test_closed_stdin_help_truncated_gzip_and_a_huge_beam(
+    setup, capfd, tmp_path, monkeypatch, mixed_data
+):
+    # mixed_data: the trained "mixed" experiment the huge beam is refused for (the test
+    # failed alone, when no other test had made it).
     import gzip
     import sys
 
