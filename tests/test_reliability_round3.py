@@ -710,6 +710,31 @@ def test_new_output_files_are_checked_first_and_never_overwritten(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".new")]  # kept, not lost
 
 
+def test_files_written_by_several_processes_at_once_never_fail(tmp_path):
+    """Decode shards write the same decode_inputs.json at once: each write goes through
+    its own temporary file (a shared `path.tmp` made one shard's rename fail with
+    FileNotFoundError, exit 3, about one full test run in three). Threads race the same
+    way: every write succeeds, the file holds one whole text, no temporary is left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pointer_generator.runtime import staging
+
+    path = str(tmp_path / "decode_inputs.json")
+    texts = [json.dumps({"writer": i, "pad": "x" * 5000}) for i in range(8)]
+
+    def write(i):
+        for _ in range(100):
+            staging.replace_file(path, texts[i])
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(8)))  # re-raises any writer's error
+    with open(path, encoding="utf-8") as f:
+        assert f.read() in texts
+    assert os.listdir(tmp_path) == ["decode_inputs.json"]
+    with pytest.raises(OSError):
+        staging.replace_file(str(tmp_path / "no" / "such.json"), "{}")
+
+
 def test_tune_features_checks_weights_out_before_decoding(trained, tmp_path):
     root = _copy(trained, "abs_like")
     path = os.path.join(root, "settings.json")

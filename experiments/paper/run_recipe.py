@@ -40,6 +40,7 @@ from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
+from pointer_generator.runtime import staging
 
 STATE_FILE = "recipe_state.json"
 LOGS_SUBDIR = "recipe_logs"
@@ -93,10 +94,7 @@ class State:
     def _save(self) -> None:
         if self.dry_run:
             return
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.data, f, indent=2)
-        os.replace(tmp, self.path)
+        staging.replace_file(self.path, json.dumps(self.data, indent=2))
 
 
 # ---------------------------------------------------------------------------------------

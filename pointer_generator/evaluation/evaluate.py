@@ -24,7 +24,7 @@ from pointer_generator.errors import CheckpointError, DataError, OutputError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
-from pointer_generator.runtime import checkpointing, interrupts, locks, summaries
+from pointer_generator.runtime import checkpointing, interrupts, locks, staging, summaries
 from pointer_generator.runtime.experiment import Experiment
 
 log = logging.getLogger(__name__)
@@ -338,11 +338,8 @@ def single_pass(
         result["loss_other_articles"] = other
         result["input_gap"] = other - loss
     text = "".join(f"{k}: {v}\n" for k, v in result.items())
-    tmp = exp.single_pass_loss + ".tmp"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, exp.single_pass_loss)
+        staging.replace_file(exp.single_pass_loss, text)
     except OSError as e:
         raise OutputError(f"cannot write {exp.single_pass_loss}: {e.strerror or e}") from None
     line = (

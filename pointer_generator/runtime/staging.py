@@ -8,6 +8,7 @@ are provably the project's own leftovers are ever deleted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -106,3 +107,20 @@ def write_new_file(path: str, text: str, flag: str) -> None:
             f"was written to {kept}"
         ) from None
     os.remove(tmp)
+
+
+def replace_file(path: str, text: str) -> None:
+    """Write `text` to `path` atomically, replacing what is there: through a temporary
+    file of this call's own beside it (a fixed name such as `path.tmp` is raced by
+    processes writing the same file at once, e.g. decode shards, and one's rename then
+    finds the other's file gone). OSError as `open` raises it; no temporary is left."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise

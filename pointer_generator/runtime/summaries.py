@@ -19,6 +19,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from pointer_generator.errors import OutputError
+from pointer_generator.runtime import staging
 from pointer_generator.runtime.checkpointing import write_failure_reason
 
 LOSS = "seq2seq/loss/loss"
@@ -149,10 +150,7 @@ def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) ->
         f"  metadata_path: {_quote(metadata_file)}\n"
         "}\n"
     )
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    staging.replace_file(path, text)
     return path
 
 
