@@ -18,6 +18,7 @@ import pointer_generator as pg
 from pointer_generator.cli import entry
 from pointer_generator.data.binfile import write_bin
 from pointer_generator.data.stories import texts_to_examples
+from pointer_generator.data.vocab import SPECIAL_TOKENS
 from tests import helpers
 
 # Run in a fresh interpreter: any import of this package fails, so the SavedModel must
@@ -110,7 +111,7 @@ def test_exported_model_summarizes_like_the_command_line(toy, tmp_path, capfd):
         assert out["scores"][i] == pytest.approx(want.score, abs=1e-5)
     # Article OOVs come back as the article's words, with ids past the vocabulary.
     vocab_size = 100  # the 4 special tokens and the vocab file's first 96 words
-    known = set(data.words[: vocab_size - 4])
+    known = set(data.words[: vocab_size - 4]) | set(SPECIAL_TOKENS)  # [UNK] is id 0
     ids, tokens = np.array(out["token_ids"]), np.array(out["tokens"])
     for i in range(len(TEXTS)):
         for t, w in zip(ids[i][: out["num_tokens"][i]], tokens[i], strict=False):

@@ -106,7 +106,11 @@ def test_one_step_is_clip_by_global_norm_then_tf1_adagrad(trainer):
         )
 
 
-def test_loss_decreases_on_a_repeated_batch(trainer):
+def test_loss_decreases_on_a_repeated_batch():
+    # A trainer of its own: the shared one's Adagrad accumulators grow with every test
+    # that steps it, and in another test order its 25 steps descended less.
+    keras.utils.set_random_seed(5)
+    trainer = train.Trainer(helpers.hparams(max_grad_norm=0.1, lr=0.15), 100)
     it = helpers.repeat_iterator(helpers.numpy_batch(4, 100, seed=12))
     losses = [trainer.train_step(it)["loss"] for _ in range(25)]
     assert all(np.isfinite(losses))
