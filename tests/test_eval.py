@@ -58,8 +58,13 @@ def _save_train_checkpoint(trainer, ckpts, step, seed):
     return ckpts.save()
 
 
-def test_concurrent_eval_waits_then_evaluates_and_keeps_best_models(setup):
-    data, exp, trainer, ckpts, evaluator, vocab = setup
+def test_concurrent_eval_waits_then_evaluates_and_keeps_best_models(setup, tmp_path):
+    data, _, trainer, _, evaluator, vocab = setup
+    # An experiment of its own: waiting needs a train folder without checkpoints, and the
+    # module's gets them from the other tests, in whatever order they run.
+    exp = Experiment(str(tmp_path / "exp"))
+    os.makedirs(exp.eval_dir)
+    ckpts = checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step)
     # No checkpoint yet: the eval job waits; one appears 1.5 s later.
     timer = threading.Timer(1.5, _save_train_checkpoint, (trainer, ckpts, 5, 0))
     timer.start()
