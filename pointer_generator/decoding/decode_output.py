@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 
 from pointer_generator.data.vocab import UNK_ID, Vocab
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime import staging
 
 REFERENCE_SUBDIR = "reference"
 DECODED_SUBDIR = "decoded"
@@ -54,32 +54,9 @@ def make_html_safe(text: str) -> str:
 P_GENS_FILE = "p_gens.tsv"  # per example: index, mean p_gen, steps
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Write `text` (UTF-8) to `path` so that `path` is either absent/old or complete.
-
-    The temporary file starts with "." so it never matches the `(\\d+)_decoded.txt` /
-    `#ID#_reference.txt` patterns pyrouge uses (they are only anchored at the start).
-    """
-    directory, name = os.path.split(path)
-    while True:
-        tmp = os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-        try:
-            # os.open rather than mkstemp: mkstemp's 0600 would ignore the umask.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        # Also on KeyboardInterrupt: leave no temporary behind.
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+# Decode files are written as every file the project replaces: atomically, through a
+# temporary of the call's own (runtime/staging.py).
+atomic_write_text = staging.replace_file
 
 
 # The temporary names atomic_write_text uses: `.<name>.<pid>-<8 hex digits>.tmp`.

@@ -59,18 +59,11 @@ def pinned_checkpoint(path: str, newest: str) -> tuple[str, bool]:
                     return json.load(f)["checkpoint"], False
             except (ValueError, KeyError, TypeError):
                 time.sleep(0.1)
-        os.replace(_write_tmp(path, text), path)  # unreadable: ours from now on
+        decode_output.atomic_write_text(path, text)  # unreadable: ours from now on
         return newest, True
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     return newest, True
-
-
-def _write_tmp(path: str, text: str) -> str:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    return tmp
 
 
 def unpin(path: str) -> None:

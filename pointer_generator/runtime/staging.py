@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -110,17 +111,31 @@ def write_new_file(path: str, text: str, flag: str) -> None:
 
 
 def replace_file(path: str, text: str) -> None:
-    """Write `text` to `path` atomically, replacing what is there: through a temporary
-    file of this call's own beside it (a fixed name such as `path.tmp` is raced by
-    processes writing the same file at once, e.g. decode shards, and one's rename then
-    finds the other's file gone). OSError as `open` raises it; no temporary is left."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    """Write `text` (UTF-8) to `path` atomically, replacing what is there: `path` is
+    either absent/old or complete, never partial.
+
+    The temporary beside it is this call's own, `.<name>.<pid>-<8 hex digits>.tmp`: a
+    fixed name such as `path.tmp` is raced by processes that write the same file at once
+    (decode shards, their shared `decode_inputs.json`), and one's rename then finds the
+    other's file gone. It starts with "." so that it never matches the
+    `(\\d+)_decoded.txt` / `#ID#_reference.txt` patterns pyrouge uses (anchored at the
+    start only), and it is removed whatever interrupts the write (Ctrl-C included)."""
+    directory, name = os.path.split(path)
+    while True:
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            # os.open rather than mkstemp: mkstemp's 0600 would ignore the umask.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.remove(tmp)
+            os.unlink(tmp)
         raise
