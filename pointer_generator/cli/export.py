@@ -19,8 +19,8 @@ import os
 import shutil
 import time
 
-from pointer_generator.errors import FlagError
-from pointer_generator.runtime import staging
+from pointer_generator.errors import FlagError, OutputError
+from pointer_generator.runtime import owned_files, staging
 
 # The flags that matter for export, in the order `--help` lists them.
 HELP_FLAGS = {
@@ -140,7 +140,16 @@ def main(argv: list[str]) -> int:
     tmp = staging.make(parent, STAGING_KIND)
     start = time.time()
     try:
-        export_saved_model(decoder, tmp, info)
+        try:
+            export_saved_model(decoder, tmp, info)
+        except Exception as e:
+            reason = owned_files.write_failure(e)
+            if reason is None:
+                raise
+            raise OutputError(
+                f"cannot write the SavedModel beside {export_dir} ({reason}); nothing was "
+                "written there: free space (or fix the permissions) and export again"
+            ) from None
         _move_into_place(tmp, export_dir)
     finally:
         if os.path.isdir(tmp):

@@ -126,11 +126,9 @@ class Vocab:
         """All words in id order (ids 0 .. size-1)."""
         return list(self._id_to_word)
 
-    def write_metadata(self, path: str) -> None:
-        """One word per line in id order, for the TensorBoard embedding projector."""
-        with open(path, "w", encoding="utf-8") as f:
-            for w in self._id_to_word:
-                f.write(w + "\n")
+    def metadata_text(self) -> str:
+        """One word per line in id order: the TensorBoard embedding projector's labels."""
+        return "".join(w + "\n" for w in self._id_to_word)
 
 
 def article2ids(article_words: list[str], vocab: Vocab) -> tuple[list[int], list[str]]:

@@ -23,6 +23,7 @@ import numpy as np
 from pointer_generator.data.vocab import ascii_split
 from pointer_generator.decoding.decode_output import atomic_write_text
 from pointer_generator.errors import DataError
+from pointer_generator.runtime import owned_files
 
 # Probabilities may overshoot [0, 1] by float rounding; beyond this something is wrong.
 RANGE_TOLERANCE = 1e-3
@@ -163,7 +164,7 @@ def write_attention_page(path: str, data: dict, title: str = "Attention visualis
     """Write the self-contained page for one example to `path`."""
     directory = os.path.dirname(path)
     if directory:
-        os.makedirs(directory, exist_ok=True)
+        owned_files.make_dir(directory)
     atomic_write_text(path, render_attention_page(data, title))
 
 

@@ -18,7 +18,7 @@ import logging
 import os
 
 from pointer_generator.decoding import decode_output
-from pointer_generator.runtime import staging
+from pointer_generator.runtime import owned_files, staging
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def folder_for(base: str, record: dict) -> str:
 
 
 def _write(directory: str, record: dict) -> None:
-    os.makedirs(directory, exist_ok=True)
+    owned_files.make_dir(directory)
     # Shards of one decode write the same record at once: each through its own temporary.
     staging.replace_file(
         os.path.join(directory, RECORD_FILE), json.dumps(record, indent=1, sort_keys=True)

@@ -29,7 +29,7 @@ from pointer_generator.decoding.replicated import ReplicatedDecoder
 from pointer_generator.decoding.trained import load_weights, open_trained
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.runtime import experiment_settings, interrupts, locks
+from pointer_generator.runtime import experiment_settings, interrupts, locks, owned_files
 from pointer_generator.runtime.devices import local_mirrored_strategy
 from pointer_generator.runtime.progress import CountProgress
 
@@ -92,10 +92,10 @@ def decode_single_pass(
         decode_output.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
     progress = CountProgress("decoded", total, unit="articles", already=done)
     pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
-    os.makedirs(decode_dir, exist_ok=True)
+    owned_files.make_dir(decode_dir)
     p_gens_path = os.path.join(decode_dir, P_GENS_FILE)
     _drop_partial_last_line(p_gens_path)
-    with open(p_gens_path, "a", encoding="utf-8") as p_gen_file:
+    with owned_files.open_in_place(p_gens_path, "a") as p_gen_file:
         for ex, (batch, i, summary) in enumerate(
             decoder.decode_stream(dataset, skip=done), start=done
         ):
@@ -190,7 +190,7 @@ def score(decode_dir: str) -> str | None:
 def _drop_partial_last_line(path: str) -> None:
     """Cut a line that an interrupted run left half-written at the end of `path`."""
     try:
-        with open(path, "rb+") as f:
+        with owned_files.open_in_place(path, "r+b") as f:
             data = f.read()
             if data and not data.endswith(b"\n"):
                 f.truncate(data.rfind(b"\n") + 1)
@@ -233,7 +233,7 @@ def decode_forever(
     """The original's concurrent decoding: log random examples and write the attention
     data of each, reloading the newest checkpoint every 60 s. Returns examples decoded
     (only ends when `max_examples` > 0 is reached or the data runs out)."""
-    os.makedirs(decode_dir, exist_ok=True)
+    owned_files.make_dir(decode_dir)
     hps, vocab = decoder.hps, decoder.vocab
     last_load, count = time.time(), 0
     for batch in dataset:
@@ -350,7 +350,14 @@ def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]
     else:
         note = "" if ckpt == newest else f"; newer now: {newest}"
         print(f"Using {ckpt}, pinned by the first shard ({pin}{note})", flush=True)
-        if checkpointing.checkpoint_scan.damage(ckpt) is not None:
+        scan = checkpointing.checkpoint_scan
+        if scan.foreign(exp.train_dir, [os.path.normpath(ckpt)], scan.TRAIN_NAMES):
+            raise CheckpointError(
+                f"the decode shards' pin file {pin} names {ckpt}, which is not a checkpoint "
+                f"of {exp.train_dir}; remove the pin file and the decode folder's shards/, "
+                "and run every shard again"
+            )
+        if scan.damage(ckpt) is not None:
             raise CheckpointError(
                 f"the decode shards share checkpoint {ckpt} (pinned by the first shard in "
                 f"{pin}), which is gone or damaged, rotated away by training perhaps; "
@@ -371,7 +378,7 @@ def _decode_shard(
     directory = decode_shards.shard_dir(decode_dir, i, n)
     total = count_examples(cfg.data_path)
     mine = None if total is None else len(range(i, total, n))
-    os.makedirs(directory, exist_ok=True)
+    owned_files.make_dir(directory)
     locks.acquire(directory, "decode shard", f"run each --decode_shard once (this is {i} of {n})")
     try:
         with _write_errors(directory, "run the same command again: it resumes"):

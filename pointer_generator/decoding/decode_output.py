@@ -22,7 +22,7 @@ import re
 
 from pointer_generator.data.vocab import UNK_ID, Vocab
 from pointer_generator.errors import FlagError
-from pointer_generator.runtime import staging
+from pointer_generator.runtime import owned_files, staging
 
 REFERENCE_SUBDIR = "reference"
 DECODED_SUBDIR = "decoded"
@@ -97,8 +97,8 @@ def write_for_rouge(
         decoded_sents = [make_html_safe(s) for s in decoded_sents]
     ref_dir = os.path.join(decode_dir, REFERENCE_SUBDIR)
     dec_dir = os.path.join(decode_dir, DECODED_SUBDIR)
-    os.makedirs(ref_dir, exist_ok=True)
-    os.makedirs(dec_dir, exist_ok=True)
+    owned_files.make_dir(ref_dir)
+    owned_files.make_dir(dec_dir)
     atomic_write_text(os.path.join(ref_dir, REFERENCE_NAME % ex_index), "\n".join(reference_sents))
     atomic_write_text(os.path.join(dec_dir, DECODED_NAME % ex_index), "\n".join(decoded_sents))
 
@@ -112,7 +112,7 @@ def write_readable(decoded_words: list[str], ex_index: int, decode_dir: str) -> 
 
     sentences = [detokenize(s.split()) for s in split_sentences(decoded_words)]
     out = os.path.join(decode_dir, READABLE_SUBDIR)
-    os.makedirs(out, exist_ok=True)
+    owned_files.make_dir(out)
     atomic_write_text(os.path.join(out, "%06d.txt" % ex_index), "\n".join(sentences) + "\n")
 
 

@@ -27,6 +27,7 @@ import shutil
 import time
 
 from pointer_generator.decoding import decode_output
+from pointer_generator.runtime import owned_files
 
 SHARDS_SUBDIR = "shards"
 DONE_FILE = ".shard_done"
@@ -48,17 +49,20 @@ def pinned_checkpoint(path: str, newest: str) -> tuple[str, bool]:
     """(checkpoint, pinned_here): the checkpoint pinned in `path`, or `newest` pinned
     now if no shard has pinned one yet (an exclusive create: of shards starting at the
     same moment exactly one pins, the others read its choice)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    owned_files.make_dir(os.path.dirname(path))
     text = json.dumps({"checkpoint": newest}) + "\n"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except FileExistsError:
         for _ in range(50):  # the pinning shard may still be writing it
             try:
                 with open(path, encoding="utf-8") as f:
-                    return json.load(f)["checkpoint"], False
-            except (ValueError, KeyError, TypeError):
-                time.sleep(0.1)
+                    pinned = json.load(f)["checkpoint"]
+                if isinstance(pinned, str):
+                    return pinned, False
+            except (ValueError, KeyError, TypeError, RecursionError):
+                pass
+            time.sleep(0.1)
         decode_output.atomic_write_text(path, text)  # unreadable: ours from now on
         return newest, True
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -120,7 +124,7 @@ def merge(decode_dir: str, count: int) -> int:
                     # markers, locks, the shard's attention index (rewritten after)
                     continue
                 target_dir = os.path.join(decode_dir, rel)
-                os.makedirs(target_dir, exist_ok=True)
+                owned_files.make_dir(target_dir)
                 os.replace(path, os.path.join(target_dir, _global_name(name, index, count)))
     if p_gens:
         lines = "".join(f"{k}\t{rest}" for k, rest in sorted(dict(p_gens).items()))

@@ -29,7 +29,7 @@ from pointer_generator.errors import CheckpointError, FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
 from pointer_generator.runtime import checkpointing, experiment_settings, interrupts
-from pointer_generator.runtime.experiment import TRAIN_SUBDIR
+from pointer_generator.runtime.experiment import TRAIN_SUBDIR, check_own_folders
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ def open_trained(
       announce: print the model's start-up line (its family and size).
     Raises CheckpointError when there is no checkpoint, or it does not fit the model.
     """
+    check_own_folders(root)
     vocab = vocab if isinstance(vocab, Vocab) else Vocab(vocab, hps.vocab_size)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         model = build_model(hps, vocab.size())

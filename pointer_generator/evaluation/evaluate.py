@@ -24,7 +24,14 @@ from pointer_generator.errors import CheckpointError, DataError, OutputError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.models.families import build_model
-from pointer_generator.runtime import checkpointing, interrupts, locks, staging, summaries
+from pointer_generator.runtime import (
+    checkpointing,
+    interrupts,
+    locks,
+    owned_files,
+    staging,
+    summaries,
+)
 from pointer_generator.runtime.experiment import Experiment
 
 log = logging.getLogger(__name__)
@@ -119,7 +126,7 @@ class Evaluator:
 def main(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
     """Eval mode: concurrent validation, or --single_pass evaluation."""
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
-    os.makedirs(exp.eval_dir, exist_ok=True)
+    owned_files.make_dir(exp.eval_dir)
     if cfg.distributed:
         log.info("Eval runs on one device (--distribution_strategy applies to training)")
     evaluator = Evaluator(hps, vocab.size(), jit_compile=cfg.xla)

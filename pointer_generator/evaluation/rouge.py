@@ -31,6 +31,7 @@ import tempfile
 
 from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.runtime import owned_files
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ def _build(src: str, dst: str, script_sha: str) -> None:
 @contextlib.contextmanager
 def _file_lock(path: str):
     """Exclusive advisory lock; the OS drops it if the process dies, so it never goes stale."""
-    with open(path, "a") as f:
+    with owned_files.open_in_place(path, "ab") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -235,6 +236,7 @@ def ensure_rouge() -> str:
 def _install(src: str, final: str, script_sha: str) -> None:
     root = os.path.dirname(final)
     tmp = tempfile.mkdtemp(prefix=f".{ROUGE_DIR_NAME}.building-", dir=root)
+    owned_files.follow_umask(tmp, directory=True)  # a shared cache serves every account
     try:
         log.info("Preparing ROUGE-1.5.5 from %s in %s", src, final)
         _build(src, tmp, script_sha)
@@ -450,8 +452,7 @@ def rouge_log(results: dict, dir_to_write: str | None) -> str:
     if dir_to_write is not None:
         path = os.path.join(dir_to_write, "ROUGE_results.txt")
         log.info("Writing final ROUGE results to %s...", path)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        owned_files.replace_file(path, text)  # never through a link planted there
     return text
 
 

@@ -21,6 +21,7 @@ long as its files keep their sizes and modification times.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -116,20 +117,32 @@ def listed(directory: str, state_file: str) -> list[str] | None:
 
 def foreign(directory: str, prefixes: list[str], names: re.Pattern) -> list[str]:
     """The entries of a state file that are not checkpoints of `directory` (another
-    folder, or a name no save of this project gives): the state file's rotation would
-    delete their files, so the writer drops them from the list and never touches them."""
+    folder, a name no save of this project gives, or files that are links to elsewhere):
+    readers ignore them (they would load another model's weights with this experiment's
+    vocabulary), and the writer drops them from the list and never touches their files."""
     home = os.path.normpath(os.path.abspath(directory))
     return [
-        p for p in prefixes if os.path.dirname(p) != home or not names.match(os.path.basename(p))
+        p
+        for p in prefixes
+        if os.path.dirname(p) != home or not names.match(os.path.basename(p)) or _linked(p)
     ]
+
+
+def _linked(prefix: str) -> bool:
+    """True when one of the checkpoint's files is a symbolic link (its weights would be
+    read from, and a rotation would act on, wherever the link points)."""
+    files = tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*")
+    return any(os.path.islink(f) for f in files)
 
 
 def on_disk(directory: str, names: re.Pattern) -> list[str]:
     """The checkpoint prefixes in `directory` (those with an `.index` file) whose names
-    match `names`, oldest first."""
+    match `names` and whose files are not links, oldest first."""
     directory = os.path.normpath(os.path.abspath(directory))
     prefixes = [i[: -len(".index")] for i in tf.io.gfile.glob(os.path.join(directory, "*.index"))]
-    return oldest_first([p for p in prefixes if names.match(os.path.basename(p))])
+    return oldest_first(
+        [p for p in prefixes if names.match(os.path.basename(p)) and not _linked(p)]
+    )
 
 
 def oldest_first(prefixes) -> list[str]:
@@ -159,6 +172,18 @@ def newest_intact(directory: str, state_file: str, names: re.Pattern) -> str | N
     if not tf.io.gfile.isdir(directory):
         return None
     named = listed(directory, state_file)
+    if named:
+        outside = foreign(directory, named, names)
+        if outside:
+            _warn_once(
+                ("foreign", directory, state_file, tuple(outside)),
+                "%s names %s, which %s not a checkpoint of this folder; ignored (only this "
+                "folder's own checkpoints are loaded)",
+                os.path.join(directory, state_file),
+                ", ".join(outside),
+                "is" if len(outside) == 1 else "are",
+            )
+            named = [p for p in named if p not in outside]
     disk = on_disk(directory, names)
     if named is None and disk:
         _warn_once(
@@ -236,6 +261,9 @@ def none_intact_note(directory: str) -> str:
 # What a save cut short leaves: TensorFlow writes a checkpoint's shards into
 # `<prefix>_temp/part-*` before merging them into `<prefix>.index` / `.data-*`.
 UNFINISHED_SAVE = re.compile(r"^(?:model\.ckpt|model|bestmodel)-\d+(?:_cov_init)?_temp$")
+# The temporary of TensorFlow's atomic rewrite of a state file (`checkpoint`,
+# `checkpoint_best`): `<name>.tmp<uuid4 hex>`, left behind when its write failed.
+UNFINISHED_STATE = re.compile(r"^checkpoint(?:_best)?\.tmp[0-9a-f]{32}$")
 # The shards' files, and the `.tempstate<N>` files of a shard being written.
 _SAVE_PART = re.compile(r"^part-\d+-of-\d+(?:\.index|\.data-\d+-of-\d+)?(?:\.tempstate-?\d+)?$")
 
@@ -255,15 +283,20 @@ def is_unfinished_save(path: str) -> bool:
 
 
 def remove_unfinished_saves(directory: str) -> None:
-    """Remove the `<prefix>_temp/` folders of saves that were cut short (only the
-    directory's one writer calls this, so no save is in progress). Nothing else is
-    touched: a folder of the user's whose name merely contains `_temp` stays."""
+    """Remove the `<prefix>_temp/` folders of saves that were cut short, and the
+    temporaries of state-file rewrites that failed (only the directory's one writer
+    calls this, so no save is in progress). Nothing else is touched: a folder of the
+    user's whose name merely contains `_temp` stays."""
     try:
         names = os.listdir(directory)
     except OSError:
         return
     for name in sorted(names):
         leftover = os.path.join(directory, name)
+        if UNFINISHED_STATE.match(name):
+            if _remove_state_temporary(leftover):
+                log.info("Removing %s, left by a state-file update that did not finish", leftover)
+            continue
         if not is_unfinished_save(leftover):
             continue
         log.info("Removing %s, left by a save that did not finish", leftover)
@@ -271,6 +304,25 @@ def remove_unfinished_saves(directory: str) -> None:
             tf.io.gfile.rmtree(leftover)
         except tf.errors.OpError:
             pass
+
+
+def remove_state_temporaries(directory: str) -> None:
+    """Remove what a failed rewrite of a state file left in `directory` (TensorFlow
+    leaves its temporary when the write fails, on a full disk say); for the writer."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if UNFINISHED_STATE.match(name):
+                _remove_state_temporary(os.path.join(directory, name))
+
+
+def _remove_state_temporary(path: str) -> bool:
+    """Remove `path` if it is a plain file (never a link); True when removed."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return False
+    with contextlib.suppress(OSError):
+        os.remove(path)
+        return True
+    return False
 
 
 def _set_aside(prefix: str, reason: str) -> None:
@@ -317,14 +369,18 @@ def _rewrite_state(directory: str, state_file: str, named: list[str] | None, new
     # An absolute directory: TensorFlow stores the bare names as they are (with a
     # relative one it rewrites them relative to it, as if they were relative to the
     # working directory).
-    tf.compat.v1.train.update_checkpoint_state(
-        os.path.abspath(directory),
-        os.path.basename(newest),
-        [os.path.basename(p) for p in paths],
-        latest_filename=state_file,
-        all_model_checkpoint_timestamps=stamps,
-        last_preserved_timestamp=preserved_until,
-    )
+    try:
+        tf.compat.v1.train.update_checkpoint_state(
+            os.path.abspath(directory),
+            os.path.basename(newest),
+            [os.path.basename(p) for p in paths],
+            latest_filename=state_file,
+            all_model_checkpoint_timestamps=stamps,
+            last_preserved_timestamp=preserved_until,
+        )
+    except BaseException:
+        remove_state_temporaries(directory)
+        raise
 
 
 def _is_rotating(prefix: str) -> bool:

@@ -17,6 +17,7 @@ position, when it could be saved).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ import time
 import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, OutputError
-from pointer_generator.runtime import checkpoint_scan
+from pointer_generator.runtime import checkpoint_scan, owned_files
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +258,7 @@ class TrainCheckpoints:
         step = int(self.step.numpy())
         self.last_save_time = time.time()
         prefix = self.prefix_for(step)
+        refuse_links(prefix)
         if tf.io.gfile.exists(prefix + ".index"):
             return None
         try:
@@ -317,7 +319,7 @@ def add_to_state_file(
     # name or keep timestamps; its notice says nothing a user acts on.)
     from tensorflow.python.util import deprecation
 
-    with deprecation.silence():
+    with deprecation.silence(), _state_write(directory):
         tf.compat.v1.train.update_checkpoint_state(
             os.path.abspath(directory),
             os.path.basename(prefix),
@@ -327,6 +329,23 @@ def add_to_state_file(
             last_preserved_timestamp=now,
         )
     return dropped
+
+
+@contextlib.contextmanager
+def _state_write(directory: str):
+    """A failed state-file rewrite leaves no temporary behind (TensorFlow's stays)."""
+    try:
+        yield
+    except BaseException:
+        checkpoint_scan.remove_state_temporaries(directory)
+        raise
+
+
+def refuse_links(prefix: str) -> None:
+    """OutputError if a file of the checkpoint about to be written at `prefix` (or its
+    save's `_temp` folder) is a symbolic link: TensorFlow would write through it."""
+    for path in [prefix + "_temp"] + tf.io.gfile.glob(prefix + ".*"):
+        owned_files.refuse_link(path)
 
 
 def delete_checkpoint_files(prefix: str) -> None:
@@ -348,6 +367,7 @@ def write_named(
 
     Refuses to overwrite an existing checkpoint (the overwrite would not be atomic).
     """
+    refuse_links(prefix)
     if tf.io.gfile.exists(prefix + ".index"):
         raise CheckpointError(f"{prefix} already exists; remove it first if it should be replaced")
     directory = os.path.dirname(prefix)
@@ -385,6 +405,9 @@ class BestModels:
         self.eval_dir = eval_dir
         self.checkpoint = checkpoint
         self.max_to_keep = max_to_keep
+        # The caller holds eval/'s lock, so a save's `_temp` folder here is the leftover
+        # of a killed one (86 MB at the paper's size), never a save in progress.
+        checkpoint_scan.remove_unfinished_saves(eval_dir)
 
     def prefix_for(self, train_step: int) -> str:
         return os.path.join(self.eval_dir, f"{BEST_CHECKPOINT_NAME}-{train_step}")

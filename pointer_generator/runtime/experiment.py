@@ -16,6 +16,7 @@ import os
 import tempfile
 
 from pointer_generator.errors import FlagError, OutputError
+from pointer_generator.runtime import owned_files
 
 TRAIN_SUBDIR = "train"
 EVAL_SUBDIR = "eval"
@@ -76,15 +77,32 @@ def open_experiment(log_root: str, exp_name: str, mode: str) -> Experiment:
         raise FlagError(
             f"experiment directory {exp.root!r} does not exist; run in train mode to create it"
         )
+    check_own_folders(exp.root)
     made = {"train": exp.train_dir, "eval": exp.eval_dir}.get(mode)
     if made:
         try:
-            os.makedirs(made, exist_ok=True)
+            owned_files.make_dir(made)
         except OSError as e:
             raise OutputError(
                 f"cannot create {made!r} ({e.strerror or e}); check --log_root and --exp_name"
             ) from None
     return exp
+
+
+def check_own_folders(root: str) -> None:
+    """OutputError if the experiment's train/ or eval/ is a symbolic link: with one, a run
+    would read another experiment's checkpoints with this one's vocabulary, or write,
+    rotate and delete checkpoints wherever it points. (The experiment folder itself may
+    be a link: that path is the user's own, given on the command line.)"""
+    for sub in (TRAIN_SUBDIR, EVAL_SUBDIR):
+        path = os.path.join(root, sub)
+        if os.path.islink(path):
+            raise OutputError(
+                f"{path} is a symbolic link (to {os.readlink(path)}); an experiment's "
+                "folders must be its own (a link would make this run use or change the "
+                "files of another folder): replace the link by the folder it points to "
+                "(mv), or give the run that experiment's --log_root/--exp_name"
+            )
 
 
 def output_dir(exp: Experiment, mode: str) -> str:

@@ -22,10 +22,9 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 
 from pointer_generator.errors import FlagError, OutputError
+from pointer_generator.runtime import owned_files
 
 SETTINGS_FILE = "settings.json"
 VOCAB_COPY = "vocab"
@@ -191,7 +190,7 @@ def write(root: str, settings: dict | None) -> None:
                 return
     except OSError:
         pass
-    _write_atomically(path, lambda tmp: _write_text(tmp, text))
+    _write_atomically(path, lambda: owned_files.replace_file(path, text))
 
 
 def _store_vocabulary(root: str, vocab: dict) -> None:
@@ -204,28 +203,14 @@ def _store_vocabulary(root: str, vocab: dict) -> None:
             f"({vocab['path']}); it is this experiment's copy of the vocabulary it was "
             "trained with: train a new experiment (another --exp_name), or move it away"
         )
-    _write_atomically(copy, lambda tmp: shutil.copyfile(vocab["path"], tmp))
-
-
-def _write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    _write_atomically(copy, lambda: owned_files.copy_file(vocab["path"], copy))
 
 
 def _write_atomically(path: str, write) -> None:
-    """`write(tmp)` into a temporary file beside `path`, then rename it into place."""
-    directory = os.path.dirname(path)
+    """Run `write()`, which replaces `path` through a temporary (runtime/owned_files.py:
+    the umask's mode, never through a link); a failure is an OutputError naming `path`."""
     try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-        )
-        os.close(fd)
-        try:
-            write(tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        write()
     except OSError as e:
         raise OutputError(f"cannot write {path} ({e.strerror or e})") from None
 
@@ -241,7 +226,8 @@ DECODE_SETTINGS = ("beam_size", "min_dec_steps", "max_dec_steps")
 def write_decode_settings(root: str, values: dict) -> None:
     """Store the search settings of a decode run as `root/decode_settings.json`."""
     text = json.dumps({k: int(values[k]) for k in DECODE_SETTINGS}, indent=1) + "\n"
-    _write_atomically(os.path.join(root, DECODE_FILE), lambda tmp: _write_text(tmp, text))
+    path = os.path.join(root, DECODE_FILE)
+    _write_atomically(path, lambda: owned_files.replace_file(path, text))
 
 
 def read_decode_settings(root: str) -> dict:

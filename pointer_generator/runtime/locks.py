@@ -25,6 +25,7 @@ import socket
 import sys
 
 from pointer_generator.errors import FlagError, OutputError
+from pointer_generator.runtime import owned_files
 
 try:
     import fcntl
@@ -63,10 +64,16 @@ def acquire(directory: str, role: str, fix: str) -> None:
             log.warning("No file locking on this platform: nothing stops a second %s", role)
         return
     path = os.path.join(directory, LOCK_FILE)
+    owned_files.refuse_link(directory)
     dir_fd = _lock_directory(directory, path, role, fix)
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            # In place, so never through a link or into a file with other names: the
+            # lock's file is truncated and rewritten below.
+            fd = owned_files.open_fd_in_place(path, os.O_RDWR | os.O_CREAT)
+        except OutputError:
+            _close(dir_fd)
+            raise
         except OSError as e:
             _close(dir_fd)
             raise OutputError(
@@ -141,9 +148,7 @@ def release(directory: str) -> None:
     held = _held.pop(directory, None)
     if held is not None:
         fd, dir_fd = held
-        try:
-            os.remove(os.path.join(directory, LOCK_FILE))  # while still holding it
-        except OSError:
-            pass
+        # While still holding it, and only if the file at the path is still ours.
+        owned_files.remove_if_same(os.path.join(directory, LOCK_FILE), fd)
         os.close(fd)
         _close(dir_fd)

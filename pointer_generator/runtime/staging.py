@@ -8,13 +8,13 @@ are provably the project's own leftovers are ever deleted.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import secrets
 import shutil
 import socket
 import tempfile
+
+from pointer_generator.runtime import owned_files
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,12 @@ def prefix(kind: str, pid: int | None = None) -> str:
 
 
 def make(directory: str, kind: str) -> str:
-    """A new staging folder of this process in `directory` (which must exist)."""
-    return tempfile.mkdtemp(prefix=prefix(kind), dir=directory)
+    """A new staging folder of this process in `directory` (which must exist), with the
+    mode `mkdir` gives (mkdtemp's is private: an export renamed from it was unreadable
+    to a TensorFlow Serving account)."""
+    path = tempfile.mkdtemp(prefix=prefix(kind), dir=directory)
+    owned_files.follow_umask(path, directory=True)
+    return path
 
 
 def _alive(pid: int) -> bool:
@@ -52,7 +56,12 @@ def remove_stale(directory: str, kind: str) -> None:
             continue
         pid = name[len(host_prefix) :].split("-", 1)[0]
         path = os.path.join(directory, name)
-        if pid.isdigit() and not _alive(int(pid)) and os.path.isdir(path):
+        if (
+            pid.isdigit()
+            and not _alive(int(pid))
+            and os.path.isdir(path)
+            and not os.path.islink(path)  # a link is never a staging folder of ours
+        ):
             log.info("Removing %s, left by a writer that was killed", path)
             shutil.rmtree(path, ignore_errors=True)
 
@@ -88,6 +97,7 @@ def write_new_file(path: str, text: str, flag: str) -> None:
 
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    owned_files.follow_umask(tmp)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     try:
@@ -110,32 +120,5 @@ def write_new_file(path: str, text: str, flag: str) -> None:
     os.remove(tmp)
 
 
-def replace_file(path: str, text: str) -> None:
-    """Write `text` (UTF-8) to `path` atomically, replacing what is there: `path` is
-    either absent/old or complete, never partial.
-
-    The temporary beside it is this call's own, `.<name>.<pid>-<8 hex digits>.tmp`: a
-    fixed name such as `path.tmp` is raced by processes that write the same file at once
-    (decode shards, their shared `decode_inputs.json`), and one's rename then finds the
-    other's file gone. It starts with "." so that it never matches the
-    `(\\d+)_decoded.txt` / `#ID#_reference.txt` patterns pyrouge uses (anchored at the
-    start only), and it is removed whatever interrupts the write (Ctrl-C included)."""
-    directory, name = os.path.split(path)
-    while True:
-        tmp = os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-        try:
-            # os.open rather than mkstemp: mkstemp's 0600 would ignore the umask.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+# Kept under its old name: every file the project replaces is written this one way.
+replace_file = owned_files.replace_file

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from pointer_generator.errors import FlagError
-from pointer_generator.runtime import checkpointing, locks, summaries
+from pointer_generator.runtime import checkpointing, locks, owned_files, summaries
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +125,7 @@ class Epochs:
         if not self.active:
             return
         if self.valid_data_path and self.chief:
-            os.makedirs(self.exp.eval_dir, exist_ok=True)
+            owned_files.make_dir(self.exp.eval_dir)
             locks.acquire(
                 self.exp.eval_dir,
                 "training job's validation",
@@ -195,7 +194,7 @@ class Epochs:
 
     def _write(self, metrics: dict, step: int, improved: bool) -> None:
         if self._writer is None:
-            os.makedirs(self.exp.eval_dir, exist_ok=True)
+            owned_files.make_dir(self.exp.eval_dir)
             self._writer = summaries.ScalarWriter(self.exp.eval_dir)
             self._best_models = checkpointing.BestModels(
                 self.exp.eval_dir, self.trainer.weights_checkpoint()

@@ -23,7 +23,13 @@ from pointer_generator.errors import CheckpointError, NonFiniteLossError, Output
 from pointer_generator.hparams import HParams
 from pointer_generator.models import families
 from pointer_generator.models.pointer_generator_checkpoints import is_coverage_key
-from pointer_generator.runtime import checkpointing, experiment_settings, locks, summaries
+from pointer_generator.runtime import (
+    checkpointing,
+    experiment_settings,
+    locks,
+    owned_files,
+    summaries,
+)
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
@@ -98,7 +104,8 @@ def write_projector_files(exp: Experiment, vocab, checkpoint_path: str) -> None:
         log.warning("No embedding found in %s; projector config not written", checkpoint_path)
         return
     try:
-        vocab.write_metadata(exp.vocab_metadata)
+        # Replaced, never written in place: a link planted there is not followed.
+        owned_files.replace_file(exp.vocab_metadata, vocab.metadata_text())
         summaries.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
     except (OSError, tf.errors.OpError) as e:
         raise OutputError(
@@ -194,7 +201,7 @@ def _start(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig, epochs: E
         fallback=trainer.checkpoint(extra=extra) if keep_data else None,
     )
     if not chief:
-        os.makedirs(directory, exist_ok=True)
+        owned_files.make_dir(directory)  # removed recursively at the end: never a link
     return iterator, ckpts, latest is None
 
 
