@@ -169,6 +169,40 @@ def test_export_refuses_what_it_would_overwrite(toy, tmp_path, capsys):
     assert "serving_default" in capsys.readouterr().out
 
 
+def test_an_export_that_does_not_fit_on_the_disk_is_one_error(toy, tmp_path):
+    """A full disk (here a 40 kB file-size limit, EFBIG where a disk gives ENOSPC) while
+    the SavedModel is written: `internal error: ResourceExhaustedError`, exit 3, before;
+    now one error line, exit 2, and neither the folder nor a staging folder is left."""
+    import resource
+    import signal
+
+    data, _ = toy
+    export_dir = tmp_path / "models" / "1"
+    (tmp_path / "models").mkdir()
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+
+    args = [f"--log_root={data.log_root}", "--exp_name=exp", f"--export_dir={export_dir}"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pointer_generator.cli.export", *args, *DECODE],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=helpers.subprocess_env(),
+        cwd=helpers.REPO_ROOT,
+        preexec_fn=limit_file_size,
+    )
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert errors == [
+        f"error: cannot write the SavedModel beside {export_dir} (File too large); nothing "
+        "was written there: free space (or fix the permissions) and export again"
+    ]
+    assert os.listdir(tmp_path / "models") == []
+
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """A tiny model on real CNN/DM pairs, one training step, and its export. Its
