@@ -35,6 +35,7 @@ from pointer_generator.cli import arg_types
 from pointer_generator.data.vocab import abstract2sents
 from pointer_generator.decoding import decode_output
 from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.runtime import owned_files
 
 LEAD_SENTENCES = 3
 
@@ -82,6 +83,8 @@ def prepare_out_dir(out_dir: str, overwrite: bool) -> None:
         os.path.join(out_dir, d)
         for d in (decode_output.REFERENCE_SUBDIR, decode_output.DECODED_SUBDIR)
     ]
+    for d in [*subdirs, os.path.join(out_dir, "ROUGE_results.txt")]:
+        owned_files.refuse_link(d)  # --overwrite would empty wherever it points
     used = [d for d in subdirs if os.path.isdir(d) and os.listdir(d)]
     if used and not overwrite:
         raise PointerGeneratorError(
