@@ -44,6 +44,7 @@ from pointer_generator.cli import arg_types
 from pointer_generator.data.stories import process_raw_story, story_text
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, abstract2sents, ascii_strip
 from pointer_generator.errors import DataError
+from pointer_generator.runtime import json_files
 
 FORMATS = ("csv", "json", "jsonl", "text", "parquet", "arrow", "tfrecord")
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".story")
@@ -160,9 +161,11 @@ def read_csv(path: str, tokenized: bool = False) -> Iterator[Record]:
 def read_json(path: str, tokenized: bool = False) -> Iterator[Record]:
     with _open_text(path) as f:
         try:
-            data = json.load(f)
+            data = json_files.load(f)
         except json.JSONDecodeError as e:
             raise DataError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        except json_files.NestingError as e:
+            raise DataError(f"{path}: cannot be read as JSON ({e})") from None
     if not isinstance(data, list):
         raise DataError(
             f"{path}: expected a JSON list of article objects, got "
@@ -178,9 +181,11 @@ def read_jsonl(path: str, tokenized: bool = False) -> Iterator[Record]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json_files.loads(line)
             except json.JSONDecodeError as e:
                 raise DataError(f"{path}: line {lineno} is not valid JSON ({e.msg})") from None
+            except json_files.NestingError as e:
+                raise DataError(f"{path}: line {lineno} cannot be read as JSON ({e})") from None
             yield _record(obj, f"{path} line {lineno}", tokenized)
 
 

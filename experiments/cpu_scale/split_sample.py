@@ -35,6 +35,7 @@ from experiments.benchmarks.common import shared_data_dir
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
+from pointer_generator.runtime import json_files
 
 SAMPLE_NAME = "cnndm_sample.jsonl.gz"
 SETS = ("train", "val", "test")
@@ -55,7 +56,7 @@ def read_sample(path: str) -> list[tuple[str, str, str]]:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = json_files.loads(line)
                     ex_id, article, abstract = obj["id"], obj["article"], obj["abstract"]
                 except (ValueError, KeyError, TypeError) as e:
                     raise DataError(

@@ -36,7 +36,6 @@ Stages of an `extends` parent keep the parent's flag files and flags.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 from absl import flags as absl_flags
 
 from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.runtime import json_files
 
 PAPER_DIR = os.path.dirname(os.path.abspath(__file__))
 RECIPES_DIR = os.path.join(PAPER_DIR, "recipes")
@@ -164,7 +164,7 @@ def load(name_or_path: str, _seen: tuple[str, ...] = ()) -> Recipe:
         raise RecipeError(f"{path}: 'extends' forms a cycle")
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = json_files.load(f)
     except (OSError, ValueError) as e:
         raise RecipeError(f"{path}: cannot read the recipe ({e})") from None
     if not isinstance(data, dict):

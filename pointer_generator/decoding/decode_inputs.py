@@ -18,7 +18,7 @@ import logging
 import os
 
 from pointer_generator.decoding import decode_output
-from pointer_generator.runtime import owned_files, staging
+from pointer_generator.runtime import json_files, owned_files, staging
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +68,14 @@ def describe(data_path: str, vocab, hps, checkpoint: str, search: dict) -> dict:
 
 
 def _read(directory: str) -> dict | None:
+    """The folder's record; None when it has none or none that can be read (a record
+    edited into a list, nested too deeply, not JSON): treated as no record."""
     try:
         with open(os.path.join(directory, RECORD_FILE), encoding="utf-8") as f:
-            return json.load(f)
+            record = json_files.load(f)
     except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) else None
 
 
 def differences(old: dict | None, new: dict) -> list[str]:

@@ -31,7 +31,7 @@ import tempfile
 
 from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.runtime import owned_files
+from pointer_generator.runtime import json_files, owned_files
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +138,13 @@ def _is_ready(path: str, script_sha: str) -> bool:
     """True if `path` is a finished copy of the wheel's ROUGE with the exception DB built."""
     try:
         with open(os.path.join(path, _MARKER), encoding="utf-8") as f:
-            marker = json.load(f)
+            marker = json_files.load(f)
     except (OSError, ValueError):
         return False
     script = os.path.join(path, ROUGE_SCRIPT)
     return (
-        marker.get("script_sha256") == script_sha
+        isinstance(marker, dict)
+        and marker.get("script_sha256") == script_sha
         and os.access(script, os.X_OK)
         and os.path.isfile(os.path.join(path, "data", WORDNET_DB))
     )

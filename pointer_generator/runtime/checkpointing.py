@@ -18,7 +18,6 @@ position, when it could be saved).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -27,7 +26,7 @@ import time
 import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError, OutputError
-from pointer_generator.runtime import checkpoint_scan, owned_files
+from pointer_generator.runtime import checkpoint_scan, json_files, owned_files
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +173,7 @@ def saved_data_config(path: str) -> dict | None:
         if not reader.has_tensor(DATA_CONFIG_KEY):
             return None
         value = reader.get_tensor(DATA_CONFIG_KEY)
-        return json.loads(value.decode("utf-8") if isinstance(value, bytes) else value)
+        return json_files.loads(value.decode("utf-8") if isinstance(value, bytes) else value)
     except (tf.errors.OpError, ValueError, IndexError):
         return None
 

@@ -24,7 +24,7 @@ import json
 import os
 
 from pointer_generator.errors import FlagError, OutputError
-from pointer_generator.runtime import owned_files
+from pointer_generator.runtime import json_files, owned_files
 
 SETTINGS_FILE = "settings.json"
 VOCAB_COPY = "vocab"
@@ -62,7 +62,7 @@ def read(root: str) -> dict | None:
         return None
     try:
         with open(path, encoding="utf-8") as f:
-            stored = json.load(f)
+            stored = json_files.load(f)
     except (OSError, ValueError) as e:
         raise _bad(path, getattr(e, "strerror", None) or str(e)) from None
     if not isinstance(stored, dict):
@@ -238,7 +238,7 @@ def read_decode_settings(root: str) -> dict:
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            values = json.load(f)
+            values = json_files.load(f)
     except (OSError, ValueError) as e:
         values = getattr(e, "strerror", None) or str(e)
     ok = isinstance(values, dict) and all(

@@ -25,7 +25,7 @@ import socket
 import sys
 
 from pointer_generator.errors import FlagError, OutputError
-from pointer_generator.runtime import owned_files
+from pointer_generator.runtime import json_files, owned_files
 
 try:
     import fcntl
@@ -46,7 +46,7 @@ class DirectoryBusyError(FlagError):
 def _holder(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as f:
-            info = json.load(f)
+            info = json_files.load(f)
         return "pid {pid} on {host}, started {started}: {command}".format(**info)
     except (OSError, ValueError, KeyError, TypeError):
         return "a process whose details could not be read"

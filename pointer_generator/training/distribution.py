@@ -14,13 +14,13 @@ Device configuration must happen before TensorFlow initialises its devices, so
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 
 import tensorflow as tf
 
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime import json_files
 from pointer_generator.runtime.devices import local_mirrored_strategy
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def make_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
             log.warning("multi_worker_mirrored without TF_CONFIG: training on this machine only")
         else:
             try:
-                json.loads(os.environ["TF_CONFIG"])
+                json_files.loads(os.environ["TF_CONFIG"])
             except ValueError as e:
                 raise FlagError(f"TF_CONFIG is not valid JSON ({e})") from None
         return tf.distribute.MultiWorkerMirroredStrategy()
