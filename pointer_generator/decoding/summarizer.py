@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import os
 import threading
 
@@ -259,9 +258,12 @@ class SavedModelSummarizer:
                 f"{export_dir} holds no SavedModel (no saved_model.pb): give a folder "
                 "written by `pointer-generator export`"
             )
+        from pointer_generator.serving import export_info
+
+        # Checked before the (slow) load: a hand-edited entry is one error naming it.
+        self._info = export_info.read(os.path.join(export_dir, "assets", EXPORT_INFO_FILE))
         self._model = tf.saved_model.load(export_dir)
         self._serve = self._model.signatures["serving_default"]
-        self._info_path = os.path.join(export_dir, "assets", EXPORT_INFO_FILE)
         self.batch_size = batch_size
 
     def check_text(self, text: str) -> None:
@@ -275,11 +277,7 @@ class SavedModelSummarizer:
         the number of shapes run: 0 for an export that does not list its lengths."""
         import tensorflow as tf
 
-        try:
-            with open(self._info_path, encoding="utf-8") as f:
-                lengths = json.load(f).get("encoder_lengths")
-        except (OSError, ValueError):
-            lengths = None
+        lengths = self._info.get("encoder_lengths")
         shapes = 0
         for n in sorted({min(r, self.batch_size) for r in rows}):
             for length in lengths or []:
