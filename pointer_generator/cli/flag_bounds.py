@@ -112,6 +112,7 @@ BOUNDS: dict[str, Bound] = {
     "serve_max_batch": POSITIVE,
     "serve_max_wait_ms": Bound(0, 60_000.0),
     "serve_max_chars": POSITIVE,
+    "serve_max_request_chars": POSITIVE,
 }
 
 

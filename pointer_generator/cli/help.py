@@ -91,6 +91,7 @@ FLAG_GROUPS = {
         "serve_max_batch",
         "serve_max_wait_ms",
         "serve_max_chars",
+        "serve_max_request_chars",
         "serve_warm_up_batches",
         "saved_model",
     ),

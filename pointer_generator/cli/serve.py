@@ -15,7 +15,15 @@ flags and the vocabulary come from the experiment (settings.json); --beam_size,
 --min_dec_steps, --max_dec_steps, --block_unk and --feature_weights apply to the search.
 With --saved_model the server runs a model written by `pointer-generator export`
 (docs/export.md) instead: no experiment or vocabulary file is needed, and the decode
-settings are those fixed at export. Ctrl-C stops the server.
+settings are those fixed at export: a SavedModel is a program that runs with your
+rights (its serving function runs during the warm-up), so serve only models you trust.
+
+The server answers this machine only (--serve_host=127.0.0.1) unless told otherwise; it
+has no authentication and no TLS, so put it behind a proxy that has them before giving
+it another address. /api/summarize takes only Content-Type: application/json, which a
+page of another site cannot send without the browser asking first (CORS), and refuses
+a request's texts over --serve_max_request_chars characters together (413). Ctrl-C
+stops the server.
 """
 
 from __future__ import annotations
@@ -103,6 +111,7 @@ def main(argv: list[str]) -> int:
         max_batch=fv.serve_max_batch,
         max_wait_s=fv.serve_max_wait_ms / 1000.0,
         max_chars=fv.serve_max_chars,
+        max_request_chars=fv.serve_max_request_chars,
     )
     try:
         server = make_server(service, fv.serve_host, fv.serve_port)
@@ -112,6 +121,12 @@ def main(argv: list[str]) -> int:
             "choose another --serve_port"
         ) from None
     host, port = server.server_address[:2]
+    if not _loopback(host):
+        log.warning(
+            "serving on %s: other machines can reach the server, which has no "
+            "authentication or TLS (docs/serving.md)",
+            host,
+        )
     print(f"Serving {name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
@@ -121,6 +136,16 @@ def main(argv: list[str]) -> int:
         server.server_close()
         service.batcher.close()
     return 0
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` (the address the server is bound to) answers this machine only."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 if __name__ == "__main__":  # the same as `pointer-generator serve`

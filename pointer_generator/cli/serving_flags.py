@@ -19,7 +19,11 @@ def define(fv: flags.FlagValues) -> None:
         "decode_shard", 0, "decode --single_pass: which shard this process decodes.", flag_values=fv
     )
     flags.DEFINE_string(
-        "serve_host", "127.0.0.1", "serve: the address to listen on.", flag_values=fv
+        "serve_host",
+        "127.0.0.1",
+        "serve: the address to listen on; the default answers this machine only (0.0.0.0: "
+        "every network; the server has no authentication or TLS).",
+        flag_values=fv,
     )
     flags.DEFINE_integer("serve_port", 8000, "serve: the port (0 = a free one).", flag_values=fv)
     flags.DEFINE_integer(
@@ -34,6 +38,14 @@ def define(fv: flags.FlagValues) -> None:
     flags.DEFINE_integer(
         "serve_max_chars", 100_000, "serve: the longest text accepted.", flag_values=fv
     )
+    flags.DEFINE_integer(
+        "serve_max_request_chars",
+        500_000,
+        "serve: the most characters of one request's texts together (default 500,000: "
+        "64 articles of 7,800 characters, or 5 of the longest); a request over it gets "
+        "413, so that one client cannot hold the server for minutes.",
+        flag_values=fv,
+    )
     flags.DEFINE_boolean(
         "serve_warm_up_batches",
         False,
@@ -46,7 +58,9 @@ def define(fv: flags.FlagValues) -> None:
         "saved_model",
         "",
         "serve: serve a model written by `pointer-generator export` (its folder) instead "
-        "of an experiment; the decode settings are those fixed at export.",
+        "of an experiment; the decode settings are those fixed at export. A SavedModel is "
+        "a program that runs with your rights (serve runs it before serving): serve only "
+        "models you trust.",
         flag_values=fv,
     )
     flags.DEFINE_string(
