@@ -307,7 +307,7 @@ def _read_sample(path):
 
 
 def _read_export_info(path):
-    from pointer_generator.serving import export_info
+    from pointer_generator.decoding import export_info
 
     return export_info.read(str(path))
 
@@ -447,7 +447,7 @@ def test_what_export_writes_passes_the_check(tmp_path):
     """The reader's table of decode settings is the export's (a new decode flag of the
     export would otherwise make every new export unreadable)."""
     from pointer_generator.cli import export
-    from pointer_generator.serving import export_info
+    from pointer_generator.decoding import export_info
 
     assert set(export_info.DECODE_TYPES) == set(
         export.HELP_FLAGS["decoding (fixed in the SavedModel)"]

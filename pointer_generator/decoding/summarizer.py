@@ -258,7 +258,7 @@ class SavedModelSummarizer:
                 f"{export_dir} holds no SavedModel (no saved_model.pb): give a folder "
                 "written by `pointer-generator export`"
             )
-        from pointer_generator.serving import export_info
+        from pointer_generator.decoding import export_info
 
         # Checked before the (slow) load: a hand-edited entry is one error naming it.
         self._info = export_info.read(os.path.join(export_dir, "assets", EXPORT_INFO_FILE))
