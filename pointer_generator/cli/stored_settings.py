@@ -27,29 +27,13 @@ from pointer_generator.cli.flag_bounds import BOUNDS, check_numbers
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import experiment_settings
 
-MODEL_FLAGS = (
-    "model",
-    "hidden_dim",
-    "emb_dim",
-    "vocab_size",
-    "pointer_gen",
-    "coverage",
-    "abs_encoder",
-    "context_window",
-    "smoothing_window",
-    "conv_width",
-    "max_positions",
-    "abs_namas",
-    "ras_initial_state",  # a weight more or less: older experiments have zeros
-    "ras_attention",  # no weight of its own: only the settings say (BEFORE_FLAGS)
-    "ras_attention_scale",
-    "optimizer",
-)
-# What an experiment whose settings predate a flag ran with, where the flag's default
-# has changed since: RAS attended with the paper's dot product before --ras_attention.
-BEFORE_FLAGS = {"ras_attention": "dot"}
-LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
-PADDING_FLAGS = ("static_shapes", "length_buckets")
+# What the experiment stores and which flags must agree with it, and the values of flags
+# its settings predate: runtime/experiment_settings.py, where the one resolver that the
+# command line and the Python API share (`resolve`) lives.
+MODEL_FLAGS = experiment_settings.MODEL_FLAGS
+LENGTH_FLAGS = experiment_settings.LENGTH_FLAGS
+PADDING_FLAGS = experiment_settings.PADDING_FLAGS
+BEFORE_FLAGS = experiment_settings.BEFORE_FLAGS
 
 
 def settings_path(fv) -> str:
@@ -79,10 +63,7 @@ def apply_trained(fv, command: str):
     from pointer_generator.cli.flag_checks import apply_model_family, check_decode_lengths
 
     exp = require_experiment(fv, command)
-    apply(fv, "decode")
-    for name, value in experiment_settings.read_decode_settings(_root(fv)).items():
-        if not fv[name].present:  # the last decode's search, unless given
-            fv[name].value = value
+    apply(fv, "decode", last_decode=True)  # the last decode's search too, unless given
     apply_model_family(fv)
     check_decode_lengths(fv)
     if not fv.vocab_path:
@@ -102,48 +83,29 @@ def read(fv) -> dict | None:
     return experiment_settings.read(_root(fv))
 
 
-def apply(fv, mode: str) -> dict | None:
-    """Fill the flags not given on the command line from the stored settings; raise
-    FlagError for a given one that contradicts them. Returns the stored settings."""
-    stored = read(fv)
-    if stored is None:
+def apply(fv, mode: str, last_decode: bool = False) -> dict | None:
+    """Fill the flags not given on the command line from the experiment's settings as
+    `experiment_settings.resolve` gives them (with `last_decode`, the last decode's
+    search too); FlagError for a given one that contradicts them. Returns the stored
+    settings (None: the experiment keeps none)."""
+    if not fv.log_root or not fv.exp_name:
         return None
-    path = settings_path(fv)
-    contradictions = []
-    before = {k: v for k, v in BEFORE_FLAGS.items() if k not in stored["flags"]}
-    for name, value in {**stored["flags"], **before}.items():
-        if name not in fv:
-            continue
-        flag = fv[name]
-        if not flag.present:
-            flag.value = value
-            continue
-        sticky = name in MODEL_FLAGS and not (mode == "train" and name == "coverage")
-        if sticky and flag.value != value:
-            contradictions.append(
-                f"--{name}={_show(flag.value)} contradicts this experiment's {name}={_show(value)}"
-            )
-    if contradictions:
-        raise FlagError(
-            "; ".join(contradictions) + f" (stored in {path} when it was trained); drop the "
-            "flag, or train a new experiment (another --exp_name)"
-        )
-    _apply_vocab(fv, stored)
-    check_numbers(fv, [n for n in stored["flags"] if n in BOUNDS])  # hand-edited values
-    return stored
-
-
-def _apply_vocab(fv, stored: dict) -> None:
-    """The vocabulary: the experiment's own (checked against its digest), or a given
-    --vocab_path, which must have the same content."""
-    if fv["vocab_path"].present:
-        experiment_settings.check_given_vocabulary(_root(fv), stored, fv.vocab_path)
-    else:
-        fv.vocab_path = experiment_settings.vocabulary(_root(fv), stored)
-
-
-def _show(value) -> str:
-    return str(int(value)) if isinstance(value, bool) else str(value)
+    given = {name: fv[name].value for name in fv if fv[name].present}
+    resolved = experiment_settings.resolve(
+        _root(fv),
+        given,
+        mode=mode,
+        vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
+        last_decode=last_decode,
+    )
+    for name, value in resolved.values.items():
+        if name in fv:
+            fv[name].value = value
+    if resolved.stored is None:
+        return None
+    fv.vocab_path = resolved.vocab_path
+    check_numbers(fv, [n for n in resolved.stored["flags"] if n in BOUNDS])  # hand-edited
+    return resolved.stored
 
 
 def content(fv) -> dict:

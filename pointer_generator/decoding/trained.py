@@ -9,7 +9,8 @@ the batched search over it.
 
 The command line fills the hyper-parameters from its flags (which take the stored
 settings as defaults, cli/stored_settings.py); the Python API reads them from the
-experiment (`stored_hparams`).
+experiment (`stored_hparams`); both through the one resolver,
+`runtime.experiment_settings.resolve`, so an experiment is the same model either way.
 """
 
 from __future__ import annotations
@@ -98,24 +99,21 @@ def open_trained(
 
 
 def stored_hparams(root: str, vocab_path: str | None = None, **overrides) -> tuple[HParams, str]:
-    """(hyper-parameters, vocabulary path) of the experiment at `root` as it stored them
-    (settings.json, its checked vocabulary, or `vocab_path` if it has the same content),
-    with `overrides` (decode lengths, beam...) on top. FlagError for a folder without
+    """(hyper-parameters, vocabulary path) of the experiment at `root` as the command
+    line's `summarize` resolves them (`experiment_settings.resolve`: the stored flags,
+    the values of flags they predate, the family's defaults, the last decode's search;
+    its checked vocabulary, or `vocab_path` if it has the same content), with
+    `overrides` (decode lengths, beam...) on top. FlagError for a folder without
     settings."""
-    stored = experiment_settings.read(root)
-    if stored is None:
+    resolved = experiment_settings.resolve(
+        root, overrides, vocab_path=vocab_path or None, last_decode=True
+    )
+    if resolved.stored is None:
         raise FlagError(
             f"no {experiment_settings.settings_path(root)}: is {root} an experiment "
             "trained by this version?"
         )
-    fields = {f.name for f in dataclasses.fields(HParams)}
-    values = {k: v for k, v in stored["flags"].items() if k in fields}
-    values.update(experiment_settings.read_decode_settings(root))  # the last decode's search
-    values.update(overrides)
-    if vocab_path:
-        experiment_settings.check_given_vocabulary(root, stored, vocab_path)
-        return HParams(**values), vocab_path
-    return HParams(**values), experiment_settings.vocabulary(root, stored)
+    return HParams(**resolved.values, **overrides), resolved.vocab_path
 
 
 def load_checkpoint(model, path: str) -> None:

@@ -14,6 +14,14 @@ used, so a changed file is one error instead of summaries made with other words.
 
 The file is written by the training job; anyone may edit it by hand, so every read
 checks its shape and types (`read`), naming the file and the entry on a problem.
+
+Every user of a trained experiment gets its settings from one resolver, `resolve`: the
+command line (cli/stored_settings.py: eval, decode, summarize, export, tune_features, a
+resumed training run) and the Python API (decoding/trained.stored_hparams:
+`pg.Summarizer.from_experiment`, `serve`). So one experiment is one model everywhere:
+the values of flags its settings predate (`BEFORE_FLAGS`), its family's defaults, the
+last decode's search, the checked vocabulary and the contradictions refused are the same
+whichever way it is opened.
 """
 
 from __future__ import annotations
@@ -254,3 +262,132 @@ def read_decode_settings(root: str) -> dict:
             "again) or fix it"
         )
     return {k: values[k] for k in DECODE_SETTINGS}
+
+
+# ------------------------------------------------------------------ the one resolver
+# The flags a training run stores (cli/stored_settings.content). The model's shape
+# (MODEL_FLAGS) must agree with every later command: a given flag that contradicts it is
+# an error. The lengths and the padding are defaults only (decoding longer summaries
+# than training used is normal).
+MODEL_FLAGS = (
+    "model",
+    "hidden_dim",
+    "emb_dim",
+    "vocab_size",
+    "pointer_gen",
+    "coverage",
+    "abs_encoder",
+    "context_window",
+    "smoothing_window",
+    "conv_width",
+    "max_positions",
+    "abs_namas",
+    "ras_initial_state",  # a weight more or less: older experiments have zeros
+    "ras_attention",  # no weight of its own: only the settings say (BEFORE_FLAGS)
+    "ras_attention_scale",
+    "optimizer",
+)
+LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
+PADDING_FLAGS = ("static_shapes", "length_buckets")
+# What an experiment whose settings predate a flag ran with, where the flag's default
+# has changed since: RAS attended with the paper's dot product before --ras_attention.
+BEFORE_FLAGS = {"ras_attention": "dot"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """An experiment's settings as every command and the Python API use them.
+
+    stored: its checked settings.json (None: an experiment of an older version, which
+      kept none); values: {setting: value} for each setting the experiment decides that
+      the caller did not give (HParams fields); vocab_path: its vocabulary, checked (the
+      given one if any; None when neither is known).
+    """
+
+    root: str
+    stored: dict | None
+    values: dict
+    vocab_path: str | None
+
+
+def resolve(
+    root: str,
+    given: dict | None = None,
+    *,
+    mode: str = "decode",
+    vocab_path: str | None = None,
+    last_decode: bool = False,
+) -> Resolved:
+    """The settings of the experiment at `root` for a caller that sets `given`
+    ({setting: value}: the flags given on the command line, the API's options).
+
+    `values` holds, for the settings not given: the stored flags; for a flag the
+    settings predate, the value the experiment ran with (`BEFORE_FLAGS`); with
+    `last_decode`, the last `--mode=decode` run's search (summarize, export, serve and
+    the API; decode mode writes it); and the model family's own defaults.
+    FlagError: a given model flag contradicts the stored one (in train mode --coverage
+    may change), a vocabulary that is gone or changed, an unreadable file.
+    """
+    given = given or {}
+    stored = read(root)
+    values: dict = {}
+    if stored is not None:
+        values = stored_values(stored)
+        _check_agreement(root, values, given, mode)
+        vocab_path = _checked_vocabulary(root, stored, vocab_path)
+    if last_decode:
+        values.update(read_decode_settings(root))
+    if stored is not None:
+        _add_family_settings(values)
+    return Resolved(root, stored, {k: v for k, v in values.items() if k not in given}, vocab_path)
+
+
+def stored_values(stored: dict) -> dict:
+    """The stored flags, with the values of those the settings predate (BEFORE_FLAGS)."""
+    flags = stored["flags"]
+    return {**flags, **{k: v for k, v in BEFORE_FLAGS.items() if k not in flags}}
+
+
+def _check_agreement(root: str, values: dict, given: dict, mode: str) -> None:
+    """One FlagError listing every given model flag that contradicts the experiment."""
+    contradictions = [
+        f"--{name}={_show(given[name])} contradicts this experiment's {name}={_show(value)}"
+        for name, value in values.items()
+        if name in given
+        and name in MODEL_FLAGS
+        # The paper converts a model to coverage half way: training may turn it on.
+        and not (mode == "train" and name == "coverage")
+        and given[name] != value
+    ]
+    if contradictions:
+        raise FlagError(
+            "; ".join(contradictions) + f" (stored in {settings_path(root)} when it was "
+            "trained); drop the flag, or train a new experiment (another --exp_name)"
+        )
+
+
+def _show(value) -> str:
+    return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+def _checked_vocabulary(root: str, stored: dict, given: str | None) -> str:
+    """The experiment's own vocabulary (checked against its digest), or `given`, which
+    must have the same content."""
+    if given is not None:
+        check_given_vocabulary(root, stored, given)
+        return given
+    return vocabulary(root, stored)
+
+
+def _add_family_settings(values: dict) -> None:
+    """The earlier families have no pointer and no coverage, and their own defaults
+    (`hparams.family_defaults`) where the experiment stores nothing; the command line
+    applies the same through cli/flag_checks.apply_model_family."""
+    from pointer_generator.hparams import family_defaults
+
+    model = values.get("model", "pointer_generator")
+    if model == "pointer_generator":
+        return
+    values.update(pointer_gen=False, coverage=False)
+    for name, value in family_defaults(model, values.get("abs_encoder", "attention")).items():
+        values.setdefault(name, value)

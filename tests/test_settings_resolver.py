@@ -1,0 +1,151 @@
+"""One resolver of an experiment's settings (runtime/experiment_settings.resolve): every
+way of opening a trained experiment gets the same model and search from it.
+
+The case that used to split: a RAS experiment whose settings.json predates
+--ras_attention (and the other flags added since) ran with the paper's dot product. The
+command line read it so (cli/stored_settings.BEFORE_FLAGS) while `pg.Summarizer` and
+`serve` built the cosine form: two summaries of one experiment, and no error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import pointer_generator as pg
+from pointer_generator.cli import entry
+from pointer_generator.cli import flags as flags_lib
+from pointer_generator.decoding import decode_mode, trained
+from pointer_generator.errors import FlagError
+from pointer_generator.runtime import experiment_settings
+from tests import helpers
+
+TEXT = "W3 W4 W5 W6 said . w7 W8 W9 W10 and W4 ."
+# Keys an older settings.json lacks: the flags added after it was written.
+NEWER_KEYS = ("ras_attention", "ras_attention_scale", "ras_initial_state")
+SEARCH = {"beam_size": 2, "min_dec_steps": 1, "max_dec_steps": 5}
+
+
+@pytest.fixture(scope="module")
+def older(tmp_path_factory):
+    """A tiny RAS-Elman experiment trained with the dot product, its settings.json then
+    made as an experiment of an older version wrote it (without NEWER_KEYS)."""
+    data = helpers.tiny_setup(tmp_path_factory.mktemp("resolver"), n_train=8, n_val=2)
+    flags = dict(model="ras_elman", conv_width=3, max_positions=40, ras_attention="dot")
+    assert helpers.run_main_in_process(helpers.run_args(data, "old", max_steps=2, **flags)) == 0
+    data.root = os.path.join(data.log_root, "old")
+    path = experiment_settings.settings_path(data.root)
+    with open(path, encoding="utf-8") as f:
+        stored = json.load(f)
+    for key in NEWER_KEYS:
+        del stored["flags"][key]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(stored, f)
+    return data
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """The hyper-parameters of every model a command opens (every command opens its
+    experiment through `open_trained`), in order."""
+    seen = []
+    real = trained.open_trained
+
+    def recording(root, hps, vocab, **options):
+        seen.append(hps)
+        return real(root, hps, vocab, **options)
+
+    monkeypatch.setattr(trained, "open_trained", recording)
+    monkeypatch.setattr(decode_mode, "open_trained", recording)
+    return seen
+
+
+def _subcommand(name: str, args: list[str]) -> int:
+    """`pointer-generator <name> args...` in this process, its flags reset afterwards."""
+    try:
+        return entry.run_subcommand(name, args)
+    finally:
+        flags_lib.FLAGS.unparse_flags()
+
+
+class _StoppedServer:
+    """What `serve` gets instead of a listening server: Ctrl-C at once."""
+
+    server_address = ("127.0.0.1", 0)
+
+    def serve_forever(self):
+        raise KeyboardInterrupt
+
+    def server_close(self):
+        pass
+
+
+def _serve(monkeypatch, experiment: list[str]):
+    """The summarizer `serve` builds for the experiment (not compiled for every length,
+    and stopped before it listens)."""
+    from pointer_generator.serving import http_server
+
+    services = []
+
+    def make_server(service, host, port):
+        services.append(service)
+        return _StoppedServer()
+
+    monkeypatch.setattr(http_server, "make_server", make_server)
+    monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)
+    assert _subcommand("serve", experiment) == 0
+    return services[0].summarizer
+
+
+def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
+    older, opened, monkeypatch, tmp_path, capfd
+):
+    experiment = [f"--log_root={older.log_root}", "--exp_name=old"]
+    # Decode mode with a search of its own: the later commands' default (last_decode.json).
+    search = [f"--{k}={v}" for k, v in SEARCH.items()]
+    decode = ["--mode=decode", "--single_pass", f"--data_path={older.val_path}", *experiment]
+    assert helpers.run_main_in_process([*decode, *search]) == 0, capfd.readouterr().err[-2000:]
+    article = tmp_path / "article.txt"
+    article.write_text(TEXT, encoding="utf-8")
+    capfd.readouterr()
+    assert _subcommand("summarize", [*experiment, "--tokens", str(article)]) == 0
+    printed = capfd.readouterr().out.strip().splitlines()
+    export_dir = str(tmp_path / "exported")
+    assert _subcommand("export", [*experiment, f"--export_dir={export_dir}"]) == 0
+    served = _serve(monkeypatch, experiment)
+    api = pg.Summarizer.from_experiment(older.log_root, "old")
+
+    decoded, summarized, exported, serving, python = opened
+    assert python.ras_attention == "dot" and python.ras_initial_state == "zeros"
+    assert {k: getattr(python, k) for k in SEARCH} == SEARCH
+    assert python.adagrad_init_acc == 1e-4  # the family's default, as the command line's
+    # Decode mode runs beam_size articles at once (run_summarization); nothing else differs.
+    assert decoded == python.replace(batch_size=python.beam_size)
+    assert summarized == exported == serving == python
+    with open(os.path.join(export_dir, "assets", "export_info.json"), encoding="utf-8") as f:
+        assert json.load(f)["decode"].items() >= SEARCH.items()
+    # The same summary of the same article, whichever way the experiment was opened.
+    want = api.summarize([TEXT])[0]
+    assert printed == want.sentences and want.tokens
+    assert served.summarize([TEXT])[0].tokens == want.tokens
+    assert pg.Summarizer.from_saved_model(export_dir).summarize([TEXT])[0].tokens == want.tokens
+
+
+def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(older):
+    resolved = experiment_settings.resolve(older.root, {"beam_size": 3}, last_decode=True)
+    assert resolved.values["ras_attention"] == "dot"  # BEFORE_FLAGS
+    assert "beam_size" not in resolved.values  # given: the caller's
+    assert resolved.vocab_path == os.path.join(older.root, "vocab")  # its own copy
+    hps, vocab = trained.stored_hparams(older.root, beam_size=3)
+    assert (hps.ras_attention, hps.beam_size, vocab) == ("dot", 3, resolved.vocab_path)
+    # A model flag that contradicts the experiment is one error, for the API as well.
+    with pytest.raises(FlagError, match="--ras_attention=cosine contradicts this experiment's"):
+        experiment_settings.resolve(older.root, {"ras_attention": "cosine"})
+
+
+def test_a_stored_value_is_never_replaced_by_a_before_value(older):
+    stored = experiment_settings.read(older.root)
+    stored["flags"]["ras_attention"] = "cosine"
+    assert experiment_settings.stored_values(stored)["ras_attention"] == "cosine"
