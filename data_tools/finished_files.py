@@ -20,6 +20,7 @@ from data_tools.vocab_counts import DEFAULT_VOCAB_SIZE, VocabCounter
 from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import AtomicWriter, encode_record, write_chunked
 from pointer_generator.errors import DataError, FlagError
+from pointer_generator.exit_codes import is_write_failure, writing
 from pointer_generator.runtime import staging
 
 log = logging.getLogger(__name__)
@@ -142,10 +143,15 @@ class FinishedFilesWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
+        # A full disk or an unwritable folder: one error that names the dataset's folder
+        # (the OSError of a write() names no file) and says that nothing was kept.
+        with writing(f"the dataset in {self.out_dir}", "; nothing was written"):
+            if exc_type is None:
+                self.commit()
+            else:
+                self.abort()
+                if is_write_failure(exc):
+                    raise exc
         return False
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from pointer_generator.runtime import child_processes
 from pointer_generator.runtime.progress import CountProgress
 
 MAX_LISTED = 5  # problem files named individually per kind; the rest are only counted
@@ -44,11 +46,15 @@ def ordered_map(
         pool = multiprocessing.get_context(method).Pool(num_workers)
         results = pool.imap(func, items, chunksize)
     finished = False
+    # SIGTERM of the command: an exception, so that the `finally` ends the workers (the
+    # default action would end this process alone and leave them running).
+    signals = child_processes.signals_raise() if pool is not None else contextlib.nullcontext()
     try:
-        for r in results:
-            if progress:
-                progress.update()
-            yield r
+        with signals:
+            for r in results:
+                if progress:
+                    progress.update()
+                yield r
         finished = True
     finally:
         if pool is not None:

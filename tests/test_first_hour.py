@@ -321,10 +321,15 @@ def test_a_ctrl_c_of_the_quickstart_lets_the_running_step_finish(tmp_path):
         f"open({str(started)!r}, 'w').close()\n"
         "time.sleep(60)\n"
     )
-    parent = (
+    parent = (  # one step of the quick-start, under its command wrapper
         "import sys\n"
+        "from pointer_generator import exit_codes\n"
         "from pointer_generator.cli import quickstart\n"
-        f"quickstart._run([sys.executable, '-c', {child!r}])\n"
+        "from pointer_generator.runtime import child_processes\n"
+        "def step():\n"
+        "    with child_processes.Children() as children:\n"
+        f"        quickstart._run(children, [sys.executable, '-c', {child!r}])\n"
+        "sys.exit(exit_codes.run_command(step))\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", parent],

@@ -46,6 +46,7 @@ import tempfile
 import time
 
 from experiments.benchmarks import common, flops, original_decode
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
 TARGET_ARTICLES_PER_S = 4.0
@@ -345,6 +346,7 @@ def _batched_figures(timing: dict, n_articles: int) -> dict:
     return figures
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     args = _parse(argv)
     if common.data_missing(args):

@@ -21,6 +21,7 @@ import time
 
 from experiments.benchmarks import common
 from experiments.benchmarks.serve import _articles, _toy_experiment
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
 
@@ -45,6 +46,7 @@ def tokenizer_agreement(path: str) -> dict:
     }
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--log_root", default=None)

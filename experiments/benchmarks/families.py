@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from experiments.benchmarks import common, flops
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
 TARGET_RATIO = 0.45
@@ -170,6 +171,7 @@ def bench_decoding(model, hps, beam: int, args) -> float:
     return n / (time.perf_counter() - t0)
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--family", choices=("abs", "ras_elman", "ras_lstm", "all"), default="all")

@@ -35,7 +35,9 @@ import time
 
 from experiments.benchmarks import common
 from experiments.benchmarks.serve import _articles, _post, _toy_experiment
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.runtime import child_processes
 
 
 def _ms(f, repeats: int = 10) -> float:
@@ -99,9 +101,9 @@ def toy_figures(work: str, steps: int) -> dict:
     fig["one_article_no_xla_ms"] = _ms(lambda: plain.summarize([article]))
 
     export_dir = os.path.join(work, "exported")
-    subprocess.run([sys.executable, "-m", "pointer_generator.cli.export",
+    child_processes.run([sys.executable, "-m", "pointer_generator.cli.export",
                     f"--log_root={log_root}", f"--exp_name={exp}", f"--export_dir={export_dir}",
-                    "--beam_size=4"], check=True, capture_output=True)  # fmt: skip
+                         "--beam_size=4"], check=True, capture_output=True)  # fmt: skip
     saved = pg.Summarizer.from_saved_model(export_dir)
     saved.summarize([article])
     # In alternation with the Summarizer, so that both medians see the same moments.
@@ -122,8 +124,9 @@ def _serve(log_root: str, exp: str, article: str, summarize_once) -> dict:
     cmd = [sys.executable, "-m", "pointer_generator.cli.serve", f"--log_root={log_root}",
            f"--exp_name={exp}", "--beam_size=4", "--serve_port=0"]  # fmt: skip
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
+    # Leaving the block stops the server (SIGTERM) and reaps it, as does SIGTERM / Ctrl-C.
+    with child_processes.Children() as children:
+        proc = children.start(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = None
         for line in proc.stdout:
             if line.startswith("Serving "):
@@ -136,9 +139,6 @@ def _serve(log_root: str, exp: str, article: str, summarize_once) -> dict:
         served_ms, direct_ms = _alternating_ms(
             lambda: _post(f"{url}/api/summarize", article), summarize_once
         )
-    finally:
-        proc.terminate()
-        proc.wait()
     return {
         "serve_ready_s": ready,
         "serve_first_request_ms": round(1000 * first, 1),
@@ -184,6 +184,7 @@ def paper_figures(args) -> dict:
     return fig
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--train_steps", type=arg_types.positive_int, default=200)

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
 
 from experiments.benchmarks import common
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.runtime import child_processes
 
 PADDINGS = {"buckets": [], "static": ["--static_shapes=1"], "original": ["--static_shapes=0"]}
 TOY_MODEL = ["--hidden_dim=64", "--emb_dim=64", "--max_enc_steps=200", "--max_dec_steps=40",
@@ -43,7 +44,7 @@ def train(work: str, name: str, data: list[str], model: list[str], padding: list
            f"--max_steps={steps}", "--log_every_n_steps=1",
            "--save_checkpoint_secs=100000"]  # fmt: skip
     t0 = time.time()
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = child_processes.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
     if out.returncode:
         sys.exit(f"error: {name} failed (status {out.returncode}):\n{out.stderr[-2000:]}")
@@ -59,9 +60,9 @@ def train(work: str, name: str, data: list[str], model: list[str], padding: list
 
 def toy_data(work: str) -> list[str]:
     out = os.path.join(work, "toy")
-    subprocess.run([sys.executable, "-m", "data_tools.toy_data", f"--out_dir={out}",
-                    "--num_train=2000", "--num_val=50", "--num_test=50"],
-                   check=True, capture_output=True)  # fmt: skip
+    child_processes.run([sys.executable, "-m", "data_tools.toy_data", f"--out_dir={out}",
+                         "--num_train=2000", "--num_val=50", "--num_test=50"],
+                        check=True, capture_output=True)  # fmt: skip
     return [f"--data_path={out}/chunked/train_*", f"--vocab_path={out}/vocab"]
 
 
@@ -76,6 +77,7 @@ def paper_data(work: str, args) -> list[str] | None:
     return [f"--data_path={pattern}", f"--vocab_path={args.vocab_path}"]
 
 
+@exit_codes.command
 def main(argv=None) -> None:
     p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--steps", type=arg_types.positive_int, default=40)
@@ -107,4 +109,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

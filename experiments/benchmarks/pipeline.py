@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from experiments.benchmarks import common
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
 TARGET = 320.0  # examples/s: 20x the model's best CPU training throughput
@@ -67,6 +68,7 @@ def _rate(iterator, n_batches: int) -> tuple[float, float, int]:
     return n / wall, n / cpu, n
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     common.add_data_arguments(p)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,17 +23,19 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from experiments.benchmarks import common
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.runtime import child_processes
 
 
 def _toy_experiment(
     work: str, steps: int, padding: tuple[str, ...] = ("--static_shapes=1", "--max_oovs=60")
 ) -> tuple[str, str, str]:
     data = os.path.join(work, "data")
-    subprocess.run([sys.executable, "-m", "data_tools.toy_data", f"--out_dir={data}",
-                    "--num_train=2000"], check=True, capture_output=True)  # fmt: skip
+    child_processes.run([sys.executable, "-m", "data_tools.toy_data", f"--out_dir={data}",
+                         "--num_train=2000"], check=True, capture_output=True)  # fmt: skip
     log_root = os.path.join(work, "log")
-    subprocess.run(
+    child_processes.run(
         [sys.executable, "-m", "pointer_generator.cli.run_summarization", "--mode=train",
          f"--data_path={data}/chunked/train_*", f"--vocab_path={data}/vocab",
          f"--log_root={log_root}", "--exp_name=toy", f"--max_steps={steps}",
@@ -78,6 +79,7 @@ def _load(url: str, texts: list[str], clients: int) -> dict:
     }
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     p.add_argument("--log_root", default=None)

@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from experiments.benchmarks import common, flops
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 
 TARGET_RATIO = 0.40
@@ -109,6 +110,7 @@ def _timed_rounds(impls, step, args) -> tuple[dict, list[float], list[float]]:
     return timed, rates, loads
 
 
+@exit_codes.command
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     common.add_data_arguments(p)

@@ -32,6 +32,7 @@ from experiments.cpu_scale.split_sample import default_input
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.runtime import child_processes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECIPES = os.path.join(HERE, "recipes")
@@ -59,12 +60,16 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def run(cmd: list[str], log_path: str | None = None) -> subprocess.Popen:
+def run(
+    children: child_processes.Children, cmd: list[str], log_path: str | None = None
+) -> subprocess.Popen:
+    """Start `cmd` (output to `log_path` if given) in `children`: SIGTERM / Ctrl-C of
+    this runner stops and reaps it."""
     say(" ".join(cmd) + (f"  (log: {log_path})" if log_path else ""))
     if not log_path:
-        return subprocess.Popen(cmd, cwd=REPO)
+        return children.start(cmd, cwd=REPO)
     with open(log_path, "a", encoding="utf-8") as out:  # the child keeps its own copy
-        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        return children.start(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
 
 def wait_all(procs: list[tuple[str, subprocess.Popen]]) -> None:
@@ -79,7 +84,7 @@ def wait_all(procs: list[tuple[str, subprocess.Popen]]) -> None:
         )
 
 
-def split(args, data_dir: str) -> None:
+def split(children, args, data_dir: str) -> None:
     if os.path.isfile(os.path.join(data_dir, "split.json")):
         say(f"split: {data_dir} exists, kept")
         return
@@ -94,6 +99,7 @@ def split(args, data_dir: str) -> None:
             (
                 "split_sample",
                 run(
+                    children,
                     [
                         args.python,
                         "-m",
@@ -102,14 +108,14 @@ def split(args, data_dir: str) -> None:
                         source,
                         "--out_dir",
                         data_dir,
-                    ]
+                    ],
                 ),
             )
         ]
     )
 
 
-def recipes(args, data_dir: str, runs_dir: str, logs_dir: str) -> None:
+def recipes(children, args, data_dir: str, runs_dir: str, logs_dir: str) -> None:
     pending = list(RUNS)
     while pending:
         batch, pending = pending[: args.jobs], pending[args.jobs :]
@@ -129,7 +135,7 @@ def recipes(args, data_dir: str, runs_dir: str, logs_dir: str) -> None:
                 str(args.steps_scale),
             ]
             cmd += [f"--set={s}" for s in args.set]
-            procs.append((name, run(cmd, os.path.join(logs_dir, name + ".log"))))
+            procs.append((name, run(children, cmd, os.path.join(logs_dir, name + ".log"))))
         wait_all(procs)
 
 
@@ -147,6 +153,7 @@ def decode_dirs(runs_dir: str) -> dict[str, str]:
     return out
 
 
+@exit_codes.command(interrupted="interrupted; run the same command again to continue")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.cpu_scale.run_all", description=__doc__.split("\n\n")[0]
@@ -176,14 +183,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args(argv)
-    work = os.path.abspath(args.work_dir)
+    # SIGTERM / Ctrl-C of this runner stops and reaps every process it started.
+    with child_processes.Children() as children:
+        return _run_all(children, args, os.path.abspath(args.work_dir))
+
+
+def _run_all(children: child_processes.Children, args, work: str) -> int:
+    """Every step of the module's docstring, each skipped when done."""
     data_dir, runs_dir = os.path.join(work, "data"), os.path.join(work, "runs")
     logs_dir = os.path.join(work, "logs")
     os.makedirs(logs_dir, exist_ok=True)
     try:
         start = time.time()
-        split(args, data_dir)
-        recipes(args, data_dir, runs_dir, logs_dir)
+        split(children, args, data_dir)
+        recipes(children, args, data_dir, runs_dir, logs_dir)
         test_glob = os.path.join(data_dir, "chunked", "test_*")
         lead3_dir = os.path.join(work, "lead3")
         if not os.path.isfile(os.path.join(lead3_dir, "ROUGE_results.txt")):
@@ -192,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                     (
                         "lead3",
                         run(
+                            children,
                             [
                                 args.python,
                                 "-m",
@@ -201,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "--out_dir",
                                 lead3_dir,
                                 "--overwrite",
-                            ]
+                            ],
                         ),
                     )
                 ]

@@ -33,6 +33,7 @@ import time
 
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.runtime import child_processes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -124,7 +125,9 @@ def _run(cmd: list[str], log_path: str) -> None:
     print(f"$ {' '.join(cmd)}  (log: {log_path})", flush=True)
     t0 = time.time()
     with open(log_path, "a", encoding="utf-8") as log:
-        rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        # SIGTERM / Ctrl-C of the runner stops the command too (child_processes).
+        run = child_processes.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    rc = run.returncode
     if rc:
         raise SystemExit(f"error: {cmd[2:4]} failed (status {rc}); see {log_path}")
     print(f"  done in {time.time() - t0:.0f} s", flush=True)
@@ -330,7 +333,7 @@ def abs_plus(work: str) -> dict:
     return out
 
 
-@exit_codes.command
+@exit_codes.command(interrupted="interrupted; run the same command again to continue")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.families.run_proxy")
     p.add_argument("--work_dir", required=True)

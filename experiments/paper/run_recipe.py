@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
-from pointer_generator.runtime import staging
+from pointer_generator.runtime import child_processes, staging
 
 STATE_FILE = "recipe_state.json"
 LOGS_SUBDIR = "recipe_logs"
@@ -460,62 +459,56 @@ class Runner:
 
     def run_command(self, stage: Stage, cmd: list[str]) -> None:
         self.say("$ " + shlex.join(cmd))
-        code = subprocess.call(cmd)
+        # SIGTERM / Ctrl-C of the runner stops the command too (child_processes).
+        code = child_processes.run(cmd).returncode
         if code != 0:
             raise RecipeError(
                 f"stage {stage.name}: command exited with status {code}: {shlex.join(cmd)}"
             )
 
     def run_with_eval_job(self, stage: Stage, cmd: list[str], eval_cmd: list[str]) -> None:
-        """Training with the concurrent eval job alongside, as the original was run."""
+        """Training with the concurrent eval job alongside, as the original was run. Both
+        are stopped and reaped however this ends (SIGTERM or Ctrl-C of the runner
+        included), so that a rerun finds neither holding the experiment's locks."""
         log_dir = os.path.join(self.exp_dir, LOGS_SUBDIR)
         os.makedirs(log_dir, exist_ok=True)
         log_path = os.path.join(log_dir, f"{stage.name}.eval.log")
         self.say(f"$ {shlex.join(eval_cmd)} > {log_path} 2>&1 &")
-        with open(log_path, "ab") as log:
-            eval_proc = subprocess.Popen(eval_cmd, stdout=log, stderr=subprocess.STDOUT)
-        try:
+        with child_processes.Children() as children:
+            with open(log_path, "ab") as log:
+                eval_proc = children.start(eval_cmd, stdout=log, stderr=subprocess.STDOUT)
             self.say("$ " + shlex.join(cmd))
-            train = subprocess.Popen(cmd)
-            pause = 0.05
-            while train.poll() is None:
-                if eval_proc.poll() not in (None, 0):
-                    train.send_signal(signal.SIGTERM)  # the trainer saves and exits
-                    train.wait()
-                    raise RecipeError(
-                        f"stage {stage.name}: the eval job exited with status "
-                        f"{eval_proc.returncode}; see {log_path}"
-                    )
-                time.sleep(pause)
-                pause = min(pause * 1.5, self.poll_secs)  # quick for short commands
-            if train.returncode != 0:
-                raise RecipeError(
-                    f"stage {stage.name}: command exited with status "
-                    f"{train.returncode}: {shlex.join(cmd)}"
-                )
+            train = children.start(cmd)
+            self._watch(stage, children, train, eval_proc, log_path)
             # Let the eval job see the last checkpoints before it is stopped.
             deadline = time.time() + self.eval_grace_secs
             while time.time() < deadline and eval_proc.poll() is None:
                 time.sleep(min(0.1, max(0.0, deadline - time.time())))
+            self._check_eval_job(stage, eval_proc, log_path)
+            children.stop(eval_proc)  # Ctrl-C first: it closes its event files
+
+    def _watch(self, stage: Stage, children, train, eval_proc, log_path: str) -> None:
+        """Wait for training; a failed eval job stops it (it saves and exits)."""
+        pause = 0.05
+        while train.poll() is None:
             if eval_proc.poll() not in (None, 0):
-                raise RecipeError(
-                    f"stage {stage.name}: the eval job exited with status "
-                    f"{eval_proc.returncode}; see {log_path}"
-                )
-        finally:
-            _stop(eval_proc)
+                children.stop(train, gently=False)  # SIGTERM: the trainer saves and exits
+                self._check_eval_job(stage, eval_proc, log_path)
+            time.sleep(pause)
+            pause = min(pause * 1.5, self.poll_secs)  # quick for short commands
+        if train.returncode != 0:
+            raise RecipeError(
+                f"stage {stage.name}: command exited with status "
+                f"{train.returncode}: {shlex.join(train.args)}"
+            )
 
-
-def _stop(proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    """SIGINT (the eval job closes its event files), then SIGKILL if it hangs."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    @staticmethod
+    def _check_eval_job(stage: Stage, eval_proc, log_path: str) -> None:
+        if eval_proc.poll() not in (None, 0):
+            raise RecipeError(
+                f"stage {stage.name}: the eval job exited with status "
+                f"{eval_proc.returncode}; see {log_path}"
+            )
 
 
 def _diff(recorded: dict, now: dict) -> str:

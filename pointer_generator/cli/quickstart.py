@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import subprocess
 import sys
 import time
 
+from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.runtime import child_processes
 
 # Small enough for about 2 minutes on a 2-core CPU, big enough to learn to copy names.
 MODEL_FLAGS = [
@@ -35,26 +37,51 @@ MODEL_FLAGS = [
 DECODE_FLAGS = ["--beam_size=4", "--min_dec_steps=10", "--max_dec_steps=40"]
 
 
-def _run(cmd: list[str]) -> None:
+class StepFailed(PointerGeneratorError):
+    """A step of the quick-start ended with an error (its own message is above)."""
+
+
+def _run(children: child_processes.Children, cmd: list[str]) -> None:
     shown = cmd[2:]  # without "<python> -m"
     if shown[0] == "pointer_generator.cli.run_summarization":
         shown = ["pointer-generator", *shown[1:]]
     else:
         shown = ["python", "-m", *shown]
     print("\n$ " + " ".join(shlex.quote(c) for c in shown), flush=True)
-    proc = subprocess.Popen(cmd)
-    try:
-        status = proc.wait()
-    except KeyboardInterrupt:
-        # The step got the same Ctrl-C: training stops after its step and saves a
-        # checkpoint. Wait for that (subprocess.run would kill it within 0.25 s).
-        print("quickstart: interrupted; letting the step finish cleanly", flush=True)
-        proc.wait()
-        sys.exit(130)
+    # Ctrl-C or SIGTERM meanwhile: the step is stopped (training saves a checkpoint) and
+    # reaped before the quick-start ends, so a rerun finds no job holding the experiment.
+    status = children.start(cmd).wait()
     if status != 0:
-        sys.exit(f"quickstart: step failed (exit status {status}): {cmd[2]}")
+        how = f"exit status {status}" if status > 0 else f"killed by signal {-status}"
+        raise StepFailed(f"quickstart step {shown[0]} {shown[1]} failed ({how}); see above")
 
 
+def _steps(children: child_processes.Children, args) -> None:
+    """Data (unless made already), training, single-pass eval, decode, one at a time."""
+    data = os.path.join(args.out_dir, "data")
+    log_root = os.path.join(args.out_dir, "log")
+    py = [sys.executable, "-m"]
+    if not os.path.exists(os.path.join(data, "vocab")):
+        toy_data = ["data_tools.toy_data", f"--out_dir={data}", f"--num_train={args.num_train}"]
+        _run(children, py + toy_data)
+    common = [f"--vocab_path={data}/vocab", f"--log_root={log_root}", "--exp_name=toy"]
+    cli = py + ["pointer_generator.cli.run_summarization"]
+    experiment = [f"--log_root={log_root}", "--exp_name=toy"]
+    train = [
+        "--mode=train",
+        f"--data_path={data}/chunked/train_*",
+        f"--max_steps={args.train_steps}",
+    ]
+    # A progress line every 100 steps, not 1,000 lines.
+    _run(children, cli + train + common + MODEL_FLAGS + ["--log_every_n_steps=100"])
+    # The experiment's settings.json supplies the model flags and the vocabulary.
+    evaluate = ["--mode=eval", "--single_pass", f"--data_path={data}/chunked/val_*"]
+    _run(children, cli + evaluate + experiment)
+    decode = ["--mode=decode", "--single_pass", f"--data_path={data}/chunked/test_*"]
+    _run(children, cli + decode + experiment + DECODE_FLAGS)
+
+
+@exit_codes.command(interrupted="interrupted; run the same command again to continue")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="pointer-generator quickstart",
@@ -81,31 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     start = time.time()
-    data = os.path.join(args.out_dir, "data")
-    log_root = os.path.join(args.out_dir, "log")
-    py = [sys.executable, "-m"]
-    if not os.path.exists(os.path.join(data, "vocab")):
-        _run(py + ["data_tools.toy_data", f"--out_dir={data}", f"--num_train={args.num_train}"])
-    common = [f"--vocab_path={data}/vocab", f"--log_root={log_root}", "--exp_name=toy"]
-    cli = py + ["pointer_generator.cli.run_summarization"]
-    experiment = [f"--log_root={log_root}", "--exp_name=toy"]
-    _run(
-        cli
-        + ["--mode=train", f"--data_path={data}/chunked/train_*", f"--max_steps={args.train_steps}"]
-        + common
-        + MODEL_FLAGS
-        + ["--log_every_n_steps=100"]  # a progress line every 100 steps, not 1,000 lines
-    )
-    # The experiment's settings.json supplies the model flags and the vocabulary.
-    _run(cli + ["--mode=eval", "--single_pass", f"--data_path={data}/chunked/val_*"] + experiment)
-    _run(
-        cli
-        + ["--mode=decode", "--single_pass", f"--data_path={data}/chunked/test_*"]
-        + experiment
-        + DECODE_FLAGS
-    )
-
-    exp = os.path.join(log_root, "toy")
+    with child_processes.Children() as children:
+        _steps(children, args)
+    exp = os.path.join(args.out_dir, "log", "toy")
     decode_dirs = sorted(d for d in os.listdir(exp) if d.startswith("decode_test"))
     print(f"\nQuick-start finished in {(time.time() - start) / 60:.1f} min.")
     if decode_dirs:

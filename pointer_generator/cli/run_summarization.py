@@ -114,7 +114,7 @@ def run(argv: list[str] | None = None) -> None:
     console.quiet_tensorflow()
     kind = wants_help(list(sys.argv if argv is None else argv)[1:])
     if kind:
-        run_and_exit(print_help, kind)
+        run_and_exit(exit_codes.run_command, print_help, kind)
     run_and_exit(lambda: app.run(main, argv=argv, flags_parser=parse_flags))
 
 

@@ -12,6 +12,7 @@ what the original wrote: `article` entry first, then `abstract`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import tempfile
@@ -219,14 +220,16 @@ class AtomicWriter:
         return self._f
 
     def __exit__(self, exc_type, exc, tb):
-        self._f.close()
-        if exc_type is None:
-            os.replace(self._tmp, self.path)
-        else:
-            try:
-                os.remove(self._tmp)
-            except OSError:
-                pass
+        renamed = False
+        try:
+            self._f.close()  # a full disk may show only now, when the buffer is written
+            if exc_type is None:
+                os.replace(self._tmp, self.path)
+                renamed = True
+        finally:
+            if not renamed:
+                with contextlib.suppress(OSError):
+                    os.remove(self._tmp)
         return False
 
 
@@ -265,6 +268,7 @@ def write_chunked(
     return paths
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     """`python -m pointer_generator.data.binfile FILE_OR_GLOB...`: check `.bin` files record by
     record; prints one line per file and exits with status 1 if any file is malformed."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import sys
 
+from pointer_generator import exit_codes
 from pointer_generator.data.ptb_lexicon import (
     ALNUM,
     LETTER,
@@ -146,6 +147,7 @@ def tokenize_text(text: str) -> str:
     return _DEFAULT.tokenize_text(text)
 
 
+@exit_codes.command
 def main(argv: list[str] | None = None) -> int:
     """`python -m pointer_generator.data.ptb_tokenizer < in.txt > out.txt`: tokenize stdin
     to stdout."""

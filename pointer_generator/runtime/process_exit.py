@@ -28,12 +28,18 @@ def status_of(exit_request: SystemExit) -> int:
 
 
 def exit_now(status: int) -> None:
-    """Flush what the process printed or logged, then end it with `status` at once."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # closed or broken pipe: nothing more to save
-            pass
+    """Flush what the process printed or logged, then end it with `status` at once.
+
+    Standard output that cannot take what is left (a full disk, `> /dev/full`) turns a
+    successful status into the `error:` line and status of `exit_codes`; a reader that
+    went away (`| head`) into 141, quietly."""
+    from pointer_generator import exit_codes
+
+    status = exit_codes.finish_standard_output(status)
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):  # closed or broken pipe: nothing more to save
+        pass
     logging.shutdown()
     os._exit(status)
 
@@ -43,6 +49,7 @@ def run_and_exit(entry, *args) -> None:
 
     Every Ctrl-C of the process is remembered (`interrupts`), so a press that a finalizer
     swallowed still ends the mode's loop at its next check."""
+    from pointer_generator import exit_codes
     from pointer_generator.runtime import interrupts
 
     interrupts.install()
@@ -53,4 +60,7 @@ def run_and_exit(entry, *args) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         status = 130
+    except exit_codes.Terminated:
+        print(exit_codes.terminated_line("interrupted"), file=sys.stderr)
+        status = exit_codes.TERMINATED
     exit_now(status)
