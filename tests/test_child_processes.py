@@ -324,3 +324,16 @@ def test_sigterm_of_the_quickstart_stops_training_and_a_rerun_resumes(tmp_path):
         assert ("Resuming from" in err) == (attempt == 1)
         assert "Received SIGTERM: stopping after this step and saving a checkpoint" in err
         assert err.endswith("interrupted by SIGTERM; run the same command again to continue\n")
+
+
+def test_a_failed_quickstart_step_is_an_error_line_and_status_2(tmp_path):
+    blocker = tmp_path / "a_file"  # the data folder cannot be made below a file
+    blocker.write_text("")
+    proc = helpers.run_python(
+        ["-m", "pointer_generator.cli", "quickstart", f"--out_dir={blocker}/q"], timeout=WAIT_S
+    )
+    assert proc.returncode == exit_codes.BAD_INPUT, proc.stderr  # not 1, a checker's status
+    assert proc.stderr.endswith(
+        "error: quickstart step `python -m data_tools.toy_data` failed (exit status 2); its "
+        "message is above\n"
+    )

@@ -53,7 +53,8 @@ def _run(children: child_processes.Children, cmd: list[str]) -> None:
     status = children.start(cmd).wait()
     if status != 0:
         how = f"exit status {status}" if status > 0 else f"killed by signal {-status}"
-        raise StepFailed(f"quickstart step {shown[0]} {shown[1]} failed ({how}); see above")
+        step = " ".join(shown[:3] if shown[0] == "python" else shown[:2])
+        raise StepFailed(f"quickstart step `{step}` failed ({how}); its message is above")
 
 
 def _steps(children: child_processes.Children, args) -> None:
