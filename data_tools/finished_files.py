@@ -21,7 +21,7 @@ from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import AtomicWriter, encode_record, write_chunked
 from pointer_generator.errors import DataError, FlagError
 from pointer_generator.exit_codes import is_write_failure, writing
-from pointer_generator.runtime import staging
+from pointer_generator.runtime import owned_files, staging
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class FinishedFilesWriter:
     def commit(self) -> None:
         chunk_dir = os.path.join(self.out_dir, "chunked")
         staged_chunks = os.path.join(self._staging, "chunked")
-        os.makedirs(chunk_dir, exist_ok=True)
+        owned_files.make_dir(chunk_dir)  # a link there would have its files replaced
         for name in self._sets:
             stale = re.compile(re.escape(name) + r"_\d{3,}\.bin")
             for f in os.listdir(chunk_dir):
@@ -127,14 +127,12 @@ class FinishedFilesWriter:
     def _make_readable(self) -> None:
         # Temporary files are created private (0600); finished data should get the usual
         # permissions of a new file under the user's umask.
-        umask = os.umask(0)
-        os.umask(umask)
         paths = [os.path.join(self.out_dir, f"{n}.bin") for n in self._sets]
         paths += [c for out in self._sets.values() for c in out.chunk_files]
         if self._vocab_staged:
             paths.append(os.path.join(self.out_dir, "vocab"))
         for path in paths:
-            os.chmod(path, 0o666 & ~umask)
+            owned_files.follow_umask(path)
 
     def abort(self) -> None:
         shutil.rmtree(self._staging, ignore_errors=True)

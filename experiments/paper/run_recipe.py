@@ -39,7 +39,7 @@ from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
-from pointer_generator.runtime import child_processes, staging
+from pointer_generator.runtime import child_processes, json_files, staging
 
 STATE_FILE = "recipe_state.json"
 LOGS_SUBDIR = "recipe_logs"
@@ -62,8 +62,8 @@ class State:
         if os.path.exists(path):
             try:
                 with open(path, encoding="utf-8") as f:
-                    self.data = json.load(f)
-                if not isinstance(self.data.get("stages"), dict):
+                    self.data = json_files.load(f)
+                if not isinstance(self.data, dict) or not isinstance(self.data.get("stages"), dict):
                     raise ValueError("no 'stages' object")
             except (OSError, ValueError) as e:
                 raise RecipeError(
