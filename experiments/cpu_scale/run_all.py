@@ -32,7 +32,7 @@ from experiments.cpu_scale.split_sample import default_input
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.runtime import child_processes
+from pointer_generator.runtime import child_processes, owned_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECIPES = os.path.join(HERE, "recipes")
@@ -68,7 +68,7 @@ def run(
     say(" ".join(cmd) + (f"  (log: {log_path})" if log_path else ""))
     if not log_path:
         return children.start(cmd, cwd=REPO)
-    with open(log_path, "a", encoding="utf-8") as out:  # the child keeps its own copy
+    with owned_files.open_in_place(log_path, "a") as out:  # the child keeps its own copy
         return children.start(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
 

@@ -33,7 +33,7 @@ import time
 
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
-from pointer_generator.runtime import child_processes
+from pointer_generator.runtime import child_processes, owned_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -124,7 +124,7 @@ DECODE_COMMON = ["--max_dec_steps=30", "--decode_batch_size=32", "--attention_pa
 def _run(cmd: list[str], log_path: str) -> None:
     print(f"$ {' '.join(cmd)}  (log: {log_path})", flush=True)
     t0 = time.time()
-    with open(log_path, "a", encoding="utf-8") as log:
+    with owned_files.open_in_place(log_path, "a") as log:
         # SIGTERM / Ctrl-C of the runner stops the command too (child_processes).
         run = child_processes.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     rc = run.returncode

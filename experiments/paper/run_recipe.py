@@ -39,7 +39,7 @@ from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
-from pointer_generator.runtime import child_processes, json_files, staging
+from pointer_generator.runtime import child_processes, json_files, owned_files, staging
 
 STATE_FILE = "recipe_state.json"
 LOGS_SUBDIR = "recipe_logs"
@@ -475,7 +475,7 @@ class Runner:
         log_path = os.path.join(log_dir, f"{stage.name}.eval.log")
         self.say(f"$ {shlex.join(eval_cmd)} > {log_path} 2>&1 &")
         with child_processes.Children() as children:
-            with open(log_path, "ab") as log:
+            with owned_files.open_in_place(log_path, "ab") as log:
                 eval_proc = children.start(eval_cmd, stdout=log, stderr=subprocess.STDOUT)
             self.say("$ " + shlex.join(cmd))
             train = children.start(cmd)

@@ -24,12 +24,12 @@ them private, which locked a TensorFlow Serving account or a teammate out of an 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import secrets
 import shutil
 import stat
 
+from pointer_generator import exit_codes
 from pointer_generator.errors import OutputError
 
 _FIX = (
@@ -182,21 +182,15 @@ def remove_if_same(path: str, fd: int) -> None:
             os.remove(path)
 
 
-# What a failed write says when the file system, not the program, is at fault.
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
-_WRITE_REASONS = (
-    "No space left on device",
-    "Disk quota exceeded",
-    "File too large",
-    "Read-only file system",
-    "Permission denied",
-)
+# The operating system's words for a write failure (`exit_codes.WRITE_FAILURES`) inside
+# the message of a TensorFlow error, which wraps the OSError and keeps only its text.
+_WRITE_REASONS = tuple(os.strerror(code) for code in sorted(exit_codes.WRITE_FAILURES))
 
 
 def write_failure(error: BaseException) -> str | None:
     """The reason, when `error` (an OSError, or a TensorFlow error that wraps one) says a
     file could not be written because of the disk or its permissions; else None."""
     if isinstance(error, OSError):
-        return (error.strerror or str(error)) if error.errno in _WRITE_ERRNOS else None
+        return (error.strerror or str(error)) if exit_codes.is_write_failure(error) else None
     text = str(getattr(error, "message", None) or error)
     return next((r for r in _WRITE_REASONS if r in text), None)
