@@ -59,10 +59,13 @@ def test_training_never_writes_through_a_planted_lock_or_metadata_link(trained, 
     root = _copy(trained, "planted")
     lock_target, lock_bytes = _outside(tmp_path, "lock_target")
     meta_target, meta_bytes = _outside(tmp_path, "metadata_target")
+    config_target, config_bytes = _outside(tmp_path, "projector_target")
     lock = os.path.join(root, "train", ".lock")
     metadata = os.path.join(root, "train", "vocab_metadata.tsv")
+    config = os.path.join(root, "train", "projector_config.pbtxt")
     _plant(lock, lock_target)
     _plant(metadata, meta_target)
+    _plant(config, config_target)  # TensorBoard's own writer opened it for writing
     args = helpers.run_args(trained, "planted", max_steps=5)
     assert helpers.run_main_in_process(args) == 2
     assert _errors(capsys.readouterr().err) == [
@@ -75,10 +78,13 @@ def test_training_never_writes_through_a_planted_lock_or_metadata_link(trained, 
     # file (a rename), never written through.
     os.remove(lock)
     assert helpers.run_main_in_process(args) == 0
-    for path, content in ((lock_target, lock_bytes), (meta_target, meta_bytes)):
+    targets = ((lock_target, lock_bytes), (meta_target, meta_bytes))
+    for path, content in (*targets, (config_target, config_bytes)):
         with open(path, "rb") as f:
             assert f.read() == content
-    assert not os.path.islink(metadata)
+    assert not os.path.islink(metadata) and not os.path.islink(config)
+    with open(config, encoding="utf-8") as f:
+        assert 'metadata_path: "vocab_metadata.tsv"' in f.read()
     with open(metadata, encoding="utf-8") as f:
         assert f.readline() == "[UNK]\n"
 
@@ -116,6 +122,7 @@ def test_a_linked_experiment_folder_is_refused_by_every_mode(trained, tmp_path, 
     checkpoints there (the other experiment's). Refused by train, eval, decode and the
     commands and API over a trained experiment."""
     import pointer_generator as pg
+    from pointer_generator.cli import entry
     from pointer_generator.errors import OutputError
 
     root = _copy(trained, f"linked_{sub}")
@@ -138,6 +145,16 @@ def test_a_linked_experiment_folder_is_refused_by_every_mode(trained, tmp_path, 
         assert line.startswith(expected), (mode, line)
     with pytest.raises(OutputError, match="an experiment's folders must be its own"):
         pg.Summarizer.from_experiment(trained.log_root, f"linked_{sub}")
+    base = [f"--log_root={trained.log_root}", f"--exp_name=linked_{sub}"]
+    article = tmp_path / "article.txt"
+    article.write_text("w1 w2 w3 .")
+    for command, extra in (
+        ("summarize", [str(article)]),
+        ("export", [f"--export_dir={tmp_path}/x"]),
+    ):
+        assert entry.run_subcommand(command, [*base, *extra]) == 2, command
+        (line,) = _errors(capsys.readouterr().err)
+        assert line.startswith(expected), (command, line)
     assert sorted(os.listdir(elsewhere)) == before
 
 
@@ -337,3 +354,58 @@ def test_a_failed_best_model_state_update_leaves_no_temporary(trained, monkeypat
     (line,) = _errors(capsys.readouterr().err)
     assert line.endswith("checkpoint_best: No space left on device"), line
     assert not [n for n in os.listdir(os.path.join(root, "eval")) if ".tmp" in n]
+
+
+def test_a_linked_shards_folder_takes_no_shard_elsewhere(trained, tmp_path, capsys):
+    """`<decode folder>/shards` a link: each shard made its folder, lock and files
+    wherever it pointed, and the merge moved them back (only the last folder of a path
+    was checked)."""
+    root = _copy(trained, "linked_shards")
+    flags = dict(single_pass=True, decode_shards=2, min_dec_steps=1, max_dec_steps=4)
+    args = helpers.run_args(trained, "linked_shards", mode="decode", decode_shard=0, **flags)
+    assert helpers.run_main_in_process(args) == 0
+    (folder,) = [d for d in os.listdir(root) if d.startswith("decode_") and "pins" not in d]
+    shards = os.path.join(root, folder, "shards")
+    elsewhere = tmp_path / "shards_elsewhere"
+    shutil.move(shards, elsewhere)
+    os.symlink(elsewhere, shards)
+    before = sorted(os.listdir(elsewhere))
+    capsys.readouterr()
+    args = helpers.run_args(trained, "linked_shards", mode="decode", decode_shard=1, **flags)
+    assert helpers.run_main_in_process(args) == 2
+    (line,) = _errors(capsys.readouterr().err)
+    assert line.startswith(f"error: {shards} {LINK_ERROR.format(target=elsewhere)}"), line
+    assert sorted(os.listdir(elsewhere)) == before
+
+
+def test_best_model_rotation_never_deletes_another_folders_checkpoints(trained, tmp_path, caplog):
+    """`eval/checkpoint_best` naming three best models of another experiment: the next
+    save rotated the oldest away, deleting its files there."""
+    from pointer_generator.runtime import checkpointing
+
+    root = _copy(trained, "foreign_best")
+    elsewhere = tmp_path / "other_eval"
+    elsewhere.mkdir()
+    foreign = []
+    for step in (1, 2, 3):
+        for suffix in (".index", ".data-00000-of-00001"):
+            shutil.copy(
+                os.path.join(root, "train", f"model.ckpt-3{suffix}"),
+                elsewhere / f"bestmodel-{step}{suffix}",
+            )
+        foreign.append(str(elsewhere / f"bestmodel-{step}"))
+    eval_dir = os.path.join(root, "eval")
+    os.makedirs(eval_dir)
+    entries = "".join(f'all_model_checkpoint_paths: "{p}"\n' for p in foreign)
+    with open(os.path.join(eval_dir, "checkpoint_best"), "w", encoding="utf-8") as f:
+        f.write(f'model_checkpoint_path: "{foreign[-1]}"\n{entries}')
+    before = sorted(os.listdir(elsewhere))
+    args = helpers.run_args(trained, "foreign_best", mode="eval", max_eval_iterations=1)
+    caplog.set_level(logging.WARNING)
+    assert helpers.run_main_in_process(args) == 0
+    assert sorted(os.listdir(elsewhere)) == before
+    assert "not a checkpoint of this folder; dropped from its list" in caplog.text
+    best = checkpointing.latest_checkpoint(eval_dir, checkpointing.BEST_STATE_FILE)
+    assert best == os.path.join(eval_dir, "bestmodel-3")
+    with open(os.path.join(eval_dir, "checkpoint_best"), encoding="utf-8") as f:
+        assert str(elsewhere) not in f.read()

@@ -8,11 +8,11 @@ Systems are the dicts of `experiments.report.gather` (rows `baseline_50k`,
 
 from __future__ import annotations
 
-import json
 import os
 
 from experiments import report
 from experiments.benchmarks.common import machine_description
+from experiments.paper import run_recipe
 
 ROUGE_KEYS = (("R-1", "rouge_1_f_score"), ("R-2", "rouge_2_f_score"), ("R-L", "rouge_l_f_score"))
 DUP_KEYS = report.DUP_KEYS
@@ -133,8 +133,7 @@ def validation_losses(runs_dir: str) -> list[str]:
         path = os.path.join(runs_dir, exp, "recipe_state.json")
         if not os.path.isfile(path):
             continue
-        with open(path, encoding="utf-8") as f:
-            stages = json.load(f)["stages"]
+        stages = run_recipe.State(path).data["stages"]  # checked as the runner checks it
         for name, record in stages.items():
             v = record.get("validation")
             if v:

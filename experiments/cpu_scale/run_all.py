@@ -20,7 +20,6 @@ complete example):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import time
 from experiments import report
 from experiments.cpu_scale import findings
 from experiments.cpu_scale.split_sample import default_input
+from experiments.paper import run_recipe
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import PointerGeneratorError
@@ -143,8 +143,7 @@ def decode_dirs(runs_dir: str) -> dict[str, str]:
     out = {}
     for exp_name, rows in RUNS.values():
         state_path = os.path.join(runs_dir, exp_name, "recipe_state.json")
-        with open(state_path, encoding="utf-8") as f:
-            stages = json.load(f)["stages"]
+        stages = run_recipe.State(state_path).data["stages"]  # checked as the runner checks it
         for row, stage in rows:
             d = stages.get(stage, {}).get("decode_dir")
             if not d:

@@ -33,7 +33,7 @@ import time
 
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
-from pointer_generator.runtime import child_processes, owned_files
+from pointer_generator.runtime import child_processes, json_files, owned_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -177,8 +177,10 @@ def train(work: str, name: str, scale: float) -> None:
          os.path.join(work, "logs", f"{name}.train.log"))  # fmt: skip
     # Training again would resume from the restored best epoch and retrain its later
     # epochs: the marker says this run is done (`trained`).
-    with open(os.path.join(work, "runs", name, TRAINED), "w", encoding="utf-8") as f:
-        f.write(f"trained for {steps} steps; train/ holds the best validation epoch\n")
+    owned_files.replace_file(
+        os.path.join(work, "runs", name, TRAINED),
+        f"trained for {steps} steps; train/ holds the best validation epoch\n",
+    )
 
 
 def trained(work: str, name: str) -> bool:
@@ -273,11 +275,11 @@ def main_stages(
     results = {}
     if os.path.exists(results_path):
         with open(results_path, encoding="utf-8") as f:
-            results = json.load(f)
+            results = json_files.load(f)
 
     def save():
-        with open(results_path, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1, sort_keys=True)
+        # Replaced whole: a Ctrl-C mid-write must not break the next run's resume.
+        owned_files.replace_file(results_path, json.dumps(results, indent=1, sort_keys=True))
 
     build_data(work, only, source)
     for name in only:

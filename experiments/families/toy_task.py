@@ -35,6 +35,7 @@ import time
 from experiments.families.run_proxy import _run, read_input_gap, score
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.runtime import owned_files
 
 SIZES = ["--hidden_dim=128", "--emb_dim=64"]
 # The earlier families read the first two sentences (at most 46 tokens here: the story's key
@@ -264,8 +265,7 @@ def run(work: str, only: list[str], steps: int, out: str | None) -> dict:
         row["commands"].append(_user_command(cmd, work))
         row["seconds"] = time.time() - t0
         results[name] = row
-        with open(results_path, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1, sort_keys=True)
+        owned_files.replace_file(results_path, json.dumps(results, indent=1, sort_keys=True))
         if out:
             write_report(results, out, steps)
     return results

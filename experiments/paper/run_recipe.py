@@ -109,7 +109,12 @@ def newest_checkpoint(train_dir: str) -> str | None:
     except OSError:
         return None
     m = re.search(r'^model_checkpoint_path:\s*"((?:[^"\\]|\\.)*)"', text, re.M)
-    return os.path.basename(m.group(1)) if m else None
+    if not m:
+        return None
+    # An entry naming another folder's checkpoint (a hand-edited or foreign state file)
+    # is not this experiment's, as the project's own readers hold (checkpoint_scan).
+    full = os.path.normpath(os.path.join(train_dir, m.group(1)))
+    return os.path.basename(full) if os.path.dirname(full) == os.path.normpath(train_dir) else None
 
 
 def step_of(checkpoint_name: str) -> int:
@@ -471,7 +476,7 @@ class Runner:
         are stopped and reaped however this ends (SIGTERM or Ctrl-C of the runner
         included), so that a rerun finds neither holding the experiment's locks."""
         log_dir = os.path.join(self.exp_dir, LOGS_SUBDIR)
-        os.makedirs(log_dir, exist_ok=True)
+        owned_files.make_dir(log_dir)
         log_path = os.path.join(log_dir, f"{stage.name}.eval.log")
         self.say(f"$ {shlex.join(eval_cmd)} > {log_path} 2>&1 &")
         with child_processes.Children() as children:

@@ -378,7 +378,8 @@ def _decode_shard(
     directory = decode_shards.shard_dir(decode_dir, i, n)
     total = count_examples(cfg.data_path)
     mine = None if total is None else len(range(i, total, n))
-    owned_files.make_dir(directory)
+    # Every level below the experiment: a linked shards/ would take the shard elsewhere.
+    owned_files.make_dir(directory, root=os.path.dirname(decode_dir))
     locks.acquire(directory, "decode shard", f"run each --decode_shard once (this is {i} of {n})")
     try:
         with _write_errors(directory, "run the same command again: it resumes"):

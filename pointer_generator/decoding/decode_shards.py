@@ -124,10 +124,12 @@ def merge(decode_dir: str, count: int) -> int:
                     # markers, locks, the shard's attention index (rewritten after)
                     continue
                 target_dir = os.path.join(decode_dir, rel)
-                owned_files.make_dir(target_dir)
+                owned_files.make_dir(target_dir, root=decode_dir)
                 os.replace(path, os.path.join(target_dir, _global_name(name, index, count)))
     if p_gens:
         lines = "".join(f"{k}\t{rest}" for k, rest in sorted(dict(p_gens).items()))
         decode_output.atomic_write_text(os.path.join(decode_dir, decode_output.P_GENS_FILE), lines)
-    shutil.rmtree(os.path.join(decode_dir, SHARDS_SUBDIR))
+    shards = os.path.join(decode_dir, SHARDS_SUBDIR)
+    owned_files.refuse_link(shards)  # removed whole: never what a link points to
+    shutil.rmtree(shards)
     return total

@@ -30,6 +30,7 @@ import time
 import tensorflow as tf
 
 from pointer_generator.errors import CheckpointError
+from pointer_generator.runtime import owned_files
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,22 @@ def foreign(directory: str, prefixes: list[str], names: re.Pattern) -> list[str]
     ]
 
 
+def own_entries(directory: str, state_file: str, prefixes: list[str], names: re.Pattern):
+    """For the writer of `directory`: `prefixes` (a state file's entries) without those
+    that are not this folder's checkpoints, which are named in a warning and never
+    touched (a rotation would delete their files)."""
+    outside = foreign(directory, prefixes, names)
+    if outside:
+        log.warning(
+            "%s named %s, which %s not a checkpoint of this folder; dropped from its list "
+            "(the files are left alone)",
+            os.path.join(directory, state_file),
+            ", ".join(outside),
+            "is" if len(outside) == 1 else "are",
+        )
+    return [p for p in prefixes if p not in outside]
+
+
 def _linked(prefix: str) -> bool:
     """True when one of the checkpoint's files is a symbolic link (its weights would be
     read from, and a rotation would act on, wherever the link points)."""
@@ -215,16 +232,9 @@ def recover(directory: str, state_file: str, names: re.Pattern) -> str | None:
     directory = os.path.normpath(os.path.abspath(directory))
     remove_unfinished_saves(directory)
     named = listed(directory, state_file)
-    outside = foreign(directory, named or [], names)
-    if outside:
-        log.warning(
-            "%s named %s, which %s not a checkpoint of this folder; dropped from its list "
-            "(the files are left alone)",
-            os.path.join(directory, state_file),
-            ", ".join(outside),
-            "is" if len(outside) == 1 else "are",
-        )
-        named = [p for p in named if p not in outside] or None
+    own = own_entries(directory, state_file, named or [], names)
+    outside = len(own) != len(named or [])
+    named = own or None
     newest = None
     damaged = []
     for prefix in reversed(oldest_first(on_disk(directory, names) + (named or []))):
@@ -327,8 +337,7 @@ def _remove_state_temporary(path: str) -> bool:
 
 def _set_aside(prefix: str, reason: str) -> None:
     """Move a damaged checkpoint's files into `damaged/` next to it (never deleted)."""
-    target = os.path.join(os.path.dirname(prefix), DAMAGED_SUBDIR)
-    os.makedirs(target, exist_ok=True)
+    target = owned_files.make_dir(os.path.join(os.path.dirname(prefix), DAMAGED_SUBDIR))
     for f in tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"):
         dest = os.path.join(target, os.path.basename(f))
         if os.path.exists(dest):

@@ -56,10 +56,14 @@ def latest_checkpoint(directory: str, state_file: str = TRAIN_STATE_FILE) -> str
     newest checkpoint, falls back to what is on disk (`checkpoint_scan`). Never raises
     for a missing directory or a checkpoint that vanishes while it is checked.
     """
-    names = (
+    return checkpoint_scan.newest_intact(directory, state_file, _names_of(state_file))
+
+
+def _names_of(state_file: str):
+    """The checkpoint names of the folder kind that keeps `state_file`."""
+    return (
         checkpoint_scan.BEST_NAMES if state_file == BEST_STATE_FILE else checkpoint_scan.TRAIN_NAMES
     )
-    return checkpoint_scan.newest_intact(directory, state_file, names)
 
 
 def none_intact_note(directory: str) -> str:
@@ -303,9 +307,12 @@ def add_to_state_file(
     Earlier entries are kept (up to `max_to_keep` in all, if given). Returns the prefixes
     dropped from the list (the caller deletes their files).
     """
-    # A missing or unreadable state file starts a new list (the files stay on disk).
+    # A missing or unreadable state file starts a new list (the files stay on disk);
+    # entries that are not this folder's own are dropped, never rotated away.
+    names = _names_of(state_file)
     paths = checkpoint_scan.listed(directory, state_file) or []
-    paths = [p for p in paths if p != prefix] + [prefix]
+    paths = checkpoint_scan.own_entries(directory, state_file, paths, names)
+    paths = [p for p in paths if p != os.path.normpath(os.path.abspath(prefix))] + [prefix]
     dropped = []
     if max_to_keep is not None and len(paths) > max_to_keep:
         dropped, paths = paths[:-max_to_keep], paths[-max_to_keep:]

@@ -70,12 +70,20 @@ def refuse_link(path: str) -> None:
         raise OutputError(f"{path} is a symbolic link (to {_link_target(path)}); {_FIX}")
 
 
-def make_dir(path: str) -> str:
+def make_dir(path: str, root: str | None = None) -> str:
     """Create the folder `path` (and missing parents) unless it exists; OutputError if it
-    is a link (writing there would write wherever it points). Returns `path`."""
-    refuse_link(path)
-    os.makedirs(path, exist_ok=True)
-    refuse_link(path)  # made a link meanwhile
+    is a link (writing there would write wherever it points), or, with `root` (a folder
+    above `path`), if any folder between `root` and `path` is one. Returns `path`."""
+    levels = [path]
+    if root is not None:
+        rel = os.path.relpath(path, root)
+        if rel != "." and not rel.startswith(".."):
+            parts = rel.split(os.sep)
+            levels = [os.path.join(root, *parts[: i + 1]) for i in range(len(parts))]
+    for level in levels:
+        refuse_link(level)
+        os.makedirs(level, exist_ok=True)
+        refuse_link(level)  # made a link meanwhile
     return path
 
 
@@ -106,9 +114,11 @@ def _write_through_temporary(path: str, write) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None:
+            e.filename = path  # a failed write() names no file: the error message should
         raise
 
 

@@ -129,11 +129,14 @@ def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) ->
     """Write `logdir/projector_config.pbtxt` linking `tensor_name` to `metadata_file`.
 
     `tensor_name` is the embedding's key in the training checkpoints (the projector reads
-    the newest checkpoint of `logdir`); `metadata_file` is relative to `logdir`. Uses
-    TensorBoard's projector API when it is installed, else writes the same text proto.
+    the newest checkpoint of `logdir`); `metadata_file` is relative to `logdir`. The text
+    proto TensorBoard's `projector.visualize_embeddings` would write, written the way the
+    project writes every file (that function opens the path for writing, through a link
+    planted there).
     """
     path = os.path.join(logdir, "projector_config.pbtxt")
     try:
+        from google.protobuf import text_format
         from tensorboard.plugins import projector
     except ImportError:
         projector = None
@@ -142,7 +145,7 @@ def write_projector_config(logdir: str, tensor_name: str, metadata_file: str) ->
         emb = config.embeddings.add()
         emb.tensor_name = tensor_name
         emb.metadata_path = metadata_file
-        projector.visualize_embeddings(logdir, config)
+        staging.replace_file(path, text_format.MessageToString(config))
         return path
     text = (
         "embeddings {\n"

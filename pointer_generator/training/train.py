@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import threading
 
@@ -123,6 +124,14 @@ def _worker_directory(exp: Experiment, trainer: Trainer) -> str:
         return exp.train_dir
     index = distribution.worker_index(trainer.strategy)
     return os.path.join(exp.root, f".worker_{index}_scratch")
+
+
+def _remove_scratch(directory: str) -> None:
+    """Remove a non-chief worker's scratch folder (its copies of the chief's saves).
+    shutil's rmtree, not TensorFlow's: that one follows links to folders inside and
+    deletes what they point to."""
+    owned_files.refuse_link(directory)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------ modes
@@ -269,7 +278,7 @@ def _train_from(trainer, vocab, exp, cfg, iterator, ckpts, fresh: bool, epochs) 
     if cfg.max_steps and step >= cfg.max_steps:
         log.info("Step %d already reached --max_steps=%d; nothing to train", step, cfg.max_steps)
         if not chief:
-            tf.io.gfile.rmtree(ckpts.directory)
+            _remove_scratch(ckpts.directory)
         return
     writer = summaries.ScalarWriter(exp.train_dir, enabled=chief)
     epochs.start()
@@ -344,7 +353,7 @@ def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
         writer.close_quietly()
         raise _output_stopped(e, trainer, ckpts) from None
     if not chief:
-        tf.io.gfile.rmtree(ckpts.directory)
+        _remove_scratch(ckpts.directory)
         return "written by the chief worker"
     return path or ckpts.latest
 
