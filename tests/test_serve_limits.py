@@ -33,10 +33,12 @@ class _Stub:
 
     def __init__(self, delay_s: float = 0.0):
         self.delay_s = delay_s
+        self.calls = 0
 
     def summarize(self, texts):
         from pointer_generator.decoding.summarizer import SummaryResult
 
+        self.calls += 1
         time.sleep(self.delay_s)
         return [SummaryResult.of(t.split()[:2], t.split(), [[1.0]], [0.5], -1.0) for t in texts]
 
@@ -95,7 +97,7 @@ def _raw(port, data: bytes, timeout: float = 10.0) -> bytes:
 
 
 SLOW_POST = (
-    b"POST /api/summarize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"POST /api/summarize HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
     b"Content-Length: 1000000\r\n\r\n"
 )
 
@@ -136,7 +138,7 @@ class _Trickler:
 # ------------------------------------------------------------ item 3: slow clients
 @pytest.mark.parametrize(
     "head",
-    [SLOW_POST, b"GET /healthz HTTP/1.1\r\nHost: x\r\n"],
+    [SLOW_POST, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n"],
     ids=["in_the_body", "in_the_headers"],
 )
 def test_a_trickling_client_is_cut_off_at_the_request_deadline(head):
@@ -177,7 +179,8 @@ def test_health_checks_get_through_while_slow_clients_hold_every_slot(caplog):
 
 def test_connections_working_on_a_request_are_never_cut_off():
     """A newcomer only takes the slot of a connection still sending its request: with
-    every slot waiting for the model, it gets 503 at once and the requests finish."""
+    every slot waiting for the model, another request gets 503 and the requests finish;
+    a health check is still answered (before: 503, a busy server looked dead)."""
     with _server(delay_s=1.5, max_connections=2, evict_after_s=0.1) as (port, _):
         results = []
         workers = [
@@ -187,11 +190,40 @@ def test_connections_working_on_a_request_are_never_cut_off():
         for w in workers:
             w.start()
         time.sleep(0.6)  # both are waiting for the (slow) model
-        answer = _raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert answer.startswith(b"HTTP/1.1 503"), answer[:100]
+        answer = _raw(port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 200") and b'"status": "ok"' in answer, answer
+        answer = _raw(port, SLOW_POST + b"\r\n")
+        assert answer.startswith(b"HTTP/1.1 503") and b"too many connections" in answer
         for w in workers:
             w.join(20)
         assert [status for status, _ in results] == [200, 200]
+
+
+def test_a_request_its_client_gave_up_on_is_not_decoded():
+    """A request that timed out waiting for the model was still decoded later, for
+    nobody: its future is cancelled and the batcher skips it."""
+    with _server(delay_s=1.0, timeout_s=0.3) as (port, service):
+        # One slow decode holds the worker; the two requests behind it time out queued.
+        statuses = [_post(port, b'{"text": "w1 w2"}')[0] for _ in range(3)]
+        time.sleep(2.5)
+        calls = service.summarizer.calls
+    assert statuses == [503, 503, 503]
+    assert calls <= 2, calls  # before: 3, every abandoned request decoded
+
+
+def test_only_requests_for_localhost_are_answered_on_a_loopback_address():
+    """DNS rebinding: a page on another site whose name was made to resolve to 127.0.0.1
+    is same-origin to the browser, which still sends that name as the Host header."""
+    from pointer_generator.serving.http_server import host_allowed
+
+    with _server() as (port, _):
+        answer = _raw(port, b"GET /healthz HTTP/1.1\r\nHost: evil.example:%d\r\n\r\n" % port)
+        assert answer.split(b" ", 2)[1] == b"421" and b"localhost only" in answer, answer
+        for host in (b"localhost", b"127.0.0.1:%d" % port, b"[::1]:%d" % port):
+            answer = _raw(port, b"GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n" % host)
+            assert answer.split(b" ", 2)[1] == b"200", (host, answer[:60])
+    assert host_allowed("evil.example", "0.0.0.0")  # exposed on purpose: any name
+    assert not host_allowed("127.0.0.1.evil.example", "127.0.0.1")
 
 
 def _reset_after(port, data: bytes):
@@ -208,7 +240,7 @@ def test_a_client_that_goes_away_is_one_log_line(caplog, capfd):
     caplog.set_level(logging.INFO, logger=SERVER_LOG)
     body = b'{"text": "w1 w2 said ."}'
     request = (
-        b"POST /api/summarize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /api/summarize HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     )
     with _server(delay_s=0.4, read_timeout_s=1.0, request_deadline_s=2.0) as (port, _):

@@ -95,8 +95,11 @@ class RequestBatcher:
             group, size = [], 0
             while self._queue and (not group or size + len(self._queue[0][0]) <= self.max_batch):
                 texts, future = self._queue.popleft()
-                group.append((texts, future))
-                size += len(texts)
+                # A request its client gave up on (timed out: `Future.cancel`) costs the
+                # model nothing; one taken here can no longer be cancelled.
+                if future.set_running_or_notify_cancel():
+                    group.append((texts, future))
+                    size += len(texts)
             return group
 
     def _run(self) -> None:
@@ -109,7 +112,8 @@ class RequestBatcher:
                 continue
             if group is None:
                 return
-            self._decode(group)
+            if group:
+                self._decode(group)
 
     def _decode(self, group: list) -> None:
         texts = [t for request, _ in group for t in request]

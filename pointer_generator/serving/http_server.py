@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import json
 import logging
 import sys
@@ -192,10 +193,18 @@ class SummaryService:
             except PointerGeneratorError as e:
                 raise RequestError(HTTPStatus.UNPROCESSABLE_ENTITY, f"text {i}: {e}") from None
 
+    def health(self) -> dict:
+        """What /healthz answers."""
+        if self.batcher.alive:
+            return {"status": "ok", "model": self.name}
+        return {"status": "error", "error": "the model's worker has stopped"}
+
     def summarize(self, texts: list[str], attention_page: bool) -> dict:
+        future = self.batcher.submit(texts)
         try:
-            results = self.batcher.submit(texts).result(timeout=self.timeout_s)
+            results = future.result(timeout=self.timeout_s)
         except FutureTimeout:
+            future.cancel()  # not decoded later for nobody, if it has not started
             raise RequestError(
                 HTTPStatus.SERVICE_UNAVAILABLE, "timed out waiting for the model"
             ) from None
@@ -260,6 +269,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         ok = super().parse_request()
+        if ok and not host_allowed(self.headers.get("Host"), self.server.server_address[0]):
+            # A page on another site whose name was made to resolve to 127.0.0.1 (DNS
+            # rebinding) is same-origin to the browser; it still sends its own name.
+            self.close_connection = True
+            self._json(
+                HTTPStatus.MISDIRECTED_REQUEST,
+                {"error": "this server answers requests for localhost only (Host header)"},
+            )
+            return False
         if ok and self.command != "POST":
             self._done_reading()  # no body is read: the request is in
         return ok
@@ -296,13 +314,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/":
             self._send(HTTPStatus.OK, page_html().encode("utf-8"), "text/html; charset=utf-8")
         elif path == "/healthz":
-            if self.service.batcher.alive:
-                self._json(HTTPStatus.OK, {"status": "ok", "model": self.service.name})
-            else:
-                self._json(
-                    HTTPStatus.SERVICE_UNAVAILABLE,
-                    {"status": "error", "error": "the model's worker has stopped"},
-                )
+            health = self.service.health()
+            ok = health["status"] == "ok"
+            self._json(HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE, health)
         elif path == "/api/summarize":
             self._json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": "POST a JSON body here"})
         else:
@@ -418,9 +432,11 @@ class _Server(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address, handler, max_connections: int, evict_after_s: float):
+    def __init__(self, address, handler, max_connections: int, evict_after_s: float, health):
         super().__init__(address, handler)
         self.slots = ConnectionSlots(max_connections, evict_after_s)
+        self.health = health
+        self._health_threads = threading.BoundedSemaphore(HEALTH_THREADS)
 
     def process_request(self, request, client_address):
         if not self.slots.admit(request, _address(client_address)):
@@ -433,15 +449,30 @@ class _Server(ThreadingHTTPServer):
             raise
 
     def _refuse(self, request) -> None:
+        """Every slot is taken by requests being summarized: a 503, except that a health
+        check still gets its answer (read in a thread of a few kept for that, each
+        bounded in time, so that a monitor never sees a busy server as a dead one)."""
+        if self._health_threads.acquire(blocking=False):
+            threading.Thread(target=self._answer_refused, args=(request,), daemon=True).start()
+        else:
+            _send_raw(request, 503, BUSY)
+            self.shutdown_request(request)
+
+    def _answer_refused(self, request) -> None:
         try:
-            body = b'{"error": "the server is busy: too many connections; try again"}'
-            request.sendall(
-                b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-            )
+            request.settimeout(2.0)
+            first = request.recv(64)
+            if first.startswith(b"GET /healthz ") or first.startswith(b"GET /healthz?"):
+                health = self.health()
+                status = 200 if health["status"] == "ok" else 503
+                _send_raw(request, status, json.dumps(health).encode("utf-8"))
+            else:
+                _send_raw(request, 503, BUSY)
         except OSError:
             pass
-        self.shutdown_request(request)
+        finally:
+            self.shutdown_request(request)
+            self._health_threads.release()
 
     def process_request_thread(self, request, client_address):
         try:
@@ -459,6 +490,47 @@ class _Server(ThreadingHTTPServer):
             log.error("%s: request failed\n%s", _address(client_address), error_text(e))
 
 
+HEALTH_THREADS = 8  # connections over the limit read at once, for a health check
+BUSY = b'{"error": "the server is busy: too many connections; try again"}'
+_REASONS = {200: b"OK", 503: b"Service Unavailable"}
+
+
+def _send_raw(request, status: int, body: bytes) -> None:
+    """A whole JSON response on a socket no handler serves (the connection is closed)."""
+    try:
+        request.sendall(
+            b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (status, _REASONS[status], len(body), body)
+        )
+    except OSError:
+        pass
+
+
+def _is_loopback(name: str) -> bool:
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a name: only `localhost` is known to stay on this machine
+
+
+def host_allowed(host_header: str | None, bound: str) -> bool:
+    """Whether a request's Host header may be answered by a server bound to `bound`: on
+    a loopback address only loopback names (a DNS-rebinding page sends its own); bound
+    elsewhere, any (the operator exposed it on purpose; serve warns)."""
+    if not _is_loopback(bound):
+        return True
+    if host_header is None:
+        return True  # HTTP/1.0 clients send none; browsers always do
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [::1]:8000
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:  # name:port
+        host = host.split(":", 1)[0]
+    return _is_loopback(host)
+
+
 def _address(client_address) -> str:
     return str(client_address[0]) if client_address else "?"
 
@@ -469,4 +541,6 @@ def make_server(service: SummaryService, host: str = "127.0.0.1", port: int = 80
     handler = type(
         "BoundHandler", (Handler,), {"service": service, "timeout": service.read_timeout_s}
     )
-    return _Server((host, port), handler, service.max_connections, service.evict_after_s)
+    return _Server(
+        (host, port), handler, service.max_connections, service.evict_after_s, service.health
+    )
