@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 from pointer_generator.cli import stored_settings
+from pointer_generator.cli.flag_checks import given
 from pointer_generator.cli.flags import strategy_name
 from pointer_generator.decoding.config import DecodeConfig
-from pointer_generator.decoding.search_settings import SearchSettings
+from pointer_generator.decoding.search_settings import SEARCH_FLAGS, SearchSettings
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
 from pointer_generator.training.config import TrainConfig
@@ -44,21 +45,23 @@ def eval_config(fv) -> EvalConfig:
 
 
 def search_settings(fv) -> SearchSettings:
-    """The beam search the flags ask for (--length_penalty 0 = none; --feature_weights
-    is read here: the settings hold the weights, not the file)."""
+    """The beam search the flags ask for, every field of `SearchSettings` from the flag
+    of its name: what decode mode, `summarize`, `export`, `serve` and `tune_features`
+    all search with (--length_penalty 0 = none; --feature_weights is read here: the
+    settings hold the weights, not the file)."""
     from pointer_generator.decoding.extractive_features import read_weights
 
-    return SearchSettings(
-        beam_size=fv.beam_size,
-        min_dec_steps=fv.min_dec_steps,
-        max_dec_steps=fv.max_dec_steps,
-        trigram_blocking=fv.trigram_blocking,
-        length_penalty=fv.length_penalty or None,
-        full_final_dist=fv.full_final_dist,
-        block_unk=fv.block_unk,
-        feature_weights=read_weights(fv.feature_weights) if fv.feature_weights else None,
-        namas_features=fv.namas_features,
-    )
+    values = {name: getattr(fv, name) for name in SEARCH_FLAGS}
+    values["length_penalty"] = values["length_penalty"] or None
+    path = values["feature_weights"]
+    values["feature_weights"] = read_weights(path) if path else None
+    return SearchSettings(**values)
+
+
+def given_search_flags(fv) -> list[str]:
+    """The search flags given on the command line, as `--name`, in `SEARCH_FLAGS`' order
+    (for a command that cannot change its search: `serve --saved_model`)."""
+    return [f"--{name}" for name in SEARCH_FLAGS if given(fv, name)]
 
 
 def decode_config(fv) -> DecodeConfig:

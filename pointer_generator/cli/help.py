@@ -106,6 +106,20 @@ FLAG_GROUPS = {
     ),
 }
 
+# The search flags, one per field of `decoding/search_settings.SearchSettings`, as the
+# subcommands that search (summarize, serve) list them in their `--help`.
+SEARCH_HELP = (
+    "beam_size",
+    "min_dec_steps",
+    "max_dec_steps",
+    "trigram_blocking",
+    "length_penalty",
+    "full_final_dist",
+    "block_unk",
+    "feature_weights",
+    "namas_features",
+)
+
 USAGE = """\
 pointer-generator: train, evaluate and decode pointer-generator summarizers
 (See et al. 2017), the original's run_summarization.py for TensorFlow 2.

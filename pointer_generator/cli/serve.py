@@ -1,7 +1,7 @@
 """`pointer-generator serve`: a trained experiment behind an HTTP server.
 
     pointer-generator serve --log_root=L --exp_name=E [--serve_port=8000]
-        [--serve_host=127.0.0.1] [--beam_size=4] [--serve_max_batch=16]
+        [--serve_host=127.0.0.1] [--beam_size=4 ...] [--serve_max_batch=16]
     pointer-generator serve --saved_model=DIR [--serve_port=8000] ...
 
 Open http://HOST:PORT/ for the page (paste an article; the summary and the attention
@@ -10,13 +10,16 @@ view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
 clients are decoded together in batches of up to --serve_max_batch texts; the search is
 compiled for one text at every article length before serving, and with
 --serve_warm_up_batches for every batch size too (else each size compiles at its first
-batch). The model
-flags and the vocabulary come from the experiment (settings.json); --beam_size,
---min_dec_steps, --max_dec_steps, --block_unk and --feature_weights apply to the search.
+batch). The experiment is opened as `summarize` opens it: the model flags and the
+vocabulary come from the experiment (settings.json), the search from the last decode,
+and every decoding flag given applies (--beam_size, --min_dec_steps, --max_dec_steps,
+--trigram_blocking, --length_penalty, --full_final_dist, --block_unk,
+--feature_weights, --namas_features), so a text gets `summarize`'s summary.
 With --saved_model the server runs a model written by `pointer-generator export`
 (docs/export.md) instead: no experiment or vocabulary file is needed, and the decode
-settings are those fixed at export: a SavedModel is a program that runs with your
-rights (its serving function runs during the warm-up), so serve only models you trust.
+settings are those fixed at export (a decoding flag given with it is an error): a
+SavedModel is a program that runs with your rights (its serving function runs during
+the warm-up), so serve only models you trust.
 
 The server answers this machine only (--serve_host=127.0.0.1) unless told otherwise; it
 has no authentication and no TLS, so put it behind a proxy that has them before giving
@@ -31,12 +34,93 @@ from __future__ import annotations
 import logging
 import time
 
+from pointer_generator.cli.help import SEARCH_HELP
 from pointer_generator.errors import FlagError
 
 log = logging.getLogger(__name__)
 
-# The search flags of a served experiment (an exported model has its own, fixed).
-DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "block_unk", "feature_weights")
+# What an export fixes in its graph besides the search (cli/export.py): the article
+# length it reads and how its step attends. With --saved_model these flags, like the
+# search flags, cannot apply: refused rather than ignored.
+FIXED_AT_EXPORT = ("max_enc_steps", "decode_attention")
+
+# The flags `serve --help` lists, by purpose.
+HELP_FLAGS = {
+    "experiment": ("log_root", "exp_name", "vocab_path", "tf1_checkpoint", "saved_model"),
+    "decoding (with --saved_model: fixed at export, refused here)": (
+        "max_enc_steps",
+        "decode_attention",
+        *SEARCH_HELP,
+    ),
+    "serve": (
+        "serve_host",
+        "serve_port",
+        "serve_max_batch",
+        "serve_max_wait_ms",
+        "serve_max_chars",
+        "serve_max_request_chars",
+        "serve_warm_up_batches",
+    ),
+}
+
+
+def help_text(fv) -> str:
+    """`pointer-generator serve --help`: what it does, its flags by purpose."""
+    from pointer_generator.cli.help import flag_lines
+
+    example = (
+        "Example:\n  pointer-generator serve --log_root=logs --exp_name=pgen --trigram_blocking\n"
+        "  pointer-generator serve --saved_model=exported/pgen/1"
+    )
+    return "\n".join([__doc__.strip(), "", *flag_lines(fv, HELP_FLAGS), example])
+
+
+def check_flags(fv) -> None:
+    """FlagError unless the flags name one model to serve, and (for an exported one)
+    change nothing its export fixed."""
+    from pointer_generator.cli import configs
+
+    if not fv.saved_model and (not fv.log_root or not fv.exp_name):
+        raise FlagError(
+            "serve needs --log_root and --exp_name of a trained experiment, or "
+            "--saved_model of an exported one"
+        )
+    if not fv.saved_model:
+        return
+    given = [n for n in ("log_root", "exp_name", "vocab_path") if fv[n].present]
+    if given:
+        raise FlagError(
+            f"{', '.join('--' + n for n in given)} and --saved_model name two models: serve "
+            "either an experiment (--log_root, --exp_name) or an exported model (--saved_model)"
+        )
+    fixed = configs.given_search_flags(fv) + [f"--{n}" for n in FIXED_AT_EXPORT if fv[n].present]
+    if fixed:
+        raise FlagError(
+            f"{', '.join(fixed)}: an exported model's search settings were fixed when it was "
+            "exported; export it again with them (pointer-generator export)"
+        )
+
+
+def summarizer_of(fv):
+    """(the summarizer the flags ask for, its name): the exported model, or the
+    experiment opened as `summarize` opens it, with the search of the flags
+    (`configs.search_settings`, as every command)."""
+    from pointer_generator.cli import configs, console, stored_settings
+    from pointer_generator.decoding.summarizer import Summarizer
+
+    if fv.saved_model:
+        console.import_tensorflow()
+        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
+    exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
+    console.import_tensorflow()
+    from pointer_generator.decoding.trained import open_trained
+
+    trained = open_trained(
+        exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
+    )
+    # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
+    decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
+    return Summarizer(decoder, fv.serve_max_batch), f"{fv.log_root}/{fv.exp_name}"
 
 
 def main(argv: list[str]) -> int:
@@ -46,50 +130,14 @@ def main(argv: list[str]) -> int:
 
     fv = flags_lib.FLAGS
     if wants_help(argv):
-        print(__doc__.strip())
+        print(help_text(fv))
         return 0
     flags_lib.parse_subcommand("serve", argv)
-    if not fv.saved_model and (not fv.log_root or not fv.exp_name):
-        raise FlagError(
-            "serve needs --log_root and --exp_name of a trained experiment, or "
-            "--saved_model of an exported one"
-        )
-    given = [n for n in ("log_root", "exp_name", "vocab_path") if fv[n].present]
-    if fv.saved_model and given:
-        raise FlagError(
-            f"{', '.join('--' + n for n in given)} and --saved_model name two models: serve "
-            "either an experiment (--log_root, --exp_name) or an exported model (--saved_model)"
-        )
-    fixed = [n for n in DECODE_FLAGS if fv[n].present]
-    if fv.saved_model and fixed:
-        raise FlagError(
-            f"{', '.join('--' + n for n in fixed)}: an exported model's search settings were "
-            "fixed when it was exported; export it again with them (pointer-generator export)"
-        )
+    check_flags(fv)
     console.setup_logging()
-    console.import_tensorflow()
-    from pointer_generator.decoding.summarizer import Summarizer
+    summarizer, name = summarizer_of(fv)
     from pointer_generator.serving.http_server import SummaryService, make_server
 
-    if fv.saved_model:
-        summarizer = Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch)
-        name = fv.saved_model
-    else:
-        options = {
-            name: fv[name].value
-            for name in ("beam_size", "min_dec_steps", "max_dec_steps")
-            if fv[name].present
-        }
-        summarizer = Summarizer.from_experiment(
-            fv.log_root,
-            fv.exp_name,
-            vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
-            batch_size=fv.serve_max_batch,
-            block_unk=fv.block_unk,
-            feature_weights=fv.feature_weights or None,
-            **options,
-        )
-        name = f"{fv.log_root}/{fv.exp_name}"
     # Compiled now, so that the first requests do not wait for it.
     rows = (1,)
     if fv.serve_warm_up_batches:

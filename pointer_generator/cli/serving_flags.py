@@ -58,9 +58,9 @@ def define(fv: flags.FlagValues) -> None:
         "saved_model",
         "",
         "serve: serve a model written by `pointer-generator export` (its folder) instead "
-        "of an experiment; the decode settings are those fixed at export. A SavedModel is "
-        "a program that runs with your rights (serve runs it before serving): serve only "
-        "models you trust.",
+        "of an experiment; the decode settings are those fixed at export (a decoding flag "
+        "given with it is an error). A SavedModel is a program that runs with your rights "
+        "(serve runs it before serving): serve only models you trust.",
         flag_values=fv,
     )
     flags.DEFINE_string(

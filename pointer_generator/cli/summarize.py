@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from pointer_generator.cli.help import SEARCH_HELP
 from pointer_generator.data.text_files import decode_text, read_text
 from pointer_generator.errors import DataError, FlagError
 
@@ -49,16 +50,7 @@ def _read_stdin() -> str:
 HELP_FLAGS = {
     "experiment": ("log_root", "exp_name", "vocab_path", "vocab_size", "tf1_checkpoint"),
     "model (as trained)": ("hidden_dim", "emb_dim", "pointer_gen", "coverage", "max_enc_steps"),
-    "decoding": (
-        "beam_size",
-        "min_dec_steps",
-        "max_dec_steps",
-        "trigram_blocking",
-        "length_penalty",
-        "decode_batch_size",
-        "block_unk",
-        "feature_weights",
-    ),
+    "decoding": (*SEARCH_HELP, "decode_attention", "decode_batch_size"),
     "output": ("tokens",),
 }
 

@@ -132,16 +132,16 @@ def batched_beam_search(
       nbest_valid   bool    [B, K]
     """
     cfg = search_rules.SearchConfig(
-        beam_size,
-        vocab_size,
-        max_dec_steps,
-        min_dec_steps,
-        start_id,
-        stop_id,
-        unk_id,
-        trigram_blocking,
-        length_penalty,
-        top_k or chunked_top_k,
+        beam_size=beam_size,
+        vocab_size=vocab_size,
+        max_dec_steps=max_dec_steps,
+        min_dec_steps=min_dec_steps,
+        start_id=start_id,
+        stop_id=stop_id,
+        unk_id=unk_id,
+        trigram_blocking=trigram_blocking,
+        length_penalty=length_penalty,
+        top_k=top_k or chunked_top_k,
     )
     if isinstance(batch_size, int) and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")

@@ -11,30 +11,29 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.layers.top_k import Candidates
 
 
-@dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """The settings of one search (see `batched_beam_search` for each)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SearchConfig(SearchSettings):
+    """One search as `batched_beam_search` runs it: the `SearchSettings` (their fields
+    and their checks, defined once there) for a vocabulary of `vocab_size` words with
+    these special ids, and the top-k function. Built from the search's keywords
+    (`SearchSettings.search_keywords` gives them), so the fields the decoder applies to
+    the step before the search (block_unk, the features, the whole distribution) keep
+    their defaults here."""
 
-    beam_size: int
     vocab_size: int
-    max_dec_steps: int
-    min_dec_steps: int
     start_id: int
     stop_id: int
     unk_id: int
-    trigram_blocking: bool
-    length_penalty: float | None
     top_k: Callable = None  # (values [N, V], k) -> (values, indices) [N, k]; see below
 
     def __post_init__(self):
-        for name in ("beam_size", "vocab_size", "max_dec_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.min_dec_steps < 0:
-            raise ValueError(f"min_dec_steps must be >= 0, got {self.min_dec_steps}")
+        super().__post_init__()
+        if self.vocab_size < 1:
+            raise ValueError(f"vocab_size must be >= 1, got {self.vocab_size}")
 
     def check_dist(self, dist: tf.Tensor | Candidates) -> None:
         """A step function's distribution (or candidates) must hold at least 2K entries;

@@ -1,7 +1,10 @@
 """Everything that decides what a search writes: `SearchSettings`, the one place search
-options live (decode mode, `summarize`, `serve`, `export`, `tune_features` and the
-Python API all build one; the command line builds it from the flags in
-`cli/configs.py`)."""
+options are defined and checked. Decode mode, `summarize`, `serve`, `export`,
+`tune_features` and the Python API all pass one to the search; the command line builds
+it from the flags in one place (`cli/configs.search_settings`), each field from the flag
+of its name (`SEARCH_FLAGS`). The batched search's own view of it,
+`search_rules.SearchConfig`, derives from it (the same fields, the same checks, and the
+vocabulary's facts)."""
 
 from __future__ import annotations
 
@@ -43,6 +46,9 @@ class SearchSettings:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.min_dec_steps < 0:
             raise ValueError(f"min_dec_steps must be >= 0, got {self.min_dec_steps}")
+        # As the flag's range (cli/flag_bounds.py); `not >=` refuses NaN too.
+        if self.length_penalty is not None and not self.length_penalty >= 0:
+            raise ValueError(f"length_penalty must be >= 0 or None, got {self.length_penalty}")
 
     @classmethod
     def from_hparams(cls, hps, **options) -> SearchSettings:
@@ -75,7 +81,8 @@ class SearchSettings:
 
     def search_keywords(self, vocab_size: int) -> dict:
         """The keyword arguments of `beam_search.batched_beam_search` these settings give
-        for a vocabulary of `vocab_size` words."""
+        for a vocabulary of `vocab_size` words (also those of `search_rules.SearchConfig`,
+        which the search makes of them)."""
         return dict(
             beam_size=self.beam_size,
             vocab_size=vocab_size,
@@ -101,3 +108,8 @@ class SearchSettings:
         if self.feature_weights is not None:
             out["feature_weights"] = dict(self.feature_weights)
         return out
+
+
+# The flags of a search, one per field of `SearchSettings`, each named as its field
+# (`cli/configs.search_settings` reads them; `serve --saved_model` refuses them).
+SEARCH_FLAGS = tuple(f.name for f in dataclasses.fields(SearchSettings))

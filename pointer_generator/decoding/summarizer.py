@@ -31,10 +31,31 @@ import threading
 
 import numpy as np
 
+from pointer_generator.decoding.search_settings import SEARCH_FLAGS, SearchSettings
 from pointer_generator.errors import FlagError
 
-# Decode options `from_experiment` takes besides the stored model flags.
-DECODE_OPTIONS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps")
+# The search settings that are hyper-parameters too (HParams: the decode folder's name).
+HPARAMS_SEARCH = ("beam_size", "min_dec_steps", "max_dec_steps")
+
+
+def given_search(search: SearchSettings | None, options: dict) -> dict:
+    """{field: value} of the search settings `from_experiment` was given: every field of
+    `search`, then `options` (fields of SearchSettings; feature_weights may name a weight
+    file, read here). FlagError naming an option that is no field."""
+    unknown = sorted(set(options) - set(SEARCH_FLAGS))
+    if unknown:
+        raise FlagError(
+            f"unknown decode options {unknown}; from_experiment takes search=SearchSettings"
+            f"(...) and its fields {', '.join(SEARCH_FLAGS)}, and max_enc_steps"
+        )
+    given = {name: getattr(search, name) for name in SEARCH_FLAGS} if search else {}
+    given.update(options)
+    weights = given.get("feature_weights")
+    if isinstance(weights, str):  # a weight file ("": none, as the flag's default)
+        from pointer_generator.decoding.extractive_features import read_weights
+
+        given["feature_weights"] = read_weights(weights) if weights else None
+    return given
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,38 +166,36 @@ class Summarizer:
         checkpoint: str | None = None,
         vocab_path: str | None = None,
         batch_size: int = 16,
-        block_unk: bool = False,
-        feature_weights: str | None = None,
+        search: SearchSettings | None = None,
+        max_enc_steps: int | None = None,
         jit_compile: bool = True,
-        **decode_options,
+        **search_options,
     ) -> Summarizer:
-        """The experiment `<log_root>/<exp_name>` as trained; `decode_options` may set
-        beam_size, min_dec_steps, max_dec_steps and max_enc_steps.
+        """The experiment `<log_root>/<exp_name>` as trained, searched with `search` (a
+        `pg.SearchSettings`; by default the experiment's last decode's beam and lengths)
+        and `search_options` on top: any field of `SearchSettings` (beam_size,
+        min_dec_steps, max_dec_steps, trigram_blocking, length_penalty, full_final_dist,
+        block_unk, feature_weights: a dict or the path of a weight file, namas_features).
+        max_enc_steps: read this many article tokens instead of the experiment's number.
 
         jit_compile: the whole search as one XLA computation (`article_texts.INTERACTIVE`):
         a few texts at a time spend most of a search in per-step overhead otherwise."""
-        from pointer_generator.decoding.extractive_features import read_weights
-        from pointer_generator.decoding.search_settings import SearchSettings
         from pointer_generator.decoding.trained import open_trained, stored_hparams
 
-        unknown = sorted(set(decode_options) - set(DECODE_OPTIONS))
-        if unknown:
-            raise FlagError(
-                f"unknown decode options {unknown}; from_experiment takes "
-                f"{', '.join(DECODE_OPTIONS)}"
-            )
+        given = given_search(search, search_options)
+        # The model's lengths and beam live in its hyper-parameters too (decode folders
+        # are named after them): given ones go there, the others come from the experiment.
+        overrides = {name: given.pop(name) for name in HPARAMS_SEARCH if name in given}
+        if max_enc_steps is not None:
+            overrides["max_enc_steps"] = max_enc_steps
         root = os.path.join(log_root, exp_name)
-        hps, vocab = stored_hparams(root, vocab_path, **decode_options)
-        if "min_dec_steps" in decode_options and hps.min_dec_steps > hps.max_dec_steps:
+        hps, vocab = stored_hparams(root, vocab_path, **overrides)
+        if "min_dec_steps" in overrides and hps.min_dec_steps > hps.max_dec_steps:
             raise FlagError(
                 f"min_dec_steps={hps.min_dec_steps} is above max_dec_steps="
                 f"{hps.max_dec_steps} (no summary could end): lower it, or raise max_dec_steps"
             )
-        settings = SearchSettings.from_hparams(
-            hps,
-            block_unk=block_unk,
-            feature_weights=read_weights(feature_weights) if feature_weights else None,
-        )
+        settings = SearchSettings.from_hparams(hps, **given)
         trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
         return cls(trained.decoder(settings, jit_compile=jit_compile), batch_size)
 

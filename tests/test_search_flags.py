@@ -1,0 +1,260 @@
+"""One search-settings object (issue 43, item 4): every command honours every search flag
+it accepts, or refuses it with one `error:` line.
+
+The search flags are the fields of `SearchSettings`, built from the flags in one place
+(`cli/configs.search_settings`). Each command (decode mode, `summarize`, `export`,
+`serve`, `tune_features`, and `pg.Summarizer`) is run on a tiny ABS experiment (the
+family every search option applies to, ABS+'s features included) with every search flag
+set away from its default, and stopped where it builds its search: the settings that
+search receives must carry every value. `serve --saved_model`, whose search was fixed at
+export, must refuse each flag. And end to end: `serve` with --trigram_blocking and
+--length_penalty gives the summary `summarize` gives with them (before, it ignored both).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import pointer_generator as pg
+from pointer_generator.cli import configs, entry, serve, summarize
+from pointer_generator.cli import flags as flags_lib
+from pointer_generator.cli import help as help_lib
+from pointer_generator.decoding.decoder import BeamSearchDecoder
+from pointer_generator.decoding.extractive_features import read_weights
+from pointer_generator.decoding.search_settings import SEARCH_FLAGS
+from pointer_generator.errors import FlagError
+from tests import helpers
+
+TEXT = "W3 W4 W5 W6 said . w7 W8 W9 W10 and W4 . w11 w12 w13 w3 w4 ."
+EXPERIMENT = "abs"
+# Every search flag away from its default (the tiny defaults: beam 2, min 2, max 8).
+SEARCH = {
+    "beam_size": 3,
+    "min_dec_steps": 1,
+    "max_dec_steps": 6,
+    "trigram_blocking": True,
+    "length_penalty": 0.5,
+    "full_final_dist": True,
+    "block_unk": True,
+    "feature_weights": None,  # the fixture's weight file
+    "namas_features": True,
+}
+# Decoding flags that are hyper-parameters (the step reads them), fixed by an export too.
+MODEL_DECODE = {"max_enc_steps": 15, "decode_attention": "train_consistent"}
+# The decoding flags of `--help` that are no setting of the search, and why.
+NOT_SEARCH = {
+    "decode_batch_size": "how many articles share a batch; the summaries do not depend on it",
+    "max_decode_examples": "when concurrent decoding stops",
+    "decode_shards": "decode mode's split over processes",
+    "decode_shard": "decode mode's split over processes",
+    "continuous_batching": "deprecated, no effect in any command",
+}
+
+
+class _Searched(FlagError):
+    """Raised where a command has built its search: the test has what it needs."""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A tiny ABS experiment, trained a few steps, and a weight file for ABS+."""
+    data = helpers.tiny_setup(tmp_path_factory.mktemp("search_flags"), n_train=8, n_val=2)
+    run = helpers.run_args(data, EXPERIMENT, max_steps=3, model="abs", context_window=2)
+    assert helpers.run_main_in_process(run) == 0
+    data.weights = os.path.join(os.path.dirname(data.log_root), "weights.txt")
+    with open(data.weights, "w", encoding="utf-8") as f:
+        f.write("uni 0.5\nbi 0.25\nooo -0.1\n")
+    data.experiment = [f"--log_root={data.log_root}", f"--exp_name={EXPERIMENT}"]
+    return data
+
+
+@pytest.fixture
+def searched(monkeypatch):
+    """The (settings, hyper-parameters) of every search a command builds, each build
+    then stopped with `_Searched` (after the decoder accepted the settings)."""
+    seen = []
+    real = BeamSearchDecoder.__init__
+
+    def recording(self, model, vocab, hps, settings=None, **options):
+        real(self, model, vocab, hps, settings, **options)
+        seen.append((self.settings, hps))
+        raise _Searched("searched")
+
+    monkeypatch.setattr(BeamSearchDecoder, "__init__", recording)
+    return seen
+
+
+def _flags(data, names) -> list[str]:
+    """`--name=value` of each flag of `names` (booleans as 0/1, the weight file's path)."""
+    values = {**SEARCH, "feature_weights": data.weights, **MODEL_DECODE}
+    shown = {n: int(v) if isinstance(v, bool) else v for n, v in values.items()}
+    return [f"--{n}={shown[n]}" for n in names]
+
+
+def _subcommand(name: str, args: list[str]) -> int:
+    """`pointer-generator <name> args...` in this process, its flags reset afterwards."""
+    try:
+        return entry.run_subcommand(name, args)
+    finally:
+        flags_lib.FLAGS.unparse_flags()
+
+
+def _errors(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+def _not_carried(data, settings, hps, names) -> list[str]:
+    """The flags of `names` whose value the search's settings (or its model's
+    hyper-parameters) do not carry."""
+    want = {**SEARCH, "feature_weights": read_weights(data.weights), **MODEL_DECODE}
+    got = {n: getattr(hps if n in MODEL_DECODE else settings, n) for n in names}
+    return [n for n in names if got[n] != want[n]]
+
+
+# ------------------------------------------------------------------- the flags themselves
+def test_the_search_flags_are_the_fields_of_search_settings():
+    """Every decoding flag of `--help` is a field of SearchSettings, a hyper-parameter
+    the step reads, or named here as no setting of the search: a new search flag cannot
+    be left out of the one object (nor out of this test's table)."""
+    decoding = set(help_lib.FLAG_GROUPS["decoding"]) | {"max_dec_steps"}
+    assert decoding - set(NOT_SEARCH) == set(SEARCH_FLAGS) | {"decode_attention"}
+    assert set(SEARCH) == set(SEARCH_FLAGS) == set(help_lib.SEARCH_HELP)
+    fv = helpers.flag_namespace(**{**SEARCH, "feature_weights": ""})
+    settings = configs.search_settings(fv)
+    assert {n: getattr(settings, n) for n in SEARCH} == {**SEARCH, "feature_weights": None}
+
+
+# ---------------------------------------------------------- each command x each flag
+def _all(data) -> list[str]:
+    return _flags(data, [*SEARCH, *MODEL_DECODE])
+
+
+# Each command on the experiment with every search flag; `out` names a new file or folder.
+COMMANDS = {
+    "decode": lambda data, out: helpers.run_main_in_process(
+        ["--mode=decode", "--single_pass", f"--data_path={data.val_path}"]
+        + [*data.experiment, *_all(data)]
+    ),
+    "summarize": lambda data, out: _subcommand(
+        "summarize", [*data.experiment, *_all(data), _article(out)]
+    ),
+    "export": lambda data, out: _subcommand(
+        "export", [*data.experiment, *_all(data), f"--export_dir={out}"]
+    ),
+    "serve": lambda data, out: _subcommand("serve", [*data.experiment, *_all(data)]),
+    "tune_features": lambda data, out: _subcommand(
+        "tune_features",
+        [*data.experiment, *_all(data), f"--data_path={data.val_path}", f"--weights_out={out}"],
+    ),
+}
+
+
+def _article(out: str) -> str:
+    path = out + ".txt"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(TEXT)
+    return path
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_searches_with_every_search_flag(command, data, searched, tmp_path, capfd):
+    status = COMMANDS[command](data, str(tmp_path / "out"))
+    err = capfd.readouterr().err
+    # Stopped where the search was built, and by nothing else: no flag was refused.
+    assert status == 2 and _errors(err) == ["error: searched"], err[-2000:]
+    (settings, hps), *_ = searched
+    assert _not_carried(data, settings, hps, [*SEARCH, *MODEL_DECODE]) == []
+
+
+def test_the_python_api_searches_with_every_search_setting(data, searched):
+    root = data.log_root
+    options = {**SEARCH, "feature_weights": data.weights}
+    with pytest.raises(_Searched):
+        pg.Summarizer.from_experiment(root, EXPERIMENT, max_enc_steps=15, **options)
+    settings, hps = searched[-1]
+    assert _not_carried(data, settings, hps, list(SEARCH)) == [] and hps.max_enc_steps == 15
+    # The same as one object, the form the command line hands every search.
+    whole = pg.SearchSettings(**{**SEARCH, "feature_weights": read_weights(data.weights)})
+    with pytest.raises(_Searched):
+        pg.Summarizer.from_experiment(root, EXPERIMENT, search=whole)
+    settings, hps = searched[-1]
+    assert settings == whole and (hps.beam_size, hps.max_dec_steps) == (3, 6)
+    with pytest.raises(FlagError, match="unknown decode options"):
+        pg.Summarizer.from_experiment(root, EXPERIMENT, trigram_block=True)
+
+
+@pytest.mark.parametrize("flag", [*SEARCH, *MODEL_DECODE])
+def test_serve_of_an_exported_model_refuses_each_search_flag(flag, data, tmp_path, capfd):
+    """The export fixed its search: a flag that would change it is one error line (the
+    folder is not even read: the flags are checked first)."""
+    status = _subcommand("serve", [f"--saved_model={tmp_path}", *_flags(data, [flag])])
+    errors = _errors(capfd.readouterr().err)
+    assert status == 2 and len(errors) == 1, errors
+    assert errors[0] == (
+        f"error: --{flag}: an exported model's search settings were fixed when it was "
+        "exported; export it again with them (pointer-generator export)"
+    )
+
+
+@pytest.mark.parametrize("command", ["summarize", "serve"])
+def test_the_commands_that_search_list_every_search_flag_in_their_help(command):
+    module = {"summarize": summarize, "serve": serve}[command]
+    text = module.help_text(flags_lib.FLAGS)
+    missing = [n for n in [*SEARCH_FLAGS, *MODEL_DECODE] if f"--{n}:" not in text]
+    assert missing == []
+
+
+# ----------------------------------------------------------------------- end to end
+class _StoppedServer:
+    """What `serve` gets instead of a listening server: Ctrl-C at once."""
+
+    server_address = ("127.0.0.1", 0)
+
+    def serve_forever(self):
+        raise KeyboardInterrupt
+
+    def server_close(self):
+        pass
+
+
+def _served(monkeypatch, args: list[str]):
+    """The summarizer `serve args...` builds (not warmed up, stopped before it listens)."""
+    from pointer_generator.serving import http_server
+
+    services = []
+
+    def make_server(service, host, port):
+        services.append(service)
+        return _StoppedServer()
+
+    monkeypatch.setattr(http_server, "make_server", make_server)
+    monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)
+    assert _subcommand("serve", args) == 0
+    return services[0].summarizer
+
+
+def _summarized(args: list[str], path: str, capfd) -> list[str]:
+    capfd.readouterr()
+    assert _subcommand("summarize", [*args, "--tokens", path]) == 0
+    return capfd.readouterr().out.split()
+
+
+def test_serve_gives_summarizes_summary_with_trigram_blocking_and_a_length_penalty(
+    data, monkeypatch, tmp_path, capfd
+):
+    article = tmp_path / "article.txt"
+    article.write_text(TEXT, encoding="utf-8")
+    lengths = [*data.experiment, "--beam_size=3", "--min_dec_steps=6", "--max_dec_steps=8"]
+    extras = ["--trigram_blocking", "--length_penalty=2.0"]
+    plain = _summarized(lengths, str(article), capfd)
+    want = _summarized([*lengths, *extras], str(article), capfd)
+    # The flags change this summary, so a server that ignored them would differ.
+    assert want != plain and want
+    served = _served(monkeypatch, [*lengths, *extras])
+    assert served.summarize([TEXT])[0].tokens == want
+    assert (served.decoder.settings.trigram_blocking, served.decoder.settings.length_penalty) == (
+        True,
+        2.0,
+    )
