@@ -337,3 +337,90 @@ def test_a_failed_quickstart_step_is_an_error_line_and_status_2(tmp_path):
         "error: quickstart step `python -m data_tools.toy_data` failed (exit status 2); its "
         "message is above\n"
     )
+
+
+# ------------------------------------------------------------------------------- ROUGE
+# ROUGE-1.5.5.pl runs for minutes at CNN/DM size. Loaded into every perl the command
+# starts (PERL5OPT), this module holds the ROUGE script alone (not the module checks, not
+# the exception-DB build) before it scores, so that the test stops the command while
+# perl runs instead of racing a run of a few seconds on a loaded machine.
+SLOW_ROUGE = r"""package SlowRouge;
+BEGIN { sleep 600 if $0 =~ /ROUGE-1\.5\.5\.pl$/ }
+1;
+"""
+
+
+def _rouge_can_run() -> None:
+    """Skip (fail on CI) where Perl or the modules ROUGE-1.5.5 needs are missing."""
+    from pointer_generator.evaluation import rouge
+
+    try:
+        rouge.check_perl(rouge.wheel_rouge_dir())
+    except rouge.RougeError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must provide ROUGE's Perl dependencies: {e}")
+        pytest.skip(f"official ROUGE-1.5.5 cannot run here: {e}")
+
+
+def _rouge_script_of(pid: int) -> int | None:
+    """The pid of the ROUGE-1.5.5.pl process among `pid`'s descendants, if one runs."""
+    for child in _children_of(pid):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"ROUGE-1.5.5.pl" in f.read():
+                    return child
+    return None
+
+
+# How the command is stopped: (signal, sent to its whole group, status, its last line).
+ROUGE_STOPS = {
+    "sigterm": (signal.SIGTERM, False, exit_codes.TERMINATED, "interrupted by SIGTERM\n"),
+    # A terminal's Ctrl-C reaches the whole foreground group, perl included.
+    "ctrl_c": (signal.SIGINT, True, exit_codes.INTERRUPTED, "interrupted\n"),
+    # `kill -INT` of the command alone: perl has nothing to finish, so it is not given
+    # the children's Ctrl-C time (child_processes.CTRL_C_SECS) before SIGTERM.
+    "sigint_of_the_command": (signal.SIGINT, False, exit_codes.INTERRUPTED, "interrupted\n"),
+}
+
+
+@pytest.mark.parametrize("how", list(ROUGE_STOPS))
+def test_a_stopped_rouge_run_stops_perl_and_leaves_no_temporary_folder(tmp_path, monkeypatch, how):
+    from pointer_generator.runtime import child_processes
+
+    signum, whole_group, status, last_line = ROUGE_STOPS[how]
+    _rouge_can_run()
+    ref, dec, tmp, lib = (tmp_path / n for n in ("reference", "decoded", "tmp", "perl5"))
+    for folder in (ref, dec, tmp, lib):
+        folder.mkdir()
+    for k in range(3):
+        (ref / f"{k:06d}_reference.txt").write_text("the cat sat on the mat .")
+        (dec / f"{k:06d}_decoded.txt").write_text("a cat sat on a mat .")
+    (lib / "SlowRouge.pm").write_text(SLOW_ROUGE)
+    monkeypatch.setenv("PERL5LIB", str(lib))
+    monkeypatch.setenv("PERL5OPT", "-MSlowRouge")
+    monkeypatch.setenv("TMPDIR", str(tmp))  # where pyrouge's folders go
+    monkeypatch.setenv("POINTER_GENERATOR_CACHE", str(tmp_path / "cache"))
+    cmd = [sys.executable, "-m", "pointer_generator.evaluation.rouge",
+           f"--reference_dir={ref}", f"--decoded_dir={dec}"]  # fmt: skip
+    with _session(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        _wait_for(lambda: _rouge_script_of(proc.pid), "ROUGE-1.5.5.pl to start", proc)
+        perl = _rouge_script_of(proc.pid)
+        descendants = _children_of(proc.pid)
+        assert os.listdir(tmp), "the converted summaries should be in TMPDIR while perl runs"
+        assert all(_alive(p) for p in descendants)
+        start = time.monotonic()
+        if whole_group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
+        proc.wait(WAIT_S)
+        took = time.monotonic() - start
+        left = [p for p in descendants if _alive(p)]
+        assert not left, f"still running after the command ended: {left}"
+        assert _group_is_empty(proc.pid)
+        _, err = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode == status, err[-3000:]
+    assert not _alive(perl)
+    assert err == last_line
+    assert os.listdir(tmp) == []  # pyrouge's converted summaries and configuration
+    assert took < child_processes.CTRL_C_SECS

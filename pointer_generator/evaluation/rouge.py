@@ -8,6 +8,12 @@ and pyrouge's default ROUGE arguments (`-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m
 numbers are comparable with the paper's. `rouge_log()` writes `ROUGE_results.txt` in the
 original's format.
 
+ROUGE-1.5.5.pl runs for minutes at CNN/DM size, so it is started through
+`runtime/child_processes.py` (not pyrouge's own `check_output`), and pyrouge's converted
+summaries and configuration go to one temporary folder of the run: SIGTERM or Ctrl-C
+while scoring stops and reaps the Perl process, removes that folder, and the command
+ends with its `interrupted` line and status 143 / 130.
+
 Command line (scores any two directories in the decode layout):
 
     python -m pointer_generator.evaluation.rouge --reference_dir D/reference \
@@ -31,7 +37,7 @@ import tempfile
 
 from pointer_generator import exit_codes
 from pointer_generator.errors import PointerGeneratorError
-from pointer_generator.runtime import json_files, owned_files
+from pointer_generator.runtime import child_processes, json_files, owned_files
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +47,11 @@ WORDNET_DB = "WordNet-2.0.exc.db"
 SYSTEM_PATTERN = r"(\d+)_decoded.txt"  # the original's patterns, verbatim
 MODEL_PATTERN = "#ID#_reference.txt"
 _MARKER = ".complete.json"
+SCRATCH_PREFIX = "pointer-generator-rouge-"  # the one temporary folder of a scoring run
+# ROUGE-1.5.5.pl keeps nothing worth saving and dies on SIGTERM at once: after Ctrl-C it
+# gets SIGTERM at once too (not after `child_processes.CTRL_C_SECS`), and a short grace
+# before SIGKILL only covers a process held up in I/O.
+PERL_GRACE_SECS = 10.0
 
 # Perl modules ROUGE-1.5.5.pl loads, and the Debian package that provides each.
 # XML::DOM is also bundled next to the script, but it needs XML::Parser (expat) from the
@@ -123,7 +134,7 @@ def check_perl(rouge_dir: str | None = None) -> None:
     missing = []
     for module, package in REQUIRED_PERL_MODULES.items():
         cmd = [perl] + (["-I", rouge_dir] if rouge_dir else []) + [f"-M{module}", "-e1"]
-        if subprocess.run(cmd, capture_output=True).returncode != 0:
+        if child_processes.run(cmd, capture_output=True).returncode != 0:
             missing.append((module, package))
     if missing:
         names = ", ".join(m for m, _ in missing)
@@ -157,7 +168,7 @@ def _build(src: str, dst: str, script_sha: str) -> None:
     os.chmod(script, os.stat(script).st_mode | 0o111)
     exc_dir = os.path.join(dst, "data", "WordNet-2.0-Exceptions")
     # buildExeptionDB.pl opens the .exc files by bare name, so it must run inside exc_dir.
-    proc = subprocess.run(
+    proc = child_processes.run(
         ["perl", "buildExeptionDB.pl", ".", "exc", WORDNET_DB],
         cwd=exc_dir,
         capture_output=True,
@@ -181,7 +192,7 @@ def _build(src: str, dst: str, script_sha: str) -> None:
         "use DB_File; use Fcntl; tie %h, 'DB_File', $ARGV[0], O_RDONLY, 0440, $DB_HASH "
         "or die qq(cannot open: $!\\n); $h{went} eq 'go' or die qq(entry missing\\n);"
     )
-    proc = subprocess.run(["perl", "-e", probe, link], capture_output=True, text=True)
+    proc = child_processes.run(["perl", "-e", probe, link], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RougeError(
             f"the WordNet exception DB {link} does not work with this Perl: {proc.stderr.strip()}"
@@ -271,15 +282,57 @@ def _rouge155_class():
     from pyrouge import Rouge155
 
     class _Rouge155(Rouge155):
-        """pyrouge's Rouge155 without its side file: given `rouge_dir`, pyrouge also writes
-        ~/.pyrouge/settings.ini, which we never read back (the dir is always passed) and
-        which fails where HOME is read-only. Scoring is untouched."""
+        """pyrouge's Rouge155 with three changes that leave the scores untouched:
+
+        - no side file: given `rouge_dir`, pyrouge also writes ~/.pyrouge/settings.ini,
+          which we never read back (the dir is always passed) and which fails where HOME
+          is read-only;
+        - its converted summaries and its configuration go to `scratch`, one folder the
+          caller made and removes, instead of two `mkdtemp()` folders that only exist in
+          pyrouge's locals until conversion ends (a signal meanwhile would leave them);
+        - ROUGE-1.5.5.pl is run through `child_processes.run` instead of `check_output`,
+          so that SIGTERM or Ctrl-C of this process stops and reaps it.
+        """
+
+        def __init__(self, scratch: str, **kwargs):
+            super().__init__(**kwargs)
+            self.scratch = scratch
 
         def save_home_dir(self):
             pass
 
         def _Rouge155__get_config_path(self):  # overrides the name-mangled private method
             return os.path.join(tempfile.gettempdir(), "pyrouge-settings-unused.ini")
+
+        def _Rouge155__process_summaries(self, process_func):
+            """pyrouge's conversion, into `scratch`/system and `scratch`/model."""
+            system = os.path.join(self.scratch, "system")
+            model = os.path.join(self.scratch, "model")
+            os.mkdir(system)
+            os.mkdir(model)
+            process_func(self._system_dir, system)
+            process_func(self._model_dir, model)
+            self._system_dir, self._model_dir = system, model
+
+        def evaluate(self, system_id=1, rouge_args=None):
+            """pyrouge's `evaluate`: the same configuration file (in `scratch`) and the
+            same command line, whose standard output is ROUGE's report; its standard
+            error goes to ours. Raises CalledProcessError if the script fails."""
+            self._config_dir = self.scratch  # write_config then uses it as given
+            self.write_config(
+                config_file_path=os.path.join(self.scratch, "rouge_conf.xml"),
+                system_id=system_id,
+            )
+            command = [self._bin_path] + self._Rouge155__get_options(rouge_args)
+            self.log.info("Running ROUGE with command %s", " ".join(command))
+            done = child_processes.run(
+                command,
+                stdout=subprocess.PIPE,
+                check=True,
+                grace_secs=PERL_GRACE_SECS,
+                ctrl_c_secs=0.0,
+            )
+            return done.stdout.decode("UTF-8")
 
     return _Rouge155
 
@@ -377,53 +430,50 @@ def rouge_eval(
     if style not in STYLES:
         raise RougeError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
     _check_inputs(ref_dir, dec_dir)
-    if rouge_dir is None:
-        rouge_dir = ensure_rouge()
+    # SIGTERM raises `Terminated` from here on (Ctrl-C `KeyboardInterrupt`), so the
+    # `finally`s below remove what was made even when the process is stopped meanwhile.
+    with child_processes.signals_raise():
+        if rouge_dir is None:
+            rouge_dir = ensure_rouge()
+        return _score(ref_dir, dec_dir, rouge_dir, style)
+
+
+def _score(ref_dir: str, dec_dir: str, rouge_dir: str, style: str) -> dict:
+    """Run pyrouge (and so ROUGE-1.5.5.pl) on inputs `_check_inputs` accepted."""
     _quiet_pyrouge_logging()
-    r = _rouge155_class()(rouge_dir=rouge_dir)
-    r.model_dir = ref_dir
-    r.system_dir = dec_dir
-    several = any(
-        len(names) > 1 or "_reference_" in names[0] for names in reference_files(ref_dir).values()
-    )
-    r.model_filename_pattern = MULTI_MODEL_PATTERN if several else MODEL_PATTERN
-    r.system_filename_pattern = SYSTEM_PATTERN
-    args = STYLES[style]
-    if args is not None:
-        args = f"-e {os.path.join(rouge_dir, 'data')} -c 95 -r 1000 {args}"
-    log.info("Running ROUGE-1.5.5 (%s) on %s against %s", rouge_dir, dec_dir, ref_dir)
+    scratch = None
     try:
-        output = r.convert_and_evaluate(rouge_args=args)
-    except subprocess.CalledProcessError as e:
-        raise RougeError(
-            f"{os.path.join(rouge_dir, ROUGE_SCRIPT)} failed with exit status "
-            f"{e.returncode}; see its message above"
-        ) from None
-    except Exception as e:  # pyrouge raises bare Exceptions for its own checks
-        raise RougeError(f"pyrouge failed on {dec_dir} / {ref_dir}: {e}") from None
+        scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+        r = _rouge155_class()(scratch, rouge_dir=rouge_dir)
+        r.model_dir = ref_dir
+        r.system_dir = dec_dir
+        several = any(
+            len(names) > 1 or "_reference_" in names[0]
+            for names in reference_files(ref_dir).values()
+        )
+        r.model_filename_pattern = MULTI_MODEL_PATTERN if several else MODEL_PATTERN
+        r.system_filename_pattern = SYSTEM_PATTERN
+        args = STYLES[style]
+        if args is not None:
+            args = f"-e {os.path.join(rouge_dir, 'data')} -c 95 -r 1000 {args}"
+        log.info("Running ROUGE-1.5.5 (%s) on %s against %s", rouge_dir, dec_dir, ref_dir)
+        try:
+            output = r.convert_and_evaluate(rouge_args=args)
+        except subprocess.CalledProcessError as e:
+            raise RougeError(
+                f"{os.path.join(rouge_dir, ROUGE_SCRIPT)} failed with exit status "
+                f"{e.returncode}; see its message above"
+            ) from None
+        except Exception as e:  # pyrouge raises bare Exceptions for its own checks
+            raise RougeError(f"pyrouge failed on {dec_dir} / {ref_dir}: {e}") from None
     finally:
-        _remove_pyrouge_temp(r, ref_dir, dec_dir)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     log.debug("ROUGE-1.5.5 output:\n%s", output)
     results = r.output_to_dict(output)
     if "rouge_1_f_score" not in results:
         raise RougeError(f"could not parse ROUGE-1.5.5's output:\n{output}")
     return results
-
-
-def _remove_pyrouge_temp(r, ref_dir: str, dec_dir: str) -> None:
-    """pyrouge leaves two mkdtemp() dirs per run (converted summaries, XML config)."""
-    # After conversion pyrouge's system/model dirs point into its temp dir; before (on an
-    # early failure) they are still the user's dirs, whose parents must never be removed.
-    converted = {os.path.dirname(r.system_dir or ""), os.path.dirname(r.model_dir or "")}
-    users = {os.path.dirname(os.path.abspath(ref_dir)), os.path.dirname(os.path.abspath(dec_dir))}
-    tmp_root = os.path.abspath(tempfile.gettempdir())
-    for d in converted | {getattr(r, "_config_dir", None)}:
-        if (
-            d
-            and os.path.abspath(d) not in users
-            and os.path.dirname(os.path.abspath(d)) == tmp_root
-        ):
-            shutil.rmtree(d, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
 """Child processes that never outlive the command that started them.
 
 The commands that run other processes (the quick-start's steps, the recipe runner's
-training and eval jobs, the proxy and CPU-scale runners, the benchmarks) start them
-through `Children` (or `run` for one). While they run:
+training and eval jobs, the proxy and CPU-scale runners, the benchmarks, and
+ROUGE-1.5.5.pl wherever ROUGE is scored: `evaluation/rouge.py`) start them through
+`Children` (or `run` for one). While they run:
 
 - SIGTERM of the command raises `exit_codes.Terminated` and Ctrl-C (SIGINT)
   `KeyboardInterrupt`, wherever the command is; any exception then stops every child
   that is still running: SIGTERM (a training job saves a checkpoint and exits, eval and
-  decode end at once; after Ctrl-C only once they had 10 s to end by themselves),
+  decode end at once; after Ctrl-C only once they had `ctrl_c_secs`, 10 s by default, to
+  end by themselves),
   `grace_secs` to end, then SIGKILL, and every child is reaped before the command goes
   on to report `interrupted ...` and end with 130 / 143. A second signal while they stop
   kills them at once. Nothing is left running: a rerun is never refused by the lock of a
@@ -101,8 +103,10 @@ class Children:
         status = proc.wait()
     """
 
-    def __init__(self, grace_secs: float = GRACE_SECS):
+    def __init__(self, grace_secs: float = GRACE_SECS, ctrl_c_secs: float = CTRL_C_SECS):
         self.grace_secs = grace_secs
+        # 0 for a child with nothing to finish (ROUGE-1.5.5.pl): stopped at once.
+        self.ctrl_c_secs = ctrl_c_secs
         self.procs: list[subprocess.Popen] = []
         self._signals = _Signals()
 
@@ -115,7 +119,7 @@ class Children:
         # themselves (an eval job closes its files) before they get SIGTERM.
         ctrl_c = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
         try:
-            self.stop_all(CTRL_C_SECS if ctrl_c else 0.0)
+            self.stop_all(self.ctrl_c_secs if ctrl_c else 0.0)
             _close_pipes(self.procs)
             if exc_type is None:
                 self._raise_pending()  # a signal that came while the last ones stopped
@@ -210,17 +214,23 @@ def _close_pipes(procs: list[subprocess.Popen]) -> None:
 
 
 def run(
-    cmd: list[str], *, check: bool = False, grace_secs: float = GRACE_SECS, **popen_kwargs
+    cmd: list[str],
+    *,
+    check: bool = False,
+    grace_secs: float = GRACE_SECS,
+    ctrl_c_secs: float = CTRL_C_SECS,
+    **popen_kwargs,
 ) -> subprocess.CompletedProcess:
     """`subprocess.run` whose child is stopped and reaped when this process is stopped
-    (SIGTERM, Ctrl-C) or fails. Takes `capture_output`, `input` and Popen's keywords."""
+    (SIGTERM, Ctrl-C) or fails. Takes `capture_output`, `input` and Popen's keywords;
+    `grace_secs` and `ctrl_c_secs` as `Children`."""
     capture = popen_kwargs.pop("capture_output", False)
     if capture:
         popen_kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     data = popen_kwargs.pop("input", None)
     if data is not None:
         popen_kwargs["stdin"] = subprocess.PIPE
-    with Children(grace_secs) as children:
+    with Children(grace_secs, ctrl_c_secs) as children:
         proc = children.start(cmd, **popen_kwargs)
         # Not `with proc`: its exit waits for the child without a bound.
         stdout, stderr = proc.communicate(data)
