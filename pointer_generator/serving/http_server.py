@@ -459,17 +459,17 @@ class _Server(ThreadingHTTPServer):
             self.shutdown_request(request)
 
     def _answer_refused(self, request) -> None:
+        first = b""
         try:
-            request.settimeout(2.0)
-            first = request.recv(64)
-            if first.startswith(b"GET /healthz ") or first.startswith(b"GET /healthz?"):
+            with contextlib.suppress(OSError):  # nothing sent within the second: a 503
+                request.settimeout(HEALTH_READ_S)
+                first = request.recv(64)
+            if first.startswith((b"GET /healthz ", b"GET /healthz?")):
                 health = self.health()
                 status = 200 if health["status"] == "ok" else 503
                 _send_raw(request, status, json.dumps(health).encode("utf-8"))
             else:
                 _send_raw(request, 503, BUSY)
-        except OSError:
-            pass
         finally:
             self.shutdown_request(request)
             self._health_threads.release()
@@ -491,6 +491,7 @@ class _Server(ThreadingHTTPServer):
 
 
 HEALTH_THREADS = 8  # connections over the limit read at once, for a health check
+HEALTH_READ_S = 1.0  # how long one is read (a monitor sends its request at once)
 BUSY = b'{"error": "the server is busy: too many connections; try again"}'
 _REASONS = {200: b"OK", 503: b"Service Unavailable"}
 
