@@ -39,6 +39,7 @@ from pointer_generator import exit_codes
 from pointer_generator.data.text_files import read_lines
 from pointer_generator.data.vocab import SENTENCE_END, SENTENCE_START, UNK_TOKEN
 from pointer_generator.errors import DataError
+from pointer_generator.runtime import owned_files
 
 # How the release marks words outside its vocabulary.
 RARE_WORD_MARKERS = frozenset({"UNK", "<unk>"})
@@ -105,11 +106,12 @@ def convert(
         if counter is not None:
             writer.write_vocab(counter, vocab_size)
     if len(titles) > 1:
-        ref_dir = os.path.join(out_dir, set_name + REFERENCES_SUFFIX)
-        os.makedirs(ref_dir, exist_ok=True)
+        ref_dir = owned_files.make_dir(os.path.join(out_dir, set_name + REFERENCES_SUFFIX))
         for k in range(1, len(titles)):
-            with open(os.path.join(ref_dir, f"ref{k}.txt"), "w", encoding="utf-8") as f:
-                f.write("".join(ts[k] + "\n" for _, ts in examples))
+            # Whole or not at all (a full disk leaves no partial file), never via a link.
+            text = "".join(ts[k] + "\n" for _, ts in examples)
+            with exit_codes.writing(f"{ref_dir}/ref{k}.txt"):
+                owned_files.replace_file(os.path.join(ref_dir, f"ref{k}.txt"), text)
     return out.count
 
 

@@ -35,7 +35,7 @@ from experiments.benchmarks.common import shared_data_dir
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
-from pointer_generator.runtime import json_files
+from pointer_generator.runtime import json_files, owned_files
 
 SAMPLE_NAME = "cnndm_sample.jsonl.gz"
 SETS = ("train", "val", "test")
@@ -123,8 +123,7 @@ def split_sample(
             manifest["sizes"][name] = len(members)
             manifest["ids"][name] = [e[0] for e in members]
         manifest["vocab_words"] = writer.write_vocab(counter)
-    with open(os.path.join(out_dir, "split.json"), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1)
+    owned_files.replace_file(os.path.join(out_dir, "split.json"), json.dumps(manifest, indent=1))
     return manifest
 
 

@@ -20,6 +20,7 @@ from pointer_generator.models.tf1_names import (
     GLOBAL_STEP,
     detect_tf1_version,
 )
+from pointer_generator.runtime import owned_files
 
 
 # --------------------------------------------------------------------------- reading
@@ -325,8 +326,10 @@ def save_tf1_arrays(
         raise CheckpointError(f"cannot write checkpoint {prefix!r}: {e.message}") from None
     if update_state_file:
         base = os.path.basename(prefix).replace("\\", "\\\\").replace('"', '\\"')
-        with open(os.path.join(directory, "checkpoint"), "w", encoding="utf-8") as f:
-            f.write(f'model_checkpoint_path: "{base}"\nall_model_checkpoint_paths: "{base}"\n')
+        owned_files.replace_file(
+            os.path.join(directory, "checkpoint"),
+            f'model_checkpoint_path: "{base}"\nall_model_checkpoint_paths: "{base}"\n',
+        )
     return prefix
 
 
