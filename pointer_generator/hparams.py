@@ -176,6 +176,12 @@ class HParams:
         return dataclasses.replace(self, **changes)
 
 
+def fixed_switches(model: str) -> dict:
+    """{field: value} that `model` cannot change: the earlier families have no pointer
+    and no coverage (none for the pointer-generator)."""
+    return {} if model == "pointer_generator" else {"pointer_gen": False, "coverage": False}
+
+
 def family_defaults(model: str, abs_encoder: str = "attention") -> dict:
     """{field: value} where `model`'s defaults differ from the flags' (FAMILY_DEFAULTS
     for the earlier families, and ABS_ENCODER_DEFAULTS for ABS's encoders; none for the

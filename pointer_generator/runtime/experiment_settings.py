@@ -383,11 +383,9 @@ def _add_family_settings(values: dict) -> None:
     """The earlier families have no pointer and no coverage, and their own defaults
     (`hparams.family_defaults`) where the experiment stores nothing; the command line
     applies the same through cli/flag_checks.apply_model_family."""
-    from pointer_generator.hparams import family_defaults
+    from pointer_generator.hparams import HParams, family_defaults, fixed_switches
 
-    model = values.get("model", "pointer_generator")
-    if model == "pointer_generator":
-        return
-    values.update(pointer_gen=False, coverage=False)
+    model = values.get("model", HParams.model)
+    values.update(fixed_switches(model))
     for name, value in family_defaults(model, values.get("abs_encoder", "attention")).items():
         values.setdefault(name, value)
