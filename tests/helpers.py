@@ -305,3 +305,17 @@ def ctrl_c_remembered():
     finally:
         interrupts.uninstall()
         signal.signal(signal.SIGINT, previous)
+
+
+# ------------------------------------------------------------------------------ serve
+class StoppedServer:
+    """What `serve` gets instead of a listening server (monkeypatched `make_server`):
+    Ctrl-C at once, so a test sees what the command built before it would listen."""
+
+    server_address = ("127.0.0.1", 0)
+
+    def serve_forever(self):
+        raise KeyboardInterrupt
+
+    def server_close(self):
+        pass

@@ -207,18 +207,6 @@ def test_the_commands_that_search_list_every_search_flag_in_their_help(command):
 
 
 # ----------------------------------------------------------------------- end to end
-class _StoppedServer:
-    """What `serve` gets instead of a listening server: Ctrl-C at once."""
-
-    server_address = ("127.0.0.1", 0)
-
-    def serve_forever(self):
-        raise KeyboardInterrupt
-
-    def server_close(self):
-        pass
-
-
 def _served(monkeypatch, args: list[str]):
     """The summarizer `serve args...` builds (not warmed up, stopped before it listens)."""
     from pointer_generator.serving import http_server
@@ -227,7 +215,7 @@ def _served(monkeypatch, args: list[str]):
 
     def make_server(service, host, port):
         services.append(service)
-        return _StoppedServer()
+        return helpers.StoppedServer()
 
     monkeypatch.setattr(http_server, "make_server", make_server)
     monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)

@@ -70,18 +70,6 @@ def _subcommand(name: str, args: list[str]) -> int:
         flags_lib.FLAGS.unparse_flags()
 
 
-class _StoppedServer:
-    """What `serve` gets instead of a listening server: Ctrl-C at once."""
-
-    server_address = ("127.0.0.1", 0)
-
-    def serve_forever(self):
-        raise KeyboardInterrupt
-
-    def server_close(self):
-        pass
-
-
 def _serve(monkeypatch, experiment: list[str]):
     """The summarizer `serve` builds for the experiment (not compiled for every length,
     and stopped before it listens)."""
@@ -91,7 +79,7 @@ def _serve(monkeypatch, experiment: list[str]):
 
     def make_server(service, host, port):
         services.append(service)
-        return _StoppedServer()
+        return helpers.StoppedServer()
 
     monkeypatch.setattr(http_server, "make_server", make_server)
     monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)

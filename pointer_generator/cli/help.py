@@ -3,6 +3,17 @@ matter grouped by purpose, with an example. (`--helpfull` adds absl's own flags.
 
 from __future__ import annotations
 
+# The server's own flags (`serve --help` lists them, less --saved_model, in a group).
+SERVE_FLAGS = (
+    "serve_host",
+    "serve_port",
+    "serve_max_batch",
+    "serve_max_wait_ms",
+    "serve_max_chars",
+    "serve_max_request_chars",
+    "serve_warm_up_batches",
+)
+
 # Every flag of `cli/flags.py`, once, by purpose (tests/test_help.py checks both).
 FLAG_GROUPS = {
     "experiment (where it lives, what to do)": ("mode", "log_root", "exp_name", "single_pass"),
@@ -86,13 +97,7 @@ FLAG_GROUPS = {
         "random_starts",
     ),
     "serve": (
-        "serve_host",
-        "serve_port",
-        "serve_max_batch",
-        "serve_max_wait_ms",
-        "serve_max_chars",
-        "serve_max_request_chars",
-        "serve_warm_up_batches",
+        *SERVE_FLAGS,
         "saved_model",
     ),
     "export": ("export_dir",),

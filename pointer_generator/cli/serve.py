@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 
-from pointer_generator.cli.help import SEARCH_HELP
+from pointer_generator.cli.help import SEARCH_HELP, SERVE_FLAGS
 from pointer_generator.errors import FlagError
 
 log = logging.getLogger(__name__)
@@ -52,15 +52,7 @@ HELP_FLAGS = {
         "decode_attention",
         *SEARCH_HELP,
     ),
-    "serve": (
-        "serve_host",
-        "serve_port",
-        "serve_max_batch",
-        "serve_max_wait_ms",
-        "serve_max_chars",
-        "serve_max_request_chars",
-        "serve_warm_up_batches",
-    ),
+    "serve": SERVE_FLAGS,
 }
 
 
