@@ -191,7 +191,7 @@ def _run_all(children: child_processes.Children, args, work: str) -> int:
     """Every step of the module's docstring, each skipped when done."""
     data_dir, runs_dir = os.path.join(work, "data"), os.path.join(work, "runs")
     logs_dir = os.path.join(work, "logs")
-    os.makedirs(logs_dir, exist_ok=True)
+    owned_files.make_dir(logs_dir)
     try:
         start = time.time()
         split(children, args, data_dir)

@@ -33,6 +33,7 @@ import time
 
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
+from pointer_generator.errors import DataError
 from pointer_generator.runtime import child_processes, json_files, owned_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -192,9 +193,19 @@ def known_results(work: str) -> dict:
     """The results of every runner of `work` (its results*.json), merged."""
     out = {}
     for path in sorted(glob.glob(os.path.join(work, "results*.json"))):
-        with open(path, encoding="utf-8") as f:
-            out.update(json.load(f))
+        try:
+            with open(path, encoding="utf-8") as f:
+                out.update(_results_object(json_files.load(f), path))
+        except ValueError as e:  # not JSON, nested too deeply, not an object
+            raise DataError(f"{path}: unreadable results ({e}); fix or remove it") from None
     return out
+
+
+def _results_object(value, path: str) -> dict:
+    """A runner's results file must hold an object (its rows by name)."""
+    if not isinstance(value, dict):
+        raise ValueError("not an object of rows by name")
+    return value
 
 
 def _preset_flags(preset: str | None) -> list[str]:
@@ -270,7 +281,7 @@ def build_data(work: str, only: list[str], source: str) -> None:
 def main_stages(
     work: str, only: list[str], scale: float, source: str = SHARED, results_name: str = ""
 ) -> dict:
-    os.makedirs(os.path.join(work, "logs"), exist_ok=True)
+    owned_files.make_dir(os.path.join(work, "logs"))
     results_path = os.path.join(work, results_name or "results.json")
     results = {}
     if os.path.exists(results_path):

@@ -35,7 +35,7 @@ import time
 from experiments.families.run_proxy import _run, read_input_gap, score
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
-from pointer_generator.runtime import owned_files
+from pointer_generator.runtime import json_files, owned_files
 
 SIZES = ["--hidden_dim=128", "--emb_dim=64"]
 # The earlier families read the first two sentences (at most 46 tokens here: the story's key
@@ -244,12 +244,12 @@ def decode(work: str, name: str) -> tuple[list[str], dict]:
 
 
 def run(work: str, only: list[str], steps: int, out: str | None) -> dict:
-    os.makedirs(os.path.join(work, "logs"), exist_ok=True)
+    owned_files.make_dir(os.path.join(work, "logs"))
     results_path = os.path.join(work, "results.json")
     results = {}
     if os.path.exists(results_path):
         with open(results_path, encoding="utf-8") as f:
-            results = json.load(f)
+            results = json_files.load(f)
     if not os.path.exists(os.path.join(work, "toy", "vocab")):
         _run([sys.executable, "-m", "data_tools.toy_data", f"--out_dir={work}/toy",
               "--num_train=4000", "--num_test=200"],

@@ -105,6 +105,8 @@ def _global_name(name: str, index: int, count: int) -> str:
 def merge(decode_dir: str, count: int) -> int:
     """Move every shard's files into `decode_dir` under their global numbers; returns
     the number of examples. The shard folders are removed afterwards."""
+    shards = os.path.join(decode_dir, SHARDS_SUBDIR)
+    owned_files.refuse_link(shards)  # moved from and removed whole: never a link's target
     p_gens = []
     total = 0
     for index in range(count):
@@ -129,7 +131,5 @@ def merge(decode_dir: str, count: int) -> int:
     if p_gens:
         lines = "".join(f"{k}\t{rest}" for k, rest in sorted(dict(p_gens).items()))
         decode_output.atomic_write_text(os.path.join(decode_dir, decode_output.P_GENS_FILE), lines)
-    shards = os.path.join(decode_dir, SHARDS_SUBDIR)
-    owned_files.refuse_link(shards)  # removed whole: never what a link points to
     shutil.rmtree(shards)
     return total

@@ -77,7 +77,9 @@ def make_dir(path: str, root: str | None = None) -> str:
     levels = [path]
     if root is not None:
         rel = os.path.relpath(path, root)
-        if rel != "." and not rel.startswith(".."):
+        if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+            raise ValueError(f"make_dir: {path} is not below {root}")  # a caller's bug
+        if rel != ".":
             parts = rel.split(os.sep)
             levels = [os.path.join(root, *parts[: i + 1]) for i in range(len(parts))]
     for level in levels:
