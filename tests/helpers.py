@@ -319,3 +319,20 @@ class StoppedServer:
 
     def server_close(self):
         pass
+
+
+def stop_serve_before_listening(monkeypatch) -> list:
+    """Make `serve` build its service, skip the warm-up compiles and stop where it would
+    listen (`StoppedServer`). Returns the list the built services are appended to."""
+    import pointer_generator as pg
+    from pointer_generator.serving import http_server
+
+    services = []
+
+    def make_server(service, host, port):
+        services.append(service)
+        return StoppedServer()
+
+    monkeypatch.setattr(http_server, "make_server", make_server)
+    monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)
+    return services

@@ -209,16 +209,7 @@ def test_the_commands_that_search_list_every_search_flag_in_their_help(command):
 # ----------------------------------------------------------------------- end to end
 def _served(monkeypatch, args: list[str]):
     """The summarizer `serve args...` builds (not warmed up, stopped before it listens)."""
-    from pointer_generator.serving import http_server
-
-    services = []
-
-    def make_server(service, host, port):
-        services.append(service)
-        return helpers.StoppedServer()
-
-    monkeypatch.setattr(http_server, "make_server", make_server)
-    monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)
+    services = helpers.stop_serve_before_listening(monkeypatch)
     assert _subcommand("serve", args) == 0
     return services[0].summarizer
 

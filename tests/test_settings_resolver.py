@@ -73,16 +73,7 @@ def _subcommand(name: str, args: list[str]) -> int:
 def _serve(monkeypatch, experiment: list[str]):
     """The summarizer `serve` builds for the experiment (not compiled for every length,
     and stopped before it listens)."""
-    from pointer_generator.serving import http_server
-
-    services = []
-
-    def make_server(service, host, port):
-        services.append(service)
-        return helpers.StoppedServer()
-
-    monkeypatch.setattr(http_server, "make_server", make_server)
-    monkeypatch.setattr(pg.Summarizer, "warm_up", lambda self, rows=(1,): 0)
+    services = helpers.stop_serve_before_listening(monkeypatch)
     assert _subcommand("serve", experiment) == 0
     return services[0].summarizer
 
