@@ -228,8 +228,10 @@ def test_missing_perl_says_what_to_install(tmp_path, monkeypatch):
 
 def test_missing_perl_module_says_which_package(monkeypatch):
     _require_perl()
+    from pointer_generator.evaluation import rouge_install  # where check_perl reads it
+
     monkeypatch.setattr(
-        rouge,
+        rouge_install,
         "REQUIRED_PERL_MODULES",
         {"XML::DOM": "libxml-dom-perl", "No::Such::Mod": "libno-such-mod-perl"},
     )

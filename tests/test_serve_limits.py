@@ -390,7 +390,7 @@ def test_files_read_only_for_a_hint_are_ignored_when_unreadable(tmp_path, conten
     """Files whose content is only a hint (a decode folder's record of its inputs, a
     lock's holder, ROUGE's finished-copy marker) count as absent, as when not JSON."""
     from pointer_generator.decoding import decode_inputs
-    from pointer_generator.evaluation import rouge
+    from pointer_generator.evaluation import rouge_install
     from pointer_generator.runtime import locks
 
     (tmp_path / decode_inputs.RECORD_FILE).write_text(content)
@@ -398,8 +398,8 @@ def test_files_read_only_for_a_hint_are_ignored_when_unreadable(tmp_path, conten
     assert decode_inputs.differences(None, {"data": 1}) == ["no record of its inputs"]
     (tmp_path / "lock").write_text(content)
     assert locks._holder(str(tmp_path / "lock")) == "a process whose details could not be read"
-    (tmp_path / rouge._MARKER).write_text(content)
-    assert rouge._is_ready(str(tmp_path), "0" * 64) is False
+    (tmp_path / rouge_install._MARKER).write_text(content)
+    assert rouge_install._is_ready(str(tmp_path), "0" * 64) is False
 
 
 def test_a_deeply_nested_tf_config_is_a_flag_error(monkeypatch):

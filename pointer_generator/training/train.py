@@ -4,7 +4,8 @@ Checkpoints: every `--save_checkpoint_secs`, at `--max_steps`, on SIGTERM / Ctrl
 when a run starts from scratch (like the original's Supervisor). A restarted job resumes
 from the newest checkpoint: weights, Adagrad accumulators, step, and the input pipeline's
 position (the tf.data iterator is part of the checkpoint on single-worker jobs). The
-one-off operations `--convert_to_coverage_model` and `--restore_best_model` live here too.
+one-off operations `--convert_to_coverage_model` and `--restore_best_model` are started
+here (conversions.py).
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import threading
 import keras
 import tensorflow as tf
 
-from pointer_generator.errors import CheckpointError, NonFiniteLossError, OutputError
+from pointer_generator.errors import NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import families
-from pointer_generator.models.pointer_generator_checkpoints import is_coverage_key
 from pointer_generator.runtime import (
     checkpointing,
     experiment_settings,
@@ -35,6 +35,7 @@ from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
+from pointer_generator.training.conversions import convert_to_coverage_model, restore_best_model
 from pointer_generator.training.epochs import Epochs
 from pointer_generator.training.trainer import Trainer
 
@@ -449,65 +450,3 @@ def _non_finite(metrics: dict, step: int, last_good: str | None) -> NonFiniteLos
         f"after the last checkpoint was saved; {where}. Restart from it (e.g. with a lower "
         "--lr) or start from the eval job's best model with --restore_best_model=1"
     )
-
-
-def convert_to_coverage_model(hps: HParams, vocab, exp: Experiment, tf1_path: str = "") -> str:
-    """Spec 1.6: newest non-coverage checkpoint -> `<it>_cov_init` with a fresh w_c.
-
-    The step is kept; every Adagrad accumulator restarts at --adagrad_init_acc (as in
-    the original, which restored no Adagrad slot). The next train run resumes from it.
-    """
-    trainer = Trainer(hps.replace(coverage=True), vocab.size())
-    latest = checkpointing.latest_checkpoint(exp.train_dir)
-    if latest:
-        shapes = checkpointing.variable_shapes(latest)
-        if any(is_coverage_key(k) for k in shapes):
-            raise CheckpointError(
-                f"{latest} already has coverage weights; nothing to "
-                "convert (train on with --coverage=1)"
-            )
-        # Restore into a model without coverage (every weight must be found), then copy
-        # into the coverage model, whose w_c keeps its initial value.
-        source = Trainer(hps.replace(coverage=False), vocab.size())
-        checkpointing.restore(source.weights_checkpoint(), latest, source.model)
-        weights = {v.path: v for v in source.model.weights}
-        for v in trainer.model.weights:
-            if v.path in weights:
-                v.assign(weights[v.path].numpy())
-        trainer.step.assign(source.step)
-        source_name = latest
-    elif tf1_path:
-        trainer.load_tf1(tf1_path, allow_missing_coverage=True, with_optimizer=False)
-        source_name = os.path.join(
-            exp.train_dir, f"{checkpointing.TRAIN_CHECKPOINT_NAME}-{int(trainer.step.numpy())}"
-        )
-    else:
-        raise CheckpointError(
-            f"no checkpoint in {exp.train_dir} to convert; train without "
-            "coverage first (or give --tf1_checkpoint)"
-        )
-    prefix = os.path.join(
-        exp.train_dir, os.path.basename(source_name) + checkpointing.COVERAGE_INIT_SUFFIX
-    )
-    path = checkpointing.write_named(trainer.checkpoint(), prefix)
-    log.info("Wrote coverage model %s; now run training with --coverage=1", path)
-    return path
-
-
-def restore_best_model(hps: HParams, vocab, exp: Experiment) -> str:
-    """Spec 1.7: eval/bestmodel-<step> -> train/model-<step> with fresh Adagrad slots."""
-    best = checkpointing.latest_checkpoint(exp.eval_dir, checkpointing.BEST_STATE_FILE)
-    if best is None:
-        raise CheckpointError(
-            f"no best model in {exp.eval_dir} (its "
-            f"'{checkpointing.BEST_STATE_FILE}' names none); run an eval "
-            "job alongside training first"
-        )
-    trainer = Trainer(hps, vocab.size())
-    checkpointing.restore(trainer.weights_checkpoint(), best, trainer.model)
-    name = os.path.basename(best).replace(checkpointing.BEST_CHECKPOINT_NAME, "model", 1)
-    path = checkpointing.write_named(trainer.checkpoint(), os.path.join(exp.train_dir, name))
-    msg = f"Restored best model {best} as {path}; training resumes from it"
-    log.info(msg)
-    print(msg, flush=True)
-    return path
