@@ -41,12 +41,9 @@ def read(path: str) -> dict:
     if not os.path.exists(path):
         return {}
     try:
-        with open(path, encoding="utf-8") as f:
-            info = json_files.load(f)
-    except (OSError, ValueError) as e:
-        raise _bad(path, getattr(e, "strerror", None) or str(e)) from None
-    if not isinstance(info, dict):
-        raise _bad(path, "it holds no JSON object")
+        info = json_files.read_object(path)
+    except ValueError as e:
+        raise _bad(path, str(e)) from None
     for name, value in info.items():
         problem = _entry_problem(name, value, info)
         if problem:

@@ -69,12 +69,9 @@ def read(root: str) -> dict | None:
     if not os.path.isfile(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            stored = json_files.load(f)
-    except (OSError, ValueError) as e:
-        raise _bad(path, getattr(e, "strerror", None) or str(e)) from None
-    if not isinstance(stored, dict):
-        raise _bad(path, "it holds no JSON object")
+        stored = json_files.read_object(path)
+    except ValueError as e:
+        raise _bad(path, str(e)) from None
     flags, vocab = stored.get("flags"), stored.get("vocab")
     if not isinstance(flags, dict):
         raise _bad(path, '"flags" must be an object of flag names and values')

@@ -33,3 +33,16 @@ def loads(text: str | bytes):
 def load(f):
     """`json.load(f)` for an open file, with `loads`'s NestingError."""
     return loads(f.read())
+
+
+def read_object(path: str) -> dict:
+    """The JSON object in the file `path`; ValueError saying why there is none (the file
+    cannot be read, is not JSON, is nested too deeply, or holds something else)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = load(f)
+    except OSError as e:
+        raise ValueError(e.strerror or str(e)) from None
+    if not isinstance(value, dict):
+        raise ValueError("it holds no JSON object")
+    return value
