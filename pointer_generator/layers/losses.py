@@ -198,3 +198,9 @@ def coverage_step_losses(attn):
     """
     coverage = tf.cumsum(attn, axis=1, exclusive=True)
     return tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
+
+
+def with_coverage_loss(loss, coverage_loss, weight):
+    """Eq. 13: loss_t + lambda * covloss_t, averaged as its terms are (what a coverage
+    model minimises; `weight` is lambda, --cov_loss_wt)."""
+    return loss + weight * coverage_loss

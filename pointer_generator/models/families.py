@@ -1,51 +1,150 @@
-"""The model families behind `--model`, and what is asked of all of them at once.
+"""The registry of model families behind `--model`: every question about a family goes
+through here by its name, and the family answers (models/family.py, `ModelFamily`).
 
-Each family is one model class keeping the contract of `models/family.py`; this table
-is the only place that lists them. Adding a family means its module (with its layers
-and flags) and a line here: nothing in `decoding/`, `runtime/` or `training/` asks
-which family it holds.
+The built-in families are the table below. Others join by `register(family)` (from
+Python, before the command or the API uses them), or as plugins: a package's entry point
+in the group `pointer_generator.families`, or `POINTER_GENERATOR_FAMILIES=module:attr[,...]`
+in the environment (for scripts and tests), each naming a `ModelFamily` object or class.
+Nothing outside `models/` lists the families or compares their names.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 
-from pointer_generator.hparams import HParams
+from pointer_generator.errors import FlagError
+from pointer_generator.models.family import ModelFamily
 
-# --model value -> "module:class" (imported when used).
+# --model value -> "module:attribute" of its family object (imported when first used).
 FAMILIES = {
-    "pointer_generator": "pointer_generator.models.pointer_generator:PointerGeneratorModel",
-    "abs": "pointer_generator.models.abs_model:ABSModel",
-    "ras_elman": "pointer_generator.models.ras_model:RASModel",
-    "ras_lstm": "pointer_generator.models.ras_model:RASModel",
+    "pointer_generator": "pointer_generator.models.pointer_generator:FAMILY",
+    "abs": "pointer_generator.models.abs_model:FAMILY",
+    "ras_elman": "pointer_generator.models.ras_model:ELMAN",
+    "ras_lstm": "pointer_generator.models.ras_model:LSTM",
 }
+DEFAULT = "pointer_generator"
+PLUGINS_ENV = "POINTER_GENERATOR_FAMILIES"
+ENTRY_POINT_GROUP = "pointer_generator.families"
+
+_registered: dict[str, ModelFamily] = {}
+_plugins_loaded = False
 
 
-def family_class(name: str) -> type:
-    """The model class of family `name` (a --model value)."""
-    module, cls = FAMILIES[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+def _load(spec: str, where: str):
+    module, _, attr = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), attr or "FAMILY")
+    except (ImportError, AttributeError) as e:
+        raise FlagError(
+            f"{where} names the model family {spec!r}, which cannot be loaded ({e}); "
+            "fix the name (module:attribute) or remove it"
+        ) from None
+    return found() if isinstance(found, type) else found
 
 
-def build_model(hps: HParams, vocab_size: int):
-    """The built model of `hps.model`, with every weight created."""
-    return family_class(hps.model).from_hparams(hps, vocab_size).build_weights()
+def register(family: ModelFamily) -> ModelFamily:
+    """Make `family` a `--model` choice (and return it). Registering a family again
+    under its name is allowed; another family under a taken name is a FlagError."""
+    if not isinstance(family, ModelFamily):
+        raise TypeError(f"{family!r} is not a ModelFamily (pointer_generator.models.family)")
+    name = family.name
+    if not name or not name.isidentifier():
+        raise FlagError(f"a model family needs a name like my_model (got {name!r})")
+    known = _registered.get(name)
+    if known is not None and known is not family and type(known) is not type(family):
+        raise FlagError(f"a model family named {name!r} is registered already ({known!r})")
+    _registered[name] = family
+    return family
 
 
-def _classes() -> list[type]:
-    seen = []
-    for name in FAMILIES:
-        cls = family_class(name)
-        if cls not in seen:
-            seen.append(cls)
-    return seen
+def unregister(name: str) -> None:
+    """Remove a family `register` added (tests); the built-in ones stay."""
+    if name not in FAMILIES:
+        _registered.pop(name, None)
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib import metadata
+
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        register(_load(entry.value, f"the entry point {entry.name!r} ({ENTRY_POINT_GROUP})"))
+    for spec in filter(None, (s.strip() for s in os.environ.get(PLUGINS_ENV, "").split(","))):
+        register(_load(spec, f"${PLUGINS_ENV}"))
+
+
+def names() -> tuple[str, ...]:
+    """Every --model value: the built-in families, then the registered ones."""
+    _load_plugins()
+    return tuple(FAMILIES) + tuple(n for n in _registered if n not in FAMILIES)
+
+
+def get(name: str) -> ModelFamily:
+    """The family behind `--model=name` (FlagError naming the choices if none)."""
+    if name in FAMILIES:
+        if name not in _registered:
+            _registered[name] = _load(FAMILIES[name], "models/families.py")
+        return _registered[name]
+    _load_plugins()
+    if name not in _registered:
+        raise FlagError(f"--model must be one of {', '.join(names())}, got {name!r}")
+    return _registered[name]
+
+
+def of(hps) -> ModelFamily:
+    """The family of the hyper-parameters `hps` (its `model`)."""
+    return get(hps.model)
+
+
+def all_families() -> list[ModelFamily]:
+    return [get(n) for n in names()]
+
+
+def build_model(hps, vocab_size: int):
+    """The built model of `hps.model` (checked by its family), every weight created."""
+    family = of(hps)
+    family.check(hps)
+    return family.build(hps, vocab_size)
+
+
+def family_class(name: str) -> type | None:
+    """The model class of family `name`, where it declares one."""
+    return get(name).model_class
+
+
+def settings(values: Mapping) -> tuple[dict, dict]:
+    """(fixed, defaults) of the family that `values["model"]` names: the settings it
+    cannot change, and where its defaults differ from the flags' given `values`."""
+    family = get(values.get("model", DEFAULT))
+    return dict(family.fixed_settings), family.defaults(values)
+
+
+def model_flags() -> tuple[str, ...]:
+    """Every family's own model flags (`ModelFamily.own_flags`), each once."""
+    seen: list[str] = []
+    for family in all_families():
+        seen += [f for f in family.own_flags if f not in seen]
+    return tuple(seen)
+
+
+def predating() -> dict:
+    """{flag: value} an experiment whose settings predate the flag ran with."""
+    out: dict = {}
+    for family in all_families():
+        out.update(family.predating)
+    return out
 
 
 def implied_settings(shapes: dict) -> dict:
     """The model flags a checkpoint's {key: shape} implies, by the family it belongs to
     ({} when it is none of theirs)."""
-    for cls in _classes():
-        found = cls.implied_settings(shapes)
+    for family in all_families():
+        found = family.implied_settings(shapes)
         if found is not None:
             return found
     return {}
@@ -53,8 +152,8 @@ def implied_settings(shapes: dict) -> dict:
 
 def embedding_key(shapes: dict) -> str | None:
     """The checkpoint key of a checkpoint's word embedding (the projector's), if any."""
-    for cls in _classes():
-        key = cls.embedding_key(shapes)
+    for family in all_families():
+        key = family.embedding_key(shapes)
         if key is not None:
             return key
     return None

@@ -1,31 +1,37 @@
-"""The contract every model family keeps, so that the search, the trainer and the
-runtime never ask which family they hold.
+"""The contract every model family keeps, in code: `ModelFamily`, so that the search, the
+trainer, the eval job and the runtime never ask which family they hold.
 
-A family is one model class in `models/` (plus its layers and flags), registered in
-`models/families.py`. Its model is a Keras model that provides:
+A family is a `ModelFamily` object registered under its `--model` name
+(`models/families.py`: the built-in ones, `families.register`, or a plugin named by
+`POINTER_GENERATOR_FAMILIES`). It says:
 
-* building: `from_hparams(hps, vocab_size)` (its config made from the hyper-parameters)
-  and `build_weights()`; `parameter_summary()` for the start-up line;
-* training and evaluation: `model(batch)` returns `loss`, `step_nll` [B, T],
-  `coverage_loss`, `total_loss`, `p_gens` [B, T] and `p_gen_mean` (what the trainer and
-  the eval job read);
-* search (`decoding/decoder.py`): `search_start(inputs, beam_size, full_final_dist)`
-  returns a `SearchStart` -- the step function, its initial carry and the per-article
-  tensors, as Model Garden's `symbols_to_logits_fn` with its initial cache, or
-  keras-hub's `generate_step` -- and `SEARCH_OPTIONS`, the search options it supports
-  beyond the common ones (`block_unk`: never generate [UNK]; `features`: ABS+'s
-  extractive features; `nbest`: n-best lists for tuning them), with
-  `search_option_note` saying why an option is missing;
-* checkpoints (`runtime/checkpointing.py`): `checkpoint_mismatches(shapes)`, what in
-  the model disagrees with a checkpoint's {key: shape} (one phrase each, naming the
-  flag), and `implied_settings(shapes)` / `embedding_key(shapes)`, class methods
-  reading a checkpoint of the family.
+* its settings: `own_flags` (the HParams fields only it reads: stored with the
+  experiment, shown under its name in --help), `fixed_settings` (what it cannot change:
+  a family without a pointer has `pointer_gen=False, coverage=False`), `defaults(values)`
+  (where its defaults differ from the flags'), `check(hps)` (settings it refuses);
+* its model: `build(hps, vocab_size)`, a built Keras model (every weight created) that
+  provides
+  - `model(batch)` -> a dict with at least `step_nll` [B, T] (the NLL of every target
+    word) and whatever the family's `loss_terms` reads;
+  - the search: `search_start(inputs: SearchInputs, beam_size, full_final_dist)` ->
+    `SearchStart` (its step function with one signature for every family, the initial
+    carry and the per-article tensors), `SEARCH_OPTIONS` / `search_option_note`;
+  - checkpoints: `checkpoint_mismatches(shapes)`; `parameter_summary()`;
+* its loss: `loss_terms(hps, out, batch)` -> `LossTerms`, sums and what each is divided by
+  (examples or target tokens), which the trainer and the eval job only add up;
+  `objective(hps, means, sums)`, what training minimises; `scalars(hps)`, the metrics
+  beyond `loss` it reports (TensorBoard, logs);
+* its decode output: `copies_words(hps)` (summaries may hold article words outside the
+  vocabulary, and p_gen means something);
+* its checkpoints: `implied_settings(shapes)`, `embedding_key(shapes)` (None when a
+  checkpoint is not of this family).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+import abc
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, NamedTuple
 
 import tensorflow as tf
 
@@ -84,3 +90,109 @@ def embedding_mismatches(shape, vocab_size: int, emb_dim: int) -> list[str]:
     if len(shape) == 2 and shape[1] != emb_dim:
         problems.append(f"it has emb_dim={shape[1]} but --emb_dim={emb_dim}")
     return problems
+
+
+# What a loss term's sum is divided by (`LossTerms.per`).
+EXAMPLES = "examples"
+TOKENS = "tokens"
+
+
+class LossTerms(NamedTuple):
+    """One batch's loss terms as sums, and what each sum is divided by.
+
+    sums: {name: scalar tensor}, e.g. {"loss": sum of the target words' NLL};
+    per: {name: EXAMPLES or TOKENS}: the term's value is its sum over the global batch
+      (or the whole evaluated set) divided by the number of examples or of real target
+      tokens in it. The trainer divides a replica's sums by the global counts, the eval
+      job adds sums over batches and divides at the end: neither knows the family.
+    """
+
+    sums: dict
+    per: dict
+
+
+def term_means(terms: LossTerms, counts: Mapping) -> dict:
+    """{name: sum / counts[per[name]]}: every term's value given the counts
+    ({EXAMPLES: n, TOKENS: m}, tensors or floats)."""
+    return {name: total / counts[terms.per[name]] for name, total in terms.sums.items()}
+
+
+def token_nll_sum(out: dict, batch: dict):
+    """The NLL summed over the batch's real target tokens (perplexity's numerator)."""
+    return tf.reduce_sum(out["step_nll"] * batch["dec_padding_mask"])
+
+
+class ModelFamily(abc.ABC):
+    """A model family: its settings, its model, its loss, its reports, its checkpoints.
+
+    Subclass it, set `name` (the --model value) and `summary` (for --help), implement
+    `build`, and override what differs from the defaults here: a family without a
+    pointer or coverage whose loss is the mean NLL per target token (the original's
+    baseline sequence loss), reporting only `loss`.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    # The HParams fields that only this family reads (its model flags).
+    own_flags: ClassVar[tuple[str, ...]] = ()
+    # Settings the family cannot change, applied over whatever was given.
+    fixed_settings: ClassVar[Mapping] = {"pointer_gen": False, "coverage": False}
+    # What an experiment whose settings predate one of its flags ran with, where the
+    # flag's default has changed since ({field: value}).
+    predating: ClassVar[Mapping] = {}
+    # The one-off checkpoint conversions it supports, by flag (e.g. "tf1_checkpoint").
+    conversions: ClassVar[frozenset] = frozenset()
+    # Its model class, where it has one (the search options it supports are read there).
+    model_class: ClassVar[type | None] = None
+
+    def defaults(self, values: Mapping) -> dict:
+        """{field: value} where this family's defaults differ from the flags', given the
+        settings so far (`values`: what was given or stored); applied where nothing was
+        given."""
+        return {}
+
+    def check(self, hps) -> None:
+        """Raise FlagError for settings this family cannot run with (none here)."""
+        return None
+
+    @abc.abstractmethod
+    def build(self, hps, vocab_size: int):
+        """The family's Keras model for `hps`, every weight created."""
+
+    # ------------------------------------------------------------------ loss and reports
+    def loss_terms(self, hps, out: dict, batch: dict) -> LossTerms:
+        """The mean NLL per real target token (`out["step_nll"]` [B, T])."""
+        return LossTerms({"loss": token_nll_sum(out, batch)}, {"loss": TOKENS})
+
+    def objective(self, hps, means: Mapping, sums: Mapping):
+        """What training minimises, from the terms' values (`means`) and sums."""
+        return means["loss"]
+
+    def scalars(self, hps) -> tuple[str, ...]:
+        """The metrics beyond `loss` this family reports (each a key of `loss_terms`'
+        sums, or `total_loss`, the objective)."""
+        return ()
+
+    # ------------------------------------------------------------------ search and output
+    def search_options(self) -> frozenset:
+        """The search options its models support beyond the common ones (the model's
+        `SEARCH_OPTIONS`: "block_unk", "features", "nbest")."""
+        return getattr(self.model_class, "SEARCH_OPTIONS", frozenset())
+
+    def copies_words(self, hps) -> bool:
+        """Whether summaries can hold article words outside the vocabulary (shown with
+        the article's OOVs) and p_gen is meaningful."""
+        return False
+
+    # ------------------------------------------------------------------ checkpoints
+    def implied_settings(self, shapes: Mapping) -> dict | None:
+        """The flags a checkpoint ({key: shape}) of this family implies (with "model"
+        where it cannot be told from the family's others); None if it is not one."""
+        return None
+
+    def embedding_key(self, shapes: Mapping) -> str | None:
+        """The checkpoint key of the word embedding (TensorBoard's projector), if any."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<model family {self.name!r}>"
