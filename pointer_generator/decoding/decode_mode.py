@@ -53,13 +53,13 @@ def example_strings(batch: dict, i: int) -> dict:
     }
 
 
-def attention_record(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> dict:
+def attention_record(strings: dict, summary: Summary, vocab: Vocab, copies_words: bool) -> dict:
     """The original's attn_vis_data.json record for one decoded example."""
     article = decode_output.mark_oovs(strings["article"], vocab)
     abstract = decode_output.show_abs_oovs(
-        strings["abstract"], vocab, strings["art_oovs"] if pointer_gen else None
+        strings["abstract"], vocab, strings["art_oovs"] if copies_words else None
     )
-    p_gens = [[float(p)] for p in summary.p_gens] if pointer_gen else None
+    p_gens = [[float(p)] for p in summary.p_gens] if copies_words else None
     return attention_html.attn_vis_data(
         article, summary.words, abstract, [row.tolist() for row in summary.attn], p_gens
     )
@@ -84,7 +84,7 @@ def decode_single_pass(
     Returns the ROUGE_results.txt text (or None). `number` maps an example's index here
     to the one its attention page shows (a shard's examples, `decode_shards.py`).
     """
-    hps, vocab = decoder.hps, decoder.vocab
+    vocab = decoder.vocab
     done = decode_output.count_complete(decode_dir)
     if done:
         log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir, done)
@@ -104,13 +104,13 @@ def decode_single_pass(
             # The p_gen line and the attention page come first and the decoded file last:
             # an example counts as complete (and is skipped by a resumed run) only once
             # everything of it is on disk. A resumed run may repeat a p_gen line.
-            if hps.pointer_gen and len(summary.p_gens):
+            if decoder.copies_words and len(summary.p_gens):
                 p_gen_file.write(
                     "%d\t%.6f\t%d\n" % (ex, float(np.mean(summary.p_gens)), len(summary.p_gens))
                 )
                 p_gen_file.flush()
             if ex < attention_pages:
-                record = attention_record(strings, summary, vocab, hps.pointer_gen)
+                record = attention_record(strings, summary, vocab, decoder.copies_words)
                 attention_html.write_attention_page(
                     os.path.join(pages_dir, "%06d.html" % ex),
                     record,
@@ -198,11 +198,11 @@ def _drop_partial_last_line(path: str) -> None:
         pass
 
 
-def log_example(strings: dict, summary: Summary, vocab: Vocab, pointer_gen: bool) -> str:
+def log_example(strings: dict, summary: Summary, vocab: Vocab, copies_words: bool) -> str:
     """The original's concurrent-decode screen output for one example."""
     article = decode_output.mark_oovs(strings["article"], vocab)
     abstract = decode_output.show_abs_oovs(
-        strings["abstract"], vocab, strings["art_oovs"] if pointer_gen else None
+        strings["abstract"], vocab, strings["art_oovs"] if copies_words else None
     )
     text = (
         f"\nARTICLE:  {article}\nREFERENCE SUMMARY: {abstract}\n"
@@ -234,14 +234,14 @@ def decode_forever(
     data of each, reloading the newest checkpoint every 60 s. Returns examples decoded
     (only ends when `max_examples` > 0 is reached or the data runs out)."""
     owned_files.make_dir(decode_dir)
-    hps, vocab = decoder.hps, decoder.vocab
+    vocab = decoder.vocab
     last_load, count = time.time(), 0
     for batch in dataset:
         for i, summary in enumerate(decoder.decode_batch(batch)):
             interrupts.check()
             strings = example_strings(batch, i)
-            log_example(strings, summary, vocab, hps.pointer_gen)
-            record = attention_record(strings, summary, vocab, hps.pointer_gen)
+            log_example(strings, summary, vocab, decoder.copies_words)
+            record = attention_record(strings, summary, vocab, decoder.copies_words)
             attention_html.write_attn_vis_json(
                 os.path.join(decode_dir, "attn_vis_data.json"), record
             )

@@ -24,6 +24,7 @@ from pointer_generator.decoding.search_rules import SearchConfig, block_token
 from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
+from pointer_generator.models import families
 from pointer_generator.models.family import SearchInputs, SearchStart
 
 
@@ -48,7 +49,8 @@ class BeamSearchDecoder:
       model: a built model of any family (`models/families.py`) with weights loaded.
       vocab: the vocabulary the model was trained with.
       hps: the model's hyper-parameters (what its inputs are built with: max_enc_steps,
-        pointer_gen); the search reads none of them.
+        its family's switches); the search reads none of them, its family says whether
+        summaries copy article words (`copies_words`).
       settings: the search (`SearchSettings`); by default the original's search of
         `hps` (beam_size, min_dec_steps, max_dec_steps).
       jit_compile: compile the whole search with XLA.
@@ -85,6 +87,9 @@ class BeamSearchDecoder:
             if option not in model.SEARCH_OPTIONS:
                 raise FlagError(f"{flag} {model.search_option_note}")
         self.model, self.vocab, self.hps, self.settings = model, vocab, hps, settings
+        # Whether summaries hold article words outside the vocabulary, and p_gen means
+        # something (the family says: models/family.py).
+        self.copies_words = families.of(hps).copies_words(hps)
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
@@ -231,7 +236,7 @@ class BeamSearchDecoder:
 
     def _summary(self, ids, attn, p_gens, score: float, enc_len: int, art_oovs) -> Summary:
         """A Summary from a search's generated ids [n], attention [n, >= enc_len], p_gens."""
-        oovs = [_text(w) for w in art_oovs if w] if self.hps.pointer_gen else None
+        oovs = [_text(w) for w in art_oovs if w] if self.copies_words else None
         words = outputids2words([int(t) for t in ids], self.vocab, oovs)
         if STOP_DECODING in words:
             words = words[: words.index(STOP_DECODING)]

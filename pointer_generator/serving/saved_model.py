@@ -78,7 +78,7 @@ class SummarizerModule(tf.Module):
         self.words = tf.constant([w.encode("utf-8") for w in vocab.words])
         hps = decoder.hps
         self.max_enc_steps, self.max_dec_steps = hps.max_enc_steps, hps.max_dec_steps
-        self.pointer_gen = hps.pointer_gen
+        self.copies_words = decoder.copies_words
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
     def summarize_raw(self, texts):
@@ -122,7 +122,7 @@ class SummarizerModule(tf.Module):
             self.vocab_size,
             self.max_enc_steps,
             self.max_dec_steps,
-            self.pointer_gen,
+            self.copies_words,
         )
         enc_lens = tf.cast(ex["enc_input"].row_lengths(), tf.int32)
         enc_batch = ex["enc_input"].to_tensor(default_value=PAD_ID)
