@@ -14,42 +14,19 @@ from pointer_generator.errors import FlagError
 MODES = ("train", "eval", "decode")
 DECODE_ATTENTION_MODES = ("original", "train_consistent")
 GRAD_NORM_MODES = ("original", "dense")
-# The model families (issue 20): the pointer-generator, and the earlier sentence
-# summarizers it builds on, ABS (Rush et al. 2015) and RAS (Chopra et al. 2016).
-MODEL_FAMILIES = ("pointer_generator", "abs", "ras_elman", "ras_lstm")
-ABS_ENCODERS = ("bow", "conv", "attention")
 OPTIMIZERS = ("adagrad", "sgd")
 # Learning-rate annealing on validation (SGD): "plateau" divides the rate when the
 # validation perplexity is no better than the best so far (the papers' wording);
 # "previous" when it is worse than the previous epoch's (what NAMAS's code does).
 LR_DECAYS = ("none", "plateau", "previous")
-# The earlier families' defaults where they differ from the flags' (the pointer-generator's),
-# applied by `family_defaults` (the command line: cli/flag_checks.apply_model_family).
-# Adagrad's first accumulator: TF1's 0.1 turns the small gradients of Torch-initialised
-# weights into tiny steps (an element's step is lr * g / sqrt(0.1 + sum g^2), ~0.47 g at
-# first), so on the toy task ABS's bag-of-words encoder read its input 5x less after 1,000
-# steps (gap 0.08 vs 0.40 nats) and RAS-Elman's loss stayed at 1.76 instead of 0.95.
-# Torch's Adagrad starts at 0; 1e-4 keeps the first step bounded (docs/families.md).
-FAMILY_DEFAULTS = {"adagrad_init_acc": 1e-4}
-# ABS's convolutional encoder (tanh units, max over time): Adagrad's first steps move
-# every kernel element by about the rate, and the kernels start at U(+-1/sqrt(width * D)),
-# so the safe rate falls as the encoder grows. Too high, its units saturate at +-1 within
-# 10 steps, the same for every input, and stay there (a dead encoder, input gap 0.000):
-# at 0.15 in one seed of two on the toy task (D 64), at 0.05 at the papers' sizes
-# (D 200, the proxy task); at 0.02 in no run tried (docs/families.md).
-ABS_ENCODER_DEFAULTS = {"conv": {"lr": 0.02}}
-# Fields with a fixed set of values.
+# Fields with a fixed set of values. (A model family's own fields, and `model` itself,
+# are its family's to check: `models/families.py`, whose `build_model` checks them.)
 _CHOICES = {
     "decode_attention": DECODE_ATTENTION_MODES,
-    "model": MODEL_FAMILIES,
-    "abs_encoder": ABS_ENCODERS,
     "grad_norm": GRAD_NORM_MODES,
     "optimizer": OPTIMIZERS,
     "lr_decay": LR_DECAYS,
     "loss_reduction": ("mean", "sum"),
-    "family_init": ("torch", "keras"),
-    "ras_initial_state": ("zeros", "learned"),
-    "ras_attention": ("dot", "cosine"),
 }
 # Fields that must be > 0 (the command line checks the same ones, cli/flags.py).
 POSITIVE_FIELDS = (
@@ -111,9 +88,9 @@ class HParams:
     # summed); "dense" = the norm of the summed (dense) embedding gradient.
     grad_norm: str = "original"
     # ---- the earlier families (models/families.py) -------------------------------------
-    # Which model: the pointer-generator, ABS, RAS-Elman or RAS-LSTM. ABS reads
-    # hidden_dim as its H and emb_dim as its D; RAS reads hidden_dim as its d (the
-    # embedding and state size). They have no pointer and no coverage.
+    # Which model: the name of a registered family (models/families.py: the
+    # pointer-generator, ABS, RAS-Elman, RAS-LSTM, or one registered), which checks the
+    # fields below and says what it fixes (ABS and RAS have no pointer and no coverage).
     model: str = "pointer_generator"
     abs_encoder: str = "attention"  # ABS's encoder: bag of words, convolutional, attention
     context_window: int = 5  # ABS: C, the summary words its language model sees [R]
@@ -155,11 +132,6 @@ class HParams:
                 f"--lr_decay={self.lr_decay} anneals plain SGD's rate: add --optimizer=sgd "
                 "(Adagrad adapts its own step sizes)"
             )
-        if self.loss_reduction == "sum" and self.pointer_gen:
-            raise FlagError(
-                "--loss_reduction=sum is for --model=abs|ras_*: the pointer-generator's loss "
-                "is the original's mean"
-            )
         if self.lr_decay_factor <= 1:
             raise FlagError(f"--lr_decay_factor must be > 1, got {self.lr_decay_factor}")
         if self.embedding_max_norm < 0:
@@ -174,19 +146,3 @@ class HParams:
 
     def replace(self, **changes) -> HParams:
         return dataclasses.replace(self, **changes)
-
-
-def fixed_switches(model: str) -> dict:
-    """{field: value} that `model` cannot change: the earlier families have no pointer
-    and no coverage (none for the pointer-generator)."""
-    return {} if model == "pointer_generator" else {"pointer_gen": False, "coverage": False}
-
-
-def family_defaults(model: str, abs_encoder: str = "attention") -> dict:
-    """{field: value} where `model`'s defaults differ from the flags' (FAMILY_DEFAULTS
-    for the earlier families, and ABS_ENCODER_DEFAULTS for ABS's encoders; none for the
-    pointer-generator)."""
-    if model == "pointer_generator":
-        return {}
-    encoder = ABS_ENCODER_DEFAULTS.get(abs_encoder, {}) if model == "abs" else {}
-    return {**FAMILY_DEFAULTS, **encoder}

@@ -3,7 +3,7 @@ way of opening a trained experiment gets the same model and search from it.
 
 The case that used to split: a RAS experiment whose settings.json predates
 --ras_attention (and the other flags added since) ran with the paper's dot product. The
-command line read it so (cli/stored_settings.BEFORE_FLAGS) while `pg.Summarizer` and
+command line read it so (the family's `predating`) while `pg.Summarizer` and
 `serve` built the cosine form: two summaries of one experiment, and no error.
 """
 
@@ -19,6 +19,7 @@ from pointer_generator.cli import entry
 from pointer_generator.cli import flags as flags_lib
 from pointer_generator.decoding import decode_mode, trained
 from pointer_generator.errors import FlagError
+from pointer_generator.models import families
 from pointer_generator.runtime import experiment_settings
 from tests import helpers
 
@@ -113,18 +114,20 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
 
 
 def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(older):
-    resolved = experiment_settings.resolve(older.root, {"beam_size": 3}, last_decode=True)
-    assert resolved.values["ras_attention"] == "dot"  # BEFORE_FLAGS
+    resolved = experiment_settings.resolve(
+        older.root, {"beam_size": 3}, families=families, last_decode=True
+    )
+    assert resolved.values["ras_attention"] == "dot"  # RASFamily.predating
     assert "beam_size" not in resolved.values  # given: the caller's
     assert resolved.vocab_path == os.path.join(older.root, "vocab")  # its own copy
     hps, vocab = trained.stored_hparams(older.root, beam_size=3)
     assert (hps.ras_attention, hps.beam_size, vocab) == ("dot", 3, resolved.vocab_path)
     # A model flag that contradicts the experiment is one error, for the API as well.
     with pytest.raises(FlagError, match="--ras_attention=cosine contradicts this experiment's"):
-        experiment_settings.resolve(older.root, {"ras_attention": "cosine"})
+        experiment_settings.resolve(older.root, {"ras_attention": "cosine"}, families=families)
 
 
 def test_a_stored_value_is_never_replaced_by_a_before_value(older):
     stored = experiment_settings.read(older.root)
     stored["flags"]["ras_attention"] = "cosine"
-    assert experiment_settings.stored_values(stored)["ras_attention"] == "cosine"
+    assert experiment_settings.stored_values(stored, families)["ras_attention"] == "cosine"

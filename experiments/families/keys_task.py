@@ -119,13 +119,12 @@ def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
     import keras
 
     from pointer_generator.data import input_pipeline
-    from pointer_generator.hparams import HParams, family_defaults
+    from pointer_generator.hparams import HParams
+    from pointer_generator.models import families
     from pointer_generator.training.trainer import Trainer
 
     keras.utils.set_random_seed(seed)
-    fields = {**base, **overrides}
-    model = fields.get("model", "pointer_generator")
-    defaults = family_defaults(model, fields.get("abs_encoder", "attention"))
+    _, defaults = families.settings({**base, **overrides})
     hps = HParams(**{**base, **defaults, "seed": seed, **overrides})
     trainer = Trainer(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)

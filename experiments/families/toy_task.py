@@ -47,7 +47,7 @@ LEAD = ["--max_enc_steps=50"]
 # whatever the batch holds.
 NAMAS_SGD = ["--optimizer=sgd", "--loss_reduction=sum", f"--lr={0.1 / 64}",
              "--max_grad_norm=1e30", "--grad_norm=dense"]  # fmt: skip
-# Before the families' own Adagrad default (hparams.FAMILY_DEFAULTS): the first round of
+# Before the families' own Adagrad default (SentenceFamily.DEFAULTS): the first round of
 # issue 29 trained them with the pointer-generator's accumulator, on 200-token inputs.
 FIRST = ["--adagrad_init_acc=0.1", "--max_enc_steps=200"]
 SGD = ["--optimizer=sgd", "--lr=0.1"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from pointer_generator.cli import stored_settings
+from pointer_generator.cli.family_flags import family_registry
 from pointer_generator.cli.flag_checks import given
 from pointer_generator.cli.flags import strategy_name
 from pointer_generator.decoding.config import DecodeConfig
@@ -27,8 +28,11 @@ def _fields(cls, fv, **computed):
 
 
 def hparams(fv) -> HParams:
-    """The model and data hyper-parameters of the flags."""
-    return _fields(HParams, fv)
+    """The model and data hyper-parameters of the flags, checked by their model family
+    (`ModelFamily.check`) before anything runs."""
+    hps = _fields(HParams, fv)
+    family_registry().of(hps).check(hps)
+    return hps
 
 
 def train_config(fv) -> TrainConfig:

@@ -1,29 +1,85 @@
-"""The flags of the earlier model families (ABS, ABS+, RAS; docs/families.md): their
-sizes and switches, the papers' training (SGD, annealing, epochs, renormalisation) and
-ABS+'s features and tuning. Part of `flags.define_flags`."""
+"""`--model`, whose choices are the registered model families (`models/families.py`),
+and the flags of the earlier families (ABS, ABS+, RAS; docs/families.md): their sizes
+and switches, the papers' training (SGD, annealing, epochs, renormalisation) and ABS+'s
+features and tuning. Part of `flags.define_flags`."""
 
 from __future__ import annotations
 
 from absl import flags
 
-from pointer_generator.hparams import ABS_ENCODERS, LR_DECAYS, MODEL_FAMILIES, OPTIMIZERS
+from pointer_generator.errors import FlagError
+from pointer_generator.hparams import LR_DECAYS, OPTIMIZERS
+
+# --model's default: the registry's (`families.DEFAULT`), written here so that defining
+# the flags imports no model.
+DEFAULT_MODEL = "pointer_generator"
+MODEL_HELP = (
+    "Model family, a registered one (models/families.py; others join by "
+    "families.register or $POINTER_GENERATOR_FAMILIES)"
+)
+
+
+def family_registry():
+    """The model families' registry (`pointer_generator.models.families`). The families
+    live beside their models, so this imports TensorFlow: quietly (`console`), as a
+    command does before it uses TensorFlow."""
+    from pointer_generator.cli import console
+
+    console.import_tensorflow()
+    from pointer_generator.models import families
+
+    return families
+
+
+class _FamilyParser(flags.ArgumentParser):
+    """--model's values: the families registered when the flags are parsed (a family
+    registered after this module was imported is a choice too)."""
+
+    syntactic_help = "a registered model family"
+
+    def parse(self, argument):
+        if argument == DEFAULT_MODEL:  # (the default, parsed when the flag is defined)
+            return argument
+        names = family_registry().names()
+        if argument not in names:
+            raise ValueError(f"value should be one of <{'|'.join(names)}>")
+        return argument
+
+    def flag_type(self) -> str:
+        return "string enum"
+
+
+class _ModelFlag(flags.Flag):
+    """--model, whose help lists the registered families with their summaries."""
+
+    @property
+    def help(self) -> str:
+        try:
+            registry = family_registry()
+            listed = "; ".join(
+                family.summary
+                if family.summary.startswith(family.name)
+                else f"{family.name}: {family.summary}"
+                for family in registry.all_families()
+            )
+        except FlagError:  # (a plugin that cannot be loaded: the error says so on use)
+            return self._help + "."
+        return f"{self._help}: {listed}."
+
+    @help.setter
+    def help(self, text: str) -> None:
+        self._help = text
 
 
 def define(fv: flags.FlagValues) -> None:
-    flags.DEFINE_enum(
-        "model",
-        "pointer_generator",
-        MODEL_FAMILIES,
-        "Model family: the pointer-generator (See et al. 2017), or the sentence summarizers "
-        "it builds on: abs (Rush et al. 2015), ras_elman, ras_lstm (Chopra et al. 2016). "
-        "ABS reads --hidden_dim as H and --emb_dim as D, RAS --hidden_dim as d; they have "
-        "no pointer and no coverage.",
+    flags.DEFINE_flag(
+        _ModelFlag(_FamilyParser(), flags.ArgumentSerializer(), "model", DEFAULT_MODEL, MODEL_HELP),
         flag_values=fv,
     )
     flags.DEFINE_enum(
         "abs_encoder",
         "attention",
-        ABS_ENCODERS,
+        ("bow", "conv", "attention"),
         "--model=abs: the encoder (enc1 bag of words, enc2 convolutional, enc3 attention).",
         flag_values=fv,
     )
@@ -189,3 +245,14 @@ def define(fv: flags.FlagValues) -> None:
         "weights (Z-MERT uses 20).",
         flag_values=fv,
     )
+
+
+def check_conversion(fv) -> None:
+    """What a family's one-off conversion needs of its flags: the pointer-generator's
+    --convert_to_coverage_model makes a coverage model (`ModelFamily.conversions` says
+    which families have it: cli/flag_checks.apply_model_family)."""
+    if fv.convert_to_coverage_model and not fv.coverage:
+        raise FlagError(
+            "--convert_to_coverage_model needs --coverage=1 (it makes a "
+            "coverage model from a checkpoint trained without coverage)"
+        )

@@ -6,10 +6,11 @@ from __future__ import annotations
 import glob
 import os
 
+from pointer_generator.cli import family_flags
 from pointer_generator.cli.flag_bounds import check_numbers
 from pointer_generator.cli.flags import experiment_dir, strategy_name
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES, family_defaults
+from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES
 from pointer_generator.runtime.experiment import check_exp_name
 
 
@@ -61,11 +62,7 @@ def _validate_mode_options(fv) -> None:
             "--convert_to_coverage_model and --restore_best_model are separate "
             "one-off operations; run them one at a time"
         )
-    if fv.convert_to_coverage_model and not fv.coverage:
-        raise FlagError(
-            "--convert_to_coverage_model needs --coverage=1 (it makes a "
-            "coverage model from a checkpoint trained without coverage)"
-        )
+    family_flags.check_conversion(fv)
 
 
 def _validate_paths(fv) -> None:
@@ -198,20 +195,46 @@ def check_decode_lengths(fv) -> None:
 
 
 def apply_model_family(fv) -> None:
-    """The earlier families (--model=abs|ras_elman|ras_lstm) have no pointer and no
-    coverage: those flags default to off for them, and turning one on is an error. Their
-    own defaults (`hparams.family_defaults`) fill the flags not given.
+    """What the family of --model says of the flags (`models/families.py`): the settings
+    it fixes (ABS and RAS have no pointer and no coverage: those flags are off for them,
+    and turning one on is an error), its own defaults for the flags not given, and the
+    one-off checkpoint conversions it has (`ModelFamily.conversions`).
     `fv`: absl FlagValues (whether a flag was given is read from it)."""
-    if fv.model == "pointer_generator":
-        return
-    for name, value in family_defaults(fv.model, fv.abs_encoder).items():
-        if not fv[name].present:
+    registry = family_flags.family_registry()
+    family = registry.get(fv.model)
+    fixed, defaults = registry.settings({name: fv[name].value for name in fv})
+    for name, value in defaults.items():
+        if name in fv and not fv[name].present:
             fv[name].value = value
-    for name, what in (("pointer_gen", "pointer"), ("coverage", "coverage")):
-        if fv[name].present and fv[name].value:
-            raise FlagError(f"--model={fv.model} has no {what}: drop --{name}")
-        fv[name].value = False
-    if fv.tf1_checkpoint:
-        raise FlagError(
-            "--tf1_checkpoint holds a pointer-generator; it cannot start --model=" + fv.model
-        )
+    for name, value in fixed.items():
+        if name not in fv:  # (a setting that is no flag: HParams' default)
+            continue
+        if fv[name].present and fv[name].value != value:
+            raise FlagError(_contradicts_family(fv.model, name, value))
+        fv[name].value = value
+    for name in CONVERSIONS:
+        if getattr(fv, name) and name not in family.conversions:
+            raise FlagError(_lacks_conversion(registry, fv.model, name))
+
+
+# The one-off checkpoint conversions, by flag (`ModelFamily.conversions`).
+CONVERSIONS = ("tf1_checkpoint", "convert_to_coverage_model")
+# What a switch a family may fix off is called in "--model=abs has no pointer".
+_SWITCH_NOUNS = {"pointer_gen": "pointer"}
+
+
+def _contradicts_family(model: str, name: str, value) -> str:
+    if value is False:
+        return f"--model={model} has no {_SWITCH_NOUNS.get(name, name)}: drop --{name}"
+    shown = int(value) if isinstance(value, bool) else value
+    return f"--model={model} always has --{name}={shown}: drop --{name}"
+
+
+def _lacks_conversion(registry, model: str, name: str) -> str:
+    if name == "tf1_checkpoint":
+        return "--tf1_checkpoint holds a pointer-generator; it cannot start --model=" + model
+    having = [f.name for f in registry.all_families() if name in f.conversions]
+    return (
+        f"--{name} converts checkpoints of --model={'|'.join(having) or '(none)'}; "
+        f"--model={model} has no such conversion"
+    )

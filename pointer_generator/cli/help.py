@@ -14,8 +14,10 @@ SERVE_FLAGS = (
     "serve_warm_up_batches",
 )
 
-# Every flag of `cli/flags.py`, once, by purpose (tests/test_help.py checks both).
-FLAG_GROUPS = {
+# Every flag of `cli/flags.py`, once, by purpose (tests/test_first_hour.py checks both):
+# `flag_groups()`, which adds the model families' own flags (`families.model_flags()`)
+# to the model group's generic ones.
+_GROUPS = {
     "experiment (where it lives, what to do)": ("mode", "log_root", "exp_name", "single_pass"),
     "data": (
         "data_path",
@@ -31,23 +33,12 @@ FLAG_GROUPS = {
         "model",
         "hidden_dim",
         "emb_dim",
-        "pointer_gen",
-        "coverage",
         "rand_unif_init_mag",
         "trunc_norm_init_std",
         "safe_numerics",
         "fused_recurrence",
         "mixed_precision",
-        "abs_encoder",
-        "context_window",
-        "smoothing_window",
-        "conv_width",
-        "max_positions",
-        "abs_namas",
         "family_init",
-        "ras_initial_state",
-        "ras_attention",
-        "ras_attention_scale",
     ),
     "training": (
         "batch_size",
@@ -111,6 +102,23 @@ FLAG_GROUPS = {
     ),
 }
 
+
+def flag_groups() -> dict:
+    """{group title: flag names}: every flag once, the model families' own flags in the
+    model group (after its generic ones)."""
+    from pointer_generator.cli.family_flags import family_registry
+
+    listed = {name for names in _GROUPS.values() for name in names}
+    own = tuple(n for n in family_registry().model_flags() if n not in listed)
+    return {title: names + own if title == "model" else names for title, names in _GROUPS.items()}
+
+
+def __getattr__(name: str):
+    if name == "FLAG_GROUPS":  # (computed when asked: the registry may have grown)
+        return flag_groups()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # The search flags, one per field of `decoding/search_settings.SearchSettings`, as the
 # subcommands that search (summarize, serve) list them in their `--help`.
 SEARCH_HELP = (
@@ -165,14 +173,14 @@ def flag_lines(fv, groups: dict) -> list[str]:
     lines = []
     for title, names in groups.items():
         lines.append(f"{title} flags:")
-        lines += [_describe(fv[name]) for name in names]
+        lines += [_describe(fv[name]) for name in names if name in fv]
         lines.append("")
     return lines
 
 
 def help_text(fv) -> str:
     """The help page of the main command: usage, flags by group, example."""
-    return "\n".join([USAGE, *flag_lines(fv, FLAG_GROUPS), EXAMPLE])
+    return "\n".join([USAGE, *flag_lines(fv, flag_groups()), EXAMPLE])
 
 
 HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")

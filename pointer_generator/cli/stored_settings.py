@@ -5,7 +5,8 @@ the SHA-256 of its content) and the sequence lengths into the experiment when it
 Every later command on the experiment (eval, decode, `summarize`, a resumed training
 run) takes each of them from there unless the flag is given on the command line:
 
-* the model's shape (`MODEL_FLAGS`) and the vocabulary must then agree: a flag that
+* the model's shape (`model_flags()`: the generic ones and every model family's own)
+  and the vocabulary must then agree: a flag that
   contradicts the stored value is one error naming both values (a checkpoint would not
   load anyway, after a longer wait and with a less direct message);
 * the sequence lengths (`LENGTH_FLAGS`) are defaults only: decoding with longer
@@ -23,17 +24,28 @@ from __future__ import annotations
 
 import os
 
+from pointer_generator.cli.family_flags import family_registry
 from pointer_generator.cli.flag_bounds import BOUNDS, check_numbers
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import experiment_settings
 
-# What the experiment stores and which flags must agree with it, and the values of flags
-# its settings predate: runtime/experiment_settings.py, where the one resolver that the
-# command line and the Python API share (`resolve`) lives.
-MODEL_FLAGS = experiment_settings.MODEL_FLAGS
+# What the experiment stores and which flags must agree with it: runtime/
+# experiment_settings.py, where the one resolver that the command line and the Python
+# API share (`resolve`) lives; what the model families add to them (their own flags, the
+# values of flags an experiment's settings predate) the family registry says.
 LENGTH_FLAGS = experiment_settings.LENGTH_FLAGS
 PADDING_FLAGS = experiment_settings.PADDING_FLAGS
-BEFORE_FLAGS = experiment_settings.BEFORE_FLAGS
+
+
+def model_flags() -> tuple[str, ...]:
+    """The flags that decide the model's shape: the generic ones and every registered
+    family's own (`runtime.experiment_settings.model_flags`)."""
+    return experiment_settings.model_flags(family_registry())
+
+
+def predating() -> dict:
+    """{flag: value} an experiment whose settings predate the flag ran with."""
+    return family_registry().predating()
 
 
 def settings_path(fv) -> str:
@@ -94,6 +106,7 @@ def apply(fv, mode: str, last_decode: bool = False) -> dict | None:
     resolved = experiment_settings.resolve(
         _root(fv),
         given,
+        families=family_registry(),
         mode=mode,
         vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
         last_decode=last_decode,
@@ -112,7 +125,11 @@ def content(fv) -> dict:
     """What a training run stores (`runtime.experiment.write_settings` writes it once the
     run holds train/'s lock)."""
     return {
-        "flags": {name: getattr(fv, name) for name in MODEL_FLAGS + LENGTH_FLAGS + PADDING_FLAGS},
+        "flags": {
+            name: getattr(fv, name)
+            for name in model_flags() + LENGTH_FLAGS + PADDING_FLAGS
+            if hasattr(fv, name)  # (a family's own setting need not be a flag)
+        },
         "vocab": {
             "path": os.path.abspath(fv.vocab_path),
             "sha256": experiment_settings.file_digest(fv.vocab_path),

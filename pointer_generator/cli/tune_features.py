@@ -21,6 +21,7 @@ summaries' tokens without [STOP]; ROUGE-1 recall here does no stemming (ROUGE-1.
 
 from __future__ import annotations
 
+from pointer_generator.cli.family_flags import family_registry
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import staging
 
@@ -30,10 +31,13 @@ def _check(fv) -> None:
         raise FlagError("tune_features needs --log_root and --exp_name of a trained experiment")
     if not fv.weights_out:
         raise FlagError("tune_features needs --weights_out (where the tuned weights go)")
-    if fv.model == "pointer_generator":
+    registry = family_registry()
+    family = registry.get(fv.model)
+    if "features" not in family.search_options():
+        having = [f.name for f in registry.all_families() if "features" in f.search_options()]
         raise FlagError(
-            "tune_features tunes ABS+'s features for --model=abs|ras_*; this experiment "
-            "is a pointer-generator"
+            f"tune_features tunes ABS+'s features for --model={'|'.join(having)}; this "
+            f"experiment is --model={fv.model} ({family.summary}), whose search has none"
         )
     staging.check_new_file(fv.weights_out, "weights_out")
 

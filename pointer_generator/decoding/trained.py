@@ -28,6 +28,7 @@ from pointer_generator.decoding.decoder import BeamSearchDecoder
 from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import CheckpointError, FlagError
 from pointer_generator.hparams import HParams
+from pointer_generator.models import families
 from pointer_generator.models.families import build_model
 from pointer_generator.runtime import checkpointing, experiment_settings, interrupts
 from pointer_generator.runtime.experiment import TRAIN_SUBDIR, check_own_folders
@@ -106,7 +107,7 @@ def stored_hparams(root: str, vocab_path: str | None = None, **overrides) -> tup
     `overrides` (decode lengths, beam...) on top. FlagError for a folder without
     settings."""
     resolved = experiment_settings.resolve(
-        root, overrides, vocab_path=vocab_path or None, last_decode=True
+        root, overrides, families=families, vocab_path=vocab_path or None, last_decode=True
     )
     if resolved.stored is None:
         raise FlagError(

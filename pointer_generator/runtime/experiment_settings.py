@@ -19,7 +19,7 @@ Every user of a trained experiment gets its settings from one resolver, `resolve
 command line (cli/stored_settings.py: eval, decode, summarize, export, tune_features, a
 resumed training run) and the Python API (decoding/trained.stored_hparams:
 `pg.Summarizer.from_experiment`, `serve`). So one experiment is one model everywhere:
-the values of flags its settings predate (`BEFORE_FLAGS`), its family's defaults, the
+the values of flags its settings predate, its family's fixed settings and defaults, the
 last decode's search, the checked vocabulary and the contradictions refused are the same
 whichever way it is opened.
 """
@@ -30,6 +30,8 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Mapping
+from typing import Protocol
 
 from pointer_generator.errors import FlagError, OutputError
 from pointer_generator.runtime import json_files, owned_files
@@ -263,32 +265,34 @@ def read_decode_settings(root: str) -> dict:
 
 # ------------------------------------------------------------------ the one resolver
 # The flags a training run stores (cli/stored_settings.content). The model's shape
-# (MODEL_FLAGS) must agree with every later command: a given flag that contradicts it is
-# an error. The lengths and the padding are defaults only (decoding longer summaries
-# than training used is normal).
-MODEL_FLAGS = (
-    "model",
-    "hidden_dim",
-    "emb_dim",
-    "vocab_size",
-    "pointer_gen",
-    "coverage",
-    "abs_encoder",
-    "context_window",
-    "smoothing_window",
-    "conv_width",
-    "max_positions",
-    "abs_namas",
-    "ras_initial_state",  # a weight more or less: older experiments have zeros
-    "ras_attention",  # no weight of its own: only the settings say (BEFORE_FLAGS)
-    "ras_attention_scale",
-    "optimizer",
-)
+# (`model_flags`: these, and every family's own flags) must agree with every later
+# command: a given flag that contradicts it is an error. The lengths and the padding are
+# defaults only (decoding longer summaries than training used is normal).
+GENERIC_MODEL_FLAGS = ("model", "hidden_dim", "emb_dim", "vocab_size", "optimizer")
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
 PADDING_FLAGS = ("static_shapes", "length_buckets")
-# What an experiment whose settings predate a flag ran with, where the flag's default
-# has changed since: RAS attended with the paper's dot product before --ras_attention.
-BEFORE_FLAGS = {"ras_attention": "dot"}
+
+
+class FamilyQuestions(Protocol):
+    """What the resolver asks about the model families: the registry
+    (`pointer_generator.models.families`, which the callers pass: runtime/ does not
+    import models/)."""
+
+    def settings(self, values: Mapping) -> tuple[dict, dict]:
+        """(fixed, defaults) of the family `values["model"]` names."""
+
+    def model_flags(self) -> tuple[str, ...]:
+        """Every family's own model flags."""
+
+    def predating(self) -> dict:
+        """{flag: value} an experiment whose settings predate the flag ran with."""
+
+
+def model_flags(families: FamilyQuestions) -> tuple[str, ...]:
+    """The flags that decide the model's shape: the generic ones and every family's own
+    (`ModelFamily.own_flags`)."""
+    own = tuple(f for f in families.model_flags() if f not in GENERIC_MODEL_FLAGS)
+    return GENERIC_MODEL_FLAGS + own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,15 +315,18 @@ def resolve(
     root: str,
     given: dict | None = None,
     *,
+    families: FamilyQuestions,
     mode: str = "decode",
     vocab_path: str | None = None,
     last_decode: bool = False,
 ) -> Resolved:
     """The settings of the experiment at `root` for a caller that sets `given`
-    ({setting: value}: the flags given on the command line, the API's options).
+    ({setting: value}: the flags given on the command line, the API's options);
+    `families` answers the questions about model families (the registry,
+    `pointer_generator.models.families`).
 
     `values` holds, for the settings not given: the stored flags; for a flag the
-    settings predate, the value the experiment ran with (`BEFORE_FLAGS`); with
+    settings predate, the value the experiment ran with (`families.predating()`); with
     `last_decode`, the last `--mode=decode` run's search (summarize, export, serve and
     the API; decode mode writes it); and the model family's own defaults.
     FlagError: a given model flag contradicts the stored one (in train mode --coverage
@@ -329,29 +336,32 @@ def resolve(
     stored = read(root)
     values: dict = {}
     if stored is not None:
-        values = stored_values(stored)
-        _check_agreement(root, values, given, mode)
+        values = stored_values(stored, families)
+        _check_agreement(root, values, given, mode, model_flags(families))
         vocab_path = _checked_vocabulary(root, stored, vocab_path)
     if last_decode:
         values.update(read_decode_settings(root))
     if stored is not None:
-        _add_family_settings(values)
+        _add_family_settings(values, families)
     return Resolved(root, stored, {k: v for k, v in values.items() if k not in given}, vocab_path)
 
 
-def stored_values(stored: dict) -> dict:
-    """The stored flags, with the values of those the settings predate (BEFORE_FLAGS)."""
+def stored_values(stored: dict, families: FamilyQuestions) -> dict:
+    """The stored flags, with the values of those the settings predate
+    (`families.predating()`)."""
     flags = stored["flags"]
-    return {**flags, **{k: v for k, v in BEFORE_FLAGS.items() if k not in flags}}
+    return {**flags, **{k: v for k, v in families.predating().items() if k not in flags}}
 
 
-def _check_agreement(root: str, values: dict, given: dict, mode: str) -> None:
+def _check_agreement(
+    root: str, values: dict, given: dict, mode: str, shape_flags: tuple[str, ...]
+) -> None:
     """One FlagError listing every given model flag that contradicts the experiment."""
     contradictions = [
         f"--{name}={_show(given[name])} contradicts this experiment's {name}={_show(value)}"
         for name, value in values.items()
         if name in given
-        and name in MODEL_FLAGS
+        and name in shape_flags
         # The paper converts a model to coverage half way: training may turn it on.
         and not (mode == "train" and name == "coverage")
         and given[name] != value
@@ -376,13 +386,11 @@ def _checked_vocabulary(root: str, stored: dict, given: str | None) -> str:
     return vocabulary(root, stored)
 
 
-def _add_family_settings(values: dict) -> None:
-    """The earlier families have no pointer and no coverage, and their own defaults
-    (`hparams.family_defaults`) where the experiment stores nothing; the command line
-    applies the same through cli/flag_checks.apply_model_family."""
-    from pointer_generator.hparams import HParams, family_defaults, fixed_switches
-
-    model = values.get("model", HParams.model)
-    values.update(fixed_switches(model))
-    for name, value in family_defaults(model, values.get("abs_encoder", "attention")).items():
+def _add_family_settings(values: dict, families: FamilyQuestions) -> None:
+    """The settings the experiment's family fixes (ABS and RAS: no pointer, no
+    coverage), and its own defaults where the experiment stores nothing; the command
+    line applies the same through cli/flag_checks.apply_model_family."""
+    fixed, defaults = families.settings(values)
+    values.update(fixed)
+    for name, value in defaults.items():
         values.setdefault(name, value)
