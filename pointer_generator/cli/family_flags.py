@@ -20,14 +20,15 @@ MODEL_HELP = (
 
 
 def family_registry():
-    """The model families' registry (`pointer_generator.models.families`). The families
-    live beside their models, so this imports TensorFlow: quietly (`console`), as a
-    command does before it uses TensorFlow."""
-    from pointer_generator.cli import console
-
-    console.import_tensorflow()
+    """The model families' registry (`pointer_generator.models.families`). The built-in
+    families load without TensorFlow; a plugin's module may start it, so then it is
+    started first, quietly (`console`), as a command does before it uses TensorFlow."""
     from pointer_generator.models import families
 
+    if families.has_plugins():
+        from pointer_generator.cli import console
+
+        console.import_tensorflow()
     return families
 
 

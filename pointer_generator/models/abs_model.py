@@ -22,7 +22,6 @@ import keras
 import tensorflow as tf
 
 from pointer_generator.data.vocab import START_ID
-from pointer_generator.errors import FlagError
 from pointer_generator.layers.abs_layers import (
     AttentionEncoder,
     BagOfWordsEncoder,
@@ -30,9 +29,9 @@ from pointer_generator.layers.abs_layers import (
     NNLMHidden,
 )
 from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
-from pointer_generator.models.sentence_model import SentenceFamily, SentenceSummarizer
+from pointer_generator.models.sentence_family import ENCODERS
+from pointer_generator.models.sentence_model import SentenceSummarizer
 
-ENCODERS = ("bow", "conv", "attention")
 CONV_KERNEL_KEY = "model/encoder/q1/_kernel/.ATTRIBUTES/VARIABLE_VALUE"
 
 
@@ -200,33 +199,3 @@ class ABSModel(SentenceSummarizer):
             attn = tf.reshape(attn, [-1, tf.shape(attn)[-1]])
         log_p = self.out(h, enc)
         return tf.exp(log_p), attn, tf.ones_like(log_p[:, 0]), {"window": window}
-
-
-class ABSFamily(SentenceFamily):
-    """ABS / ABS+ (Rush et al. 2015) as a model family (models/family.py)."""
-
-    name = "abs"
-    summary = "abs (Rush et al. 2015; --hidden_dim is its H, --emb_dim its D)"
-    own_flags = ("abs_encoder", "context_window", "smoothing_window", "abs_namas")
-    model_class = ABSModel
-    # The convolutional encoder (tanh units, max over time): Adagrad's first steps move
-    # every kernel element by about the rate, and the kernels start at U(+-1/sqrt(width *
-    # D)), so the safe rate falls as the encoder grows. Too high, its units saturate at
-    # +-1 within 10 steps, the same for every input, and stay there (a dead encoder, input
-    # gap 0.000): at 0.15 in one seed of two on the toy task (D 64), at 0.05 at the
-    # papers' sizes (D 200, the proxy task); at 0.02 in no run tried (docs/families.md).
-    ENCODER_DEFAULTS = {"conv": {"lr": 0.02}}
-
-    def defaults(self, values) -> dict:
-        encoder = values.get("abs_encoder", "attention")
-        return {**super().defaults(values), **self.ENCODER_DEFAULTS.get(encoder, {})}
-
-    def check(self, hps) -> None:
-        super().check(hps)
-        if hps.abs_encoder not in ENCODERS:
-            raise FlagError(
-                f"--abs_encoder must be one of {', '.join(ENCODERS)}, got {hps.abs_encoder!r}"
-            )
-
-
-FAMILY = ABSFamily()

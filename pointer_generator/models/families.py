@@ -19,10 +19,10 @@ from pointer_generator.models.family import ModelFamily
 
 # --model value -> "module:attribute" of its family object (imported when first used).
 FAMILIES = {
-    "pointer_generator": "pointer_generator.models.pointer_generator:FAMILY",
-    "abs": "pointer_generator.models.abs_model:FAMILY",
-    "ras_elman": "pointer_generator.models.ras_model:ELMAN",
-    "ras_lstm": "pointer_generator.models.ras_model:LSTM",
+    "pointer_generator": "pointer_generator.models.pointer_generator_family:FAMILY",
+    "abs": "pointer_generator.models.sentence_family:ABS",
+    "ras_elman": "pointer_generator.models.sentence_family:ELMAN",
+    "ras_lstm": "pointer_generator.models.sentence_family:LSTM",
 }
 DEFAULT = "pointer_generator"
 PLUGINS_ENV = "POINTER_GENERATOR_FAMILIES"
@@ -65,14 +65,24 @@ def unregister(name: str) -> None:
         _registered.pop(name, None)
 
 
+def _entry_points():
+    from importlib import metadata
+
+    return metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def has_plugins() -> bool:
+    """Whether plugin families are named (and not loaded yet): loading them runs their
+    modules' code."""
+    return not _plugins_loaded and bool(os.environ.get(PLUGINS_ENV, "").strip() or _entry_points())
+
+
 def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from importlib import metadata
-
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry in _entry_points():
         register(_load(entry.value, f"the entry point {entry.name!r} ({ENTRY_POINT_GROUP})"))
     for spec in filter(None, (s.strip() for s in os.environ.get(PLUGINS_ENV, "").split(","))):
         register(_load(spec, f"${PLUGINS_ENV}"))

@@ -33,8 +33,6 @@ import abc
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-import tensorflow as tf
-
 
 class SearchInputs(NamedTuple):
     """The encoder inputs of a batch of B articles, as the input pipeline makes them.
@@ -68,6 +66,8 @@ class SearchStart(NamedTuple):
 
 def tile_beams(nested: Any, beam_size: int) -> Any:
     """Repeat every row `beam_size` times: [B, ...] -> [B*K, ...], row b*K + k = row b."""
+    import tensorflow as tf  # here: the command line reads families before TensorFlow
+
     return tf.nest.map_structure(
         lambda x: tf.repeat(tf.convert_to_tensor(x), beam_size, axis=0), nested
     )
@@ -75,6 +75,8 @@ def tile_beams(nested: Any, beam_size: int) -> Any:
 
 def parameter_summary(model, kind: str) -> str:
     """`<kind> model with N trainable parameters (vocab V)`, the start-up line."""
+    import tensorflow as tf
+
     n = sum(int(tf.size(v)) for v in model.trainable_variables)
     return f"{kind} model with {n:,} trainable parameters (vocab {model.vocab_size:,})"
 
@@ -119,6 +121,8 @@ def term_means(terms: LossTerms, counts: Mapping) -> dict:
 
 def token_nll_sum(out: dict, batch: dict):
     """The NLL summed over the batch's real target tokens (perplexity's numerator)."""
+    import tensorflow as tf
+
     return tf.reduce_sum(out["step_nll"] * batch["dec_padding_mask"])
 
 

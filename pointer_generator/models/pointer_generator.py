@@ -14,7 +14,6 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.layers import (
     CoverageAttention,
@@ -29,13 +28,7 @@ from pointer_generator.layers.initializers import glorot, lstm_uniform, trunc_no
 from pointer_generator.layers.input_feeding import InputFeeding
 from pointer_generator.layers.recurrent import keras_cell_step
 from pointer_generator.models import pointer_generator_checkpoints as checkpoints
-from pointer_generator.models.family import (
-    EXAMPLES,
-    TOKENS,
-    LossTerms,
-    ModelFamily,
-    parameter_summary,
-)
+from pointer_generator.models.family import parameter_summary
 from pointer_generator.models.model_io import EncoderOutput
 from pointer_generator.models.pointer_generator_search import PointerGeneratorSearch
 
@@ -432,64 +425,3 @@ class PointerGeneratorModel(PointerGeneratorSearch, keras.Model):
         config = dict(config)
         hps = HParams(**config.pop("hps"))
         return cls(hps, **config)
-
-
-class PointerGeneratorFamily(ModelFamily):
-    """The pointer-generator (See et al. 2017) as a model family (models/family.py): its
-    loss is the original's (per-example averages; the baseline's per-token mean without
-    the pointer), plus the weighted coverage loss (eq. 13)."""
-
-    name = "pointer_generator"
-    summary = "the pointer-generator (See et al. 2017)"
-    own_flags = ("pointer_gen", "coverage")
-    fixed_settings = {}
-    conversions = frozenset({"tf1_checkpoint", "convert_to_coverage_model"})
-    model_class = PointerGeneratorModel
-
-    def check(self, hps) -> None:
-        if hps.loss_reduction == "sum":
-            raise FlagError(
-                "--loss_reduction=sum is for the earlier families (--model=abs|ras_*): the "
-                "pointer-generator's loss is the original's mean"
-            )
-
-    def build(self, hps, vocab_size: int):
-        return PointerGeneratorModel(hps, vocab_size).build_weights()
-
-    def loss_terms(self, hps, out: dict, batch: dict) -> LossTerms:
-        mask = batch["dec_padding_mask"]
-        examples = tf.cast(tf.shape(mask)[0], out["loss"].dtype)
-        sums, per = {}, {}
-        if hps.pointer_gen:
-            # The original's pointer loss: the mean over examples of per-example means.
-            sums["loss"], per["loss"] = out["loss"] * examples, EXAMPLES
-            sums["p_gen_mean"], per["p_gen_mean"] = tf.reduce_sum(out["p_gens"] * mask), TOKENS
-        else:
-            # Its baseline: the mean over every real target token of the batch.
-            sums["loss"], per["loss"] = tf.reduce_sum(out["step_nll"] * mask), TOKENS
-        if hps.coverage:
-            sums["coverage_loss"], per["coverage_loss"] = out["coverage_loss"] * examples, EXAMPLES
-        return LossTerms(sums, per)
-
-    def objective(self, hps, means, sums):
-        if not hps.coverage:
-            return means["loss"]
-        return losses.with_coverage_loss(means["loss"], means["coverage_loss"], hps.cov_loss_wt)
-
-    def scalars(self, hps) -> tuple[str, ...]:
-        # As the original wrote them: coverage_loss and total_loss only with coverage.
-        return (("coverage_loss", "total_loss") if hps.coverage else ()) + (
-            ("p_gen_mean",) if hps.pointer_gen else ()
-        )
-
-    def copies_words(self, hps) -> bool:
-        return bool(hps.pointer_gen)
-
-    def implied_settings(self, shapes):
-        return checkpoints.implied_settings(shapes)
-
-    def embedding_key(self, shapes):
-        return checkpoints.embedding_key(shapes)
-
-
-FAMILY = PointerGeneratorFamily()

@@ -19,14 +19,11 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from pointer_generator.errors import FlagError
 from pointer_generator.layers.log_softmax_output import LogSoftmaxOutput
 from pointer_generator.layers.ras_layers import ElmanCell, RASEncoder, RASLSTMCell, ras_attention
-from pointer_generator.models.sentence_model import SentenceFamily, SentenceSummarizer
+from pointer_generator.models.sentence_family import ATTENTIONS, DECODERS, INITIAL_STATES
+from pointer_generator.models.sentence_model import SentenceSummarizer
 
-DECODERS = ("elman", "lstm")
-INITIAL_STATES = ("zeros", "learned")
-ATTENTIONS = ("dot", "cosine")
 H0_KEY = "model/h0/.ATTRIBUTES/VARIABLE_VALUE"
 
 
@@ -215,39 +212,3 @@ class RASModel(SentenceSummarizer):
         h, context, alpha, new = self._recur(self.y_emb(tokens), carry, art)
         log_p = self.out(h, context)
         return tf.exp(log_p), alpha, tf.ones_like(log_p[:, 0]), new
-
-
-class RASFamily(SentenceFamily):
-    """RAS-Elman or RAS-LSTM (Chopra et al. 2016) as a model family (models/family.py);
-    `decoder` picks which."""
-
-    own_flags = (
-        "conv_width",
-        "max_positions",
-        "ras_initial_state",  # a weight more or less: older experiments have zeros
-        "ras_attention",  # no weight of its own: only the settings say (`predating`)
-        "ras_attention_scale",
-    )
-    # RAS attended with the paper's dot product before --ras_attention existed.
-    predating = {"ras_attention": "dot"}
-    model_class = RASModel
-
-    def __init__(self, decoder: str):
-        self.decoder = decoder
-        self.name = "ras_" + decoder
-        self.summary = f"{self.name} (Chopra et al. 2016; --hidden_dim is its d)"
-
-    def check(self, hps) -> None:
-        super().check(hps)
-        for field, allowed in (
-            ("ras_initial_state", INITIAL_STATES),
-            ("ras_attention", ATTENTIONS),
-        ):
-            if getattr(hps, field) not in allowed:
-                raise FlagError(
-                    f"--{field} must be one of {', '.join(allowed)}, got {getattr(hps, field)!r}"
-                )
-
-
-ELMAN = RASFamily("elman")
-LSTM = RASFamily("lstm")

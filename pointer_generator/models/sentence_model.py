@@ -15,10 +15,8 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from pointer_generator.errors import FlagError
 from pointer_generator.layers import torch_init
 from pointer_generator.models.family import (
-    ModelFamily,
     SearchInputs,
     SearchStart,
     embedding_mismatches,
@@ -142,41 +140,3 @@ class SentenceSummarizer(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         return cls(cls.CONFIG(**config.pop("config")), **config)
-
-
-class SentenceFamily(ModelFamily):
-    """What ABS and RAS share as families (models/family.py): no pointer, no coverage,
-    the mean NLL per target word (or, with --loss_reduction=sum, RAS's printed objective,
-    the sum), the papers' Torch-like Adagrad start."""
-
-    # Adagrad's first accumulator: TF1's 0.1 turns the small gradients of Torch-initialised
-    # weights into tiny steps (an element's step is lr * g / sqrt(0.1 + sum g^2), ~0.47 g
-    # at first), so on the toy task ABS's bag-of-words encoder read its input 5x less after
-    # 1,000 steps (gap 0.08 vs 0.40 nats) and RAS-Elman's loss stayed at 1.76 instead of
-    # 0.95. Torch's Adagrad starts at 0; 1e-4 keeps the first step bounded
-    # (docs/families.md).
-    DEFAULTS = {"adagrad_init_acc": 1e-4}
-
-    def defaults(self, values) -> dict:
-        return dict(self.DEFAULTS)
-
-    def check(self, hps) -> None:
-        if hps.family_init not in torch_init.SCHEMES:
-            raise FlagError(
-                f"--family_init must be one of {', '.join(torch_init.SCHEMES)}, "
-                f"got {hps.family_init!r}"
-            )
-
-    def build(self, hps, vocab_size: int):
-        return self.model_class.from_hparams(hps, vocab_size).build_weights()
-
-    def objective(self, hps, means, sums):
-        # RAS's printed objective, L = -sum_i sum_t log P: the NLL summed over the batch's
-        # target words (the reported loss stays the mean per word).
-        return sums["loss"] if hps.loss_reduction == "sum" else means["loss"]
-
-    def implied_settings(self, shapes):
-        return self.model_class.implied_settings(shapes)
-
-    def embedding_key(self, shapes):
-        return self.model_class.embedding_key(shapes)

@@ -1,0 +1,84 @@
+"""The pointer-generator (See et al. 2017) as a model family (models/family.py): its loss
+is the original's (per-example averages; the baseline's per-token mean without the
+pointer), plus the weighted coverage loss (eq. 13). TensorFlow is imported only when a
+model is built or a loss computed, so that the command line can ask the family about
+its settings before it starts TensorFlow."""
+
+from __future__ import annotations
+
+from pointer_generator.errors import FlagError
+from pointer_generator.models import pointer_generator_checkpoints as checkpoints
+from pointer_generator.models.family import EXAMPLES, TOKENS, LossTerms, ModelFamily
+
+
+class PointerGeneratorFamily(ModelFamily):
+    name = "pointer_generator"
+    summary = "the pointer-generator (See et al. 2017)"
+    own_flags = ("pointer_gen", "coverage")
+    fixed_settings = {}
+    conversions = frozenset({"tf1_checkpoint", "convert_to_coverage_model"})
+
+    @property
+    def model_class(self):
+        from pointer_generator.models.pointer_generator import PointerGeneratorModel
+
+        return PointerGeneratorModel
+
+    def check(self, hps) -> None:
+        if hps.loss_reduction == "sum" and hps.pointer_gen:
+            raise FlagError(
+                "--loss_reduction=sum is for --model=abs|ras_*: the pointer-generator's loss "
+                "is the original's mean"
+            )
+
+    def build(self, hps, vocab_size: int):
+        return self.model_class(hps, vocab_size).build_weights()
+
+    def loss_terms(self, hps, out: dict, batch: dict) -> LossTerms:
+        import tensorflow as tf
+
+        mask = batch["dec_padding_mask"]
+        examples = tf.cast(tf.shape(mask)[0], out["loss"].dtype)
+        sums, per = {}, {}
+        if hps.pointer_gen:
+            # The original's pointer loss: the mean over examples of per-example means.
+            sums["loss"], per["loss"] = out["loss"] * examples, EXAMPLES
+            sums["p_gen_mean"], per["p_gen_mean"] = tf.reduce_sum(out["p_gens"] * mask), TOKENS
+        else:
+            # Its baseline: the mean over every real target token of the batch.
+            sums["loss"], per["loss"] = tf.reduce_sum(out["step_nll"] * mask), TOKENS
+        if hps.coverage:
+            sums["coverage_loss"], per["coverage_loss"] = out["coverage_loss"] * examples, EXAMPLES
+        return LossTerms(sums, per)
+
+    def objective(self, hps, means, sums):
+        from pointer_generator.layers import losses
+
+        if hps.loss_reduction == "sum":
+            # The baseline's token sum (RAS's printed objective; the check refuses it
+            # with the pointer).
+            return sums["loss"]
+        if not hps.coverage:
+            return means["loss"]
+        return losses.with_coverage_loss(means["loss"], means["coverage_loss"], hps.cov_loss_wt)
+
+    def scalars(self, hps) -> tuple[str, ...]:
+        # As the original wrote them: coverage_loss and total_loss only with coverage.
+        return (("coverage_loss", "total_loss") if hps.coverage else ()) + (
+            ("p_gen_mean",) if hps.pointer_gen else ()
+        )
+
+    def copies_words(self, hps) -> bool:
+        return bool(hps.pointer_gen)
+
+    def search_options(self) -> frozenset:
+        return frozenset({"block_unk"})
+
+    def implied_settings(self, shapes):
+        return checkpoints.implied_settings(shapes)
+
+    def embedding_key(self, shapes):
+        return checkpoints.embedding_key(shapes)
+
+
+FAMILY = PointerGeneratorFamily()

@@ -1,0 +1,122 @@
+"""ABS / ABS+ (Rush et al. 2015) and RAS-Elman / RAS-LSTM (Chopra et al. 2016) as model
+families (models/family.py), and the choices of their settings. TensorFlow is imported
+only when a model is built, so that the command line can ask a family about its settings
+before it starts TensorFlow."""
+
+from __future__ import annotations
+
+from pointer_generator.errors import FlagError
+from pointer_generator.models.family import ModelFamily
+
+ENCODERS = ("bow", "conv", "attention")  # ABS: enc1, enc2, enc3
+DECODERS = ("elman", "lstm")  # RAS
+INITIAL_STATES = ("zeros", "learned")  # RAS: h_0 (and m_0)
+ATTENTIONS = ("dot", "cosine")  # RAS: the paper's dot product, or scaled cosine
+INITS = ("torch", "keras")  # how their weights are drawn (layers/torch_init.SCHEMES)
+
+
+def _choice(hps, field: str, allowed) -> None:
+    if getattr(hps, field) not in allowed:
+        raise FlagError(
+            f"--{field} must be one of {', '.join(allowed)}, got {getattr(hps, field)!r}"
+        )
+
+
+class SentenceFamily(ModelFamily):
+    """What ABS and RAS share as families: no pointer, no coverage, the mean NLL per
+    target word (or, with --loss_reduction=sum, RAS's printed objective, the sum), the
+    papers' Torch-like Adagrad start."""
+
+    # Adagrad's first accumulator: TF1's 0.1 turns the small gradients of Torch-initialised
+    # weights into tiny steps (an element's step is lr * g / sqrt(0.1 + sum g^2), ~0.47 g
+    # at first), so on the toy task ABS's bag-of-words encoder read its input 5x less after
+    # 1,000 steps (gap 0.08 vs 0.40 nats) and RAS-Elman's loss stayed at 1.76 instead of
+    # 0.95. Torch's Adagrad starts at 0; 1e-4 keeps the first step bounded
+    # (docs/families.md).
+    DEFAULTS = {"adagrad_init_acc": 1e-4}
+
+    def defaults(self, values) -> dict:
+        return dict(self.DEFAULTS)
+
+    def check(self, hps) -> None:
+        _choice(hps, "family_init", INITS)
+
+    def build(self, hps, vocab_size: int):
+        return self.model_class.from_hparams(hps, vocab_size).build_weights()
+
+    def objective(self, hps, means, sums):
+        # RAS's printed objective, L = -sum_i sum_t log P: the NLL summed over the batch's
+        # target words (the reported loss stays the mean per word).
+        return sums["loss"] if hps.loss_reduction == "sum" else means["loss"]
+
+    def search_options(self) -> frozenset:
+        # Never generate [UNK] (the papers' search), ABS+'s features and their n-best lists.
+        return frozenset({"block_unk", "features", "nbest"})
+
+    def implied_settings(self, shapes):
+        return self.model_class.implied_settings(shapes)
+
+    def embedding_key(self, shapes):
+        return self.model_class.embedding_key(shapes)
+
+
+class ABSFamily(SentenceFamily):
+    name = "abs"
+    summary = "abs (Rush et al. 2015; --hidden_dim is its H, --emb_dim its D)"
+    own_flags = ("abs_encoder", "context_window", "smoothing_window", "abs_namas")
+    # The convolutional encoder (tanh units, max over time): Adagrad's first steps move
+    # every kernel element by about the rate, and the kernels start at U(+-1/sqrt(width *
+    # D)), so the safe rate falls as the encoder grows. Too high, its units saturate at
+    # +-1 within 10 steps, the same for every input, and stay there (a dead encoder, input
+    # gap 0.000): at 0.15 in one seed of two on the toy task (D 64), at 0.05 at the
+    # papers' sizes (D 200, the proxy task); at 0.02 in no run tried (docs/families.md).
+    ENCODER_DEFAULTS = {"conv": {"lr": 0.02}}
+
+    @property
+    def model_class(self):
+        from pointer_generator.models.abs_model import ABSModel
+
+        return ABSModel
+
+    def defaults(self, values) -> dict:
+        encoder = values.get("abs_encoder", "attention")
+        return {**super().defaults(values), **self.ENCODER_DEFAULTS.get(encoder, {})}
+
+    def check(self, hps) -> None:
+        super().check(hps)
+        _choice(hps, "abs_encoder", ENCODERS)
+
+
+class RASFamily(SentenceFamily):
+    """RAS with the Elman or the LSTM decoder (`decoder`)."""
+
+    own_flags = (
+        "conv_width",
+        "max_positions",
+        "ras_initial_state",  # a weight more or less: older experiments have zeros
+        "ras_attention",  # no weight of its own: only the settings say (`predating`)
+        "ras_attention_scale",
+    )
+    # RAS attended with the paper's dot product before --ras_attention existed.
+    predating = {"ras_attention": "dot"}
+
+    def __init__(self, decoder: str):
+        self.decoder = decoder
+        self.name = "ras_" + decoder
+        self.summary = f"{self.name} (Chopra et al. 2016; --hidden_dim is its d)"
+
+    @property
+    def model_class(self):
+        from pointer_generator.models.ras_model import RASModel
+
+        return RASModel
+
+    def check(self, hps) -> None:
+        super().check(hps)
+        _choice(hps, "ras_initial_state", INITIAL_STATES)
+        _choice(hps, "ras_attention", ATTENTIONS)
+
+
+ABS = ABSFamily()
+ELMAN = RASFamily("elman")
+LSTM = RASFamily("lstm")
