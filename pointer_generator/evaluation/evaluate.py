@@ -23,7 +23,8 @@ import tensorflow as tf
 from pointer_generator.errors import CheckpointError, DataError, OutputError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
-from pointer_generator.models.families import build_model
+from pointer_generator.models import families
+from pointer_generator.models.family import EXAMPLES, TOKENS, token_nll_sum
 from pointer_generator.runtime import (
     checkpointing,
     interrupts,
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 RUNNING_AVG_DECAY = 0.99
 RUNNING_AVG_CLIP = 12.0
 FLUSH_EVERY_STEPS = 100
+# The key of a loss term's sum among `Evaluator.evaluate`'s values (`sum/loss`, ...).
+SUM_PREFIX = "sum/"
 
 
 def running_avg_loss(
@@ -67,12 +70,16 @@ class Evaluator:
 
     def __init__(self, hps: HParams, vocab_size: int, jit_compile: bool = False, model=None):
         self.hps = hps
+        # What the model's loss is made of (models/family.py): the eval job adds up the
+        # terms' sums and divides them by their counts, whatever the family.
+        self.family = families.of(hps)
         # A training job's validation passes its own model (the weights being trained).
-        self.model = model if model is not None else build_model(hps, vocab_size)
+        self.model = model if model is not None else families.build_model(hps, vocab_size)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(model=self.model, step=self.step)
         self._jit_compile = jit_compile
         self._eval = None
+        self._per = None  # {term: EXAMPLES or TOKENS}, known once a batch is traced
 
     def load(self, path: str) -> None:
         """Restore weights and step from a training checkpoint (its extras are ignored)."""
@@ -81,10 +88,11 @@ class Evaluator:
     def evaluate(self, batch) -> dict:
         """Losses of one batch of model inputs as Python floats.
 
-        `loss`, `coverage_loss`, `total_loss`, `p_gen_mean` are the batch values (as the
-        training step defines them); `example_loss_sum`, `example_coverage_sum`,
-        `examples`, `token_nll_sum`, `tokens` are sums for exact averages over many
-        batches.
+        `sum/<term>` for every loss term of the family (`ModelFamily.loss_terms`),
+        `examples`, `token_nll_sum`, `tokens` are sums, for exact averages over many
+        batches (`values`); `loss`, `coverage_loss` (0 for a family without one),
+        `total_loss`, `p_gen_mean` (1 for a family without a pointer) and the family's
+        other terms are the batch's values, as the training step defines them.
         """
         if self._eval is None:
             # Batches differ in encoder length (and the last one in size): one trace with
@@ -96,30 +104,29 @@ class Evaluator:
             self._eval = tf.function(
                 self._eval_batch, input_signature=[spec], jit_compile=self._jit_compile
             )
-        return {k: float(v) for k, v in self._eval(batch).items()}
+        sums = {k: float(v) for k, v in self._eval(batch).items()}
+        return {"coverage_loss": 0.0, "p_gen_mean": 1.0, **sums, **self.values(sums)}
+
+    def values(self, sums: dict) -> dict:
+        """The loss terms' values over what `sums` adds up (one batch's `evaluate`, or
+        many added, `dataset_sums`): each term's sum divided by its count, and
+        `total_loss`, the family's objective."""
+        counts = {EXAMPLES: sums["examples"], TOKENS: max(sums["tokens"], 1.0)}
+        term_sums = {k[len(SUM_PREFIX) :]: v for k, v in sums.items() if k.startswith(SUM_PREFIX)}
+        means = {name: total / counts[self._per[name]] for name, total in term_sums.items()}
+        return {**means, "total_loss": self.family.objective(self.hps, means, term_sums)}
 
     def _eval_batch(self, batch):
         out = self.model(batch, training=False)
         mask = batch["dec_padding_mask"]
-        lengths = tf.reduce_sum(mask, axis=1)
-        # Per-example averages as the original's _mask_and_avg makes them.
-        per_example = tf.reduce_sum(out["step_nll"] * mask, axis=1) / tf.maximum(lengths, 1.0)
-        result = {k: out[k] for k in ("loss", "coverage_loss", "total_loss", "p_gen_mean")}
+        terms = self.family.loss_terms(self.hps, out, batch)
+        self._per = dict(terms.per)  # (Python, at tracing: the same for every batch)
+        result = {SUM_PREFIX + k: tf.cast(v, tf.float32) for k, v in terms.sums.items()}
         result.update(
-            example_loss_sum=tf.reduce_sum(per_example),
             examples=tf.cast(tf.shape(mask)[0], tf.float32),
-            token_nll_sum=tf.reduce_sum(out["step_nll"] * mask),
+            token_nll_sum=tf.cast(token_nll_sum(out, batch), tf.float32),
             tokens=tf.reduce_sum(mask),
         )
-        if self.hps.coverage:
-            from pointer_generator.layers import losses
-
-            cov_steps = losses.coverage_step_losses(out["attn_dists"])
-            result["example_coverage_sum"] = tf.reduce_sum(
-                tf.reduce_sum(cov_steps * mask, axis=1) / tf.maximum(lengths, 1.0)
-            )
-        else:
-            result["example_coverage_sum"] = tf.zeros([])
         return result
 
 
@@ -163,6 +170,7 @@ def concurrent(
     from pointer_generator.data.input_pipeline import data_errors
 
     hps = evaluator.hps
+    reports_coverage = "coverage_loss" in evaluator.family.scalars(hps)
     # One eval job per experiment: two would race to rewrite the best models.
     locks.acquire(exp.eval_dir, "eval job", "give this run another --exp_name")
     best_models = checkpointing.BestModels(exp.eval_dir, evaluator.checkpoint)
@@ -202,11 +210,11 @@ def concurrent(
                 train_step,
                 os.path.basename(loaded),
                 metrics["loss"],
-                f", coverage loss {metrics['coverage_loss']:.4f}" if hps.coverage else "",
+                f", coverage loss {metrics['coverage_loss']:.4f}" if reports_coverage else "",
                 running_avg,
                 time.time() - t0,
             )
-            writer.write(_summary_metrics(metrics, hps), train_step)
+            writer.write(_summary_metrics(metrics, evaluator), train_step)
             if best is None or running_avg < best:
                 best = running_avg
                 path = best_models.save(train_step)
@@ -241,11 +249,11 @@ def _still_there(path: str, train_dir: str) -> bool:
     )
 
 
-def _summary_metrics(metrics: dict, hps: HParams) -> dict:
+def _summary_metrics(metrics: dict, evaluator: Evaluator) -> dict:
     return {
         "loss": metrics["loss"],
         "running_avg_loss": metrics["running_avg_loss"],
-        **summaries.model_metrics(metrics, hps),
+        **summaries.model_metrics(metrics, evaluator.family.scalars(evaluator.hps)),
     }
 
 
@@ -255,16 +263,14 @@ def dataset_sums(evaluator: Evaluator, vocab, data_path: str, other_articles: bo
     another example's article. Raises DataError when it holds no example."""
     from pointer_generator.data.input_pipeline import data_errors
 
-    sums = dict.fromkeys(
-        ("example_loss_sum", "example_coverage_sum", "examples", "token_nll_sum", "tokens"),
-        0.0,
-    )
+    sums = dict.fromkeys(("examples", "token_nll_sum", "tokens"), 0.0)
     with data_errors():
         batches = _dataset(data_path, vocab, evaluator.hps, True, other_articles)
         for batch in batches:
             m = evaluator.evaluate(batch)
-            for k in sums:
-                sums[k] += m[k]
+            for k in m:
+                if k in sums or k.startswith(SUM_PREFIX):
+                    sums[k] = sums.get(k, 0.0) + m[k]
     if not sums["examples"]:
         raise DataError(f"{data_path!r} gave no example to evaluate")
     return sums
@@ -275,19 +281,18 @@ def perplexity(sums: dict) -> float:
     return math.exp(min(sums["token_nll_sum"] / max(sums["tokens"], 1.0), 700.0))
 
 
-def _loss(sums: dict, hps: HParams) -> float:
-    """Pointer-mode NLL averages per-example averages over the examples; the baseline's
-    averages over all real target tokens (the original's sequence_loss definition)."""
-    if hps.pointer_gen:
-        return sums["example_loss_sum"] / sums["examples"]
-    return sums["token_nll_sum"] / sums["tokens"]
+def _loss(sums: dict, evaluator: Evaluator) -> float:
+    """The NLL loss over what `sums` adds up, as the family defines it: pointer-mode NLL
+    averages per-example averages over the examples; the baseline's averages over all
+    real target tokens (the original's sequence_loss definition)."""
+    return evaluator.values(sums)["loss"]
 
 
 def dataset_loss(evaluator: Evaluator, vocab, data_path: str, other_articles: bool = False):
     """The NLL loss of the evaluator's weights over every example of `data_path` once;
     with `other_articles`, with every abstract paired with the next example's article
     (the control of `--input_gap`: a model that reads its input does clearly worse)."""
-    return _loss(dataset_sums(evaluator, vocab, data_path, other_articles), evaluator.hps)
+    return _loss(dataset_sums(evaluator, vocab, data_path, other_articles), evaluator)
 
 
 # Below this many nats between the loss on other articles and on the right ones, a model
@@ -306,7 +311,6 @@ def single_pass(
     on the wrong articles; one whose loss does not change writes summaries that do not
     depend on the article.
     """
-    hps = evaluator.hps
     path = checkpointing.latest_checkpoint(exp.train_dir)
     if path is None:
         raise CheckpointError(
@@ -323,7 +327,10 @@ def single_pass(
     )
     t0 = time.time()
     sums = dataset_sums(evaluator, vocab, data_path)
-    loss = _loss(sums, hps)
+    values = evaluator.values(sums)
+    loss = values["loss"]
+    # As the original wrote them: coverage_loss and total_loss only for a coverage model.
+    with_coverage = "coverage_loss" in evaluator.family.scalars(evaluator.hps)
     result = {
         "checkpoint": path,
         "step": int(evaluator.step.numpy()),
@@ -332,9 +339,9 @@ def single_pass(
         "loss": loss,
         "perplexity": perplexity(sums),
     }
-    if hps.coverage:
-        result["coverage_loss"] = sums["example_coverage_sum"] / sums["examples"]
-        result["total_loss"] = loss + hps.cov_loss_wt * result["coverage_loss"]
+    if with_coverage:
+        result["coverage_loss"] = values["coverage_loss"]
+        result["total_loss"] = values["total_loss"]
     if input_gap:
         if sums["examples"] < 2:
             raise DataError(
@@ -353,7 +360,7 @@ def single_pass(
         f"Single-pass eval of {os.path.basename(path)} (step {result['step']}) over "
         f"{result['examples']} examples in {time.time() - t0:.1f}s: loss {loss:.6f}"
     )
-    if hps.coverage:
+    if with_coverage:
         line += f", coverage loss {result['coverage_loss']:.6f}"
     print(line, flush=True)
     if input_gap:

@@ -55,16 +55,11 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 )
 
 
-def model_metrics(metrics: dict, hps) -> dict:
-    """The metrics that exist only for some models: coverage_loss and total_loss (with
-    coverage, as the original wrote them), p_gen_mean (pointer mode)."""
-    out = {}
-    if hps.coverage:
-        out["coverage_loss"] = metrics["coverage_loss"]
-        out["total_loss"] = metrics["total_loss"]
-    if hps.pointer_gen:
-        out["p_gen_mean"] = metrics["p_gen_mean"]
-    return out
+def model_metrics(metrics: dict, names) -> dict:
+    """The metrics that exist only for some models, those in `names`: the scalars the
+    model's family reports beyond `loss` (`ModelFamily.scalars`: coverage_loss and
+    total_loss with coverage, as the original wrote them, p_gen_mean in pointer mode)."""
+    return {name: metrics[name] for name in names}
 
 
 class ScalarWriter:

@@ -223,7 +223,8 @@ def pipeline_settings(cfg: TrainConfig, vocab, trainer: Trainer) -> dict:
         "worker_batch_size": hps.batch_size // trainer.num_workers,
         "max_enc_steps": hps.max_enc_steps,
         "max_dec_steps": hps.max_dec_steps,
-        "pointer_gen": hps.pointer_gen,
+        # Whether targets hold article words as extended ids (the pointer's batches).
+        "pointer_gen": bool(families.of(hps).copies_words(hps)),
         "vocab_size": vocab.size(),
         # Length buckets pad the batches the original padding makes (same examples, same
         # order): a position saved under either serves the other.
@@ -382,6 +383,7 @@ def _run_steps(
 ) -> str:
     """The step loop; returns why it ended. Raises NonFiniteLossError."""
     hps = trainer.hps
+    reported = trainer.family.scalars(hps)
     step = int(trainer.step.numpy())
     progress = Progress(step, cfg.max_steps, hps.batch_size, cfg.log_every_n_steps)
     log.info("Compiling the training step: %s", _shape_note(hps))
@@ -393,10 +395,10 @@ def _run_steps(
         step = int(trainer.step.numpy())
         shown = {
             "loss": metrics["loss"],
-            "coverage_loss": metrics["coverage_loss"] if hps.coverage else None,
+            "coverage_loss": metrics["coverage_loss"] if "coverage_loss" in reported else None,
         }
         metrics.update(progress.update(step, shown, metrics["batch_shape"]))
-        writer.write(_summary_metrics(metrics, hps), step)
+        writer.write(_summary_metrics(metrics, reported), step)
         if step % FLUSH_EVERY_STEPS == 0:
             writer.flush()
         if epochs.active and step % epochs.steps == 0:
@@ -435,11 +437,12 @@ def _check_numerics_summary(message: str) -> str:
     return text + f" produced {values.group(1) if values else 'non-finite'} values"
 
 
-def _summary_metrics(metrics: dict, hps: HParams) -> dict:
-    """The metrics the original wrote (coverage/total loss only with coverage), plus
-    p_gen (pointer mode) and the speed."""
+def _summary_metrics(metrics: dict, reported) -> dict:
+    """The metrics the original wrote, plus the speed, and those the model's family
+    reports (`reported`, `ModelFamily.scalars`: coverage/total loss only with coverage,
+    p_gen in pointer mode)."""
     out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec", "examples_per_sec")}
-    return {**out, **summaries.model_metrics(metrics, hps)}
+    return {**out, **summaries.model_metrics(metrics, reported)}
 
 
 def _non_finite(metrics: dict, step: int, last_good: str | None) -> NonFiniteLossError:

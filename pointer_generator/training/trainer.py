@@ -26,7 +26,8 @@ import tensorflow as tf
 
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.models.families import build_model
+from pointer_generator.models import families
+from pointer_generator.models.family import EXAMPLES, TOKENS, term_means
 from pointer_generator.training import distribution, grad_norm
 from pointer_generator.training.optimizers import Adagrad, make_optimizer  # noqa: F401
 
@@ -59,6 +60,8 @@ class Trainer:
         jit_compile: bool = False,
     ):
         self.hps = hps
+        # What the model's loss is made of and what training minimises (models/family.py).
+        self.family = families.of(hps)
         self.strategy = strategy or tf.distribute.get_strategy()
         self.local_replicas = distribution.num_local_replicas(self.strategy)
         self.num_workers = distribution.num_workers(self.strategy)
@@ -68,7 +71,7 @@ class Trainer:
                 f"--batch_size={hps.batch_size} does not divide evenly over the {n} replicas"
             )
         with self.strategy.scope():
-            self.model = build_model(hps, vocab_size)
+            self.model = families.build_model(hps, vocab_size)
             self.optimizer = make_optimizer(hps)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -155,32 +158,31 @@ class Trainer:
     def _scaled_losses(self, batch, global_examples, global_tokens):
         """This replica's share of the global batch's losses (they sum to the global ones).
 
-        Pointer mode (and the coverage loss) average per-example averages, so a replica's
-        mean is weighted by its share of the examples. Baseline mode averages over all
-        real tokens of the batch, so a replica divides its token sum by the global count.
+        The family gives each loss term as this replica's sum and what it is divided by
+        (`ModelFamily.loss_terms`): the examples (the pointer loss and the coverage loss,
+        averages of per-example averages) or the real target tokens (the baseline's loss).
+        Dividing a replica's sum by the global count makes the replicas' values add up to
+        the global batch's; the objective (`ModelFamily.objective`) is linear in them, or
+        a sum (--loss_reduction=sum), so it adds up too.
+
+        Returns {"loss", "coverage_loss" (0 for a family without one), "total_loss" (the
+        objective), "p_gen_mean" (1 for a family without a pointer), and any other term
+        of the family}: the same keys on every replica, for the all-reduce.
         """
-        hps = self.hps
+        hps, family = self.hps, self.family
         out = self.model(batch, training=True)
         mask = batch["dec_padding_mask"]
-        share = tf.cast(tf.shape(mask)[0], tf.float32) / global_examples
-        if hps.pointer_gen:
-            loss = out["loss"] * share
-        else:
-            summed = tf.reduce_sum(out["step_nll"] * mask)
-            loss = summed / (global_tokens + 1e-12)
-        coverage_loss = out["coverage_loss"] * share
-        total = loss + hps.cov_loss_wt * coverage_loss if hps.coverage else loss
-        if hps.loss_reduction == "sum":
-            # RAS's printed objective: the NLL summed over the batch's target words (the
-            # reported loss stays the mean per word).
-            total = summed
-        p_gen = tf.reduce_sum(out["p_gens"] * mask) / tf.maximum(global_tokens, 1.0)
-        return {
-            "loss": loss,
-            "coverage_loss": coverage_loss,
-            "total_loss": total,
-            "p_gen_mean": p_gen,
-        }
+        terms = family.loss_terms(hps, out, batch)
+        # max(tokens, 1): a batch without a real target token has 0 loss, not NaN.
+        tokens = tf.maximum(global_tokens, 1.0)
+        means = term_means(terms, {EXAMPLES: global_examples, TOKENS: tokens})
+        total = family.objective(hps, means, terms.sums)
+        metrics = {name: tf.cast(value, tf.float32) for name, value in means.items()}
+        metrics.setdefault("coverage_loss", tf.zeros([]))
+        # Without a pointer every word is generated (p_gen = 1): this replica's share of 1.
+        metrics.setdefault("p_gen_mean", tf.reduce_sum(mask) / tokens)
+        metrics["total_loss"] = tf.cast(total, tf.float32)
+        return metrics
 
     def _apply(self, strategy, grads, finite):
         for var, grad in zip(self.model.trainable_variables, grads, strict=True):
