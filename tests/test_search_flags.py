@@ -198,9 +198,11 @@ def test_serve_of_an_exported_model_refuses_each_search_flag(flag, data, tmp_pat
     )
 
 
-@pytest.mark.parametrize("command", ["summarize", "serve"])
+@pytest.mark.parametrize("command", ["summarize", "serve", "export"])
 def test_the_commands_that_search_list_every_search_flag_in_their_help(command):
-    module = {"summarize": summarize, "serve": serve}[command]
+    from pointer_generator.cli import export
+
+    module = {"summarize": summarize, "serve": serve, "export": export}[command]
     text = module.help_text(flags_lib.FLAGS)
     missing = [n for n in [*SEARCH_FLAGS, *MODEL_DECODE] if f"--{n}:" not in text]
     assert missing == []
@@ -237,3 +239,33 @@ def test_serve_gives_summarizes_summary_with_trigram_blocking_and_a_length_penal
         True,
         2.0,
     )
+
+
+@pytest.mark.parametrize(
+    "flag", ["--hidden_dim=9", "--model=abs", "--coverage=1", "--tf1_checkpoint=/x", "--lr=0.5"]
+)
+def test_serve_of_an_exported_model_refuses_every_other_flag(flag, tmp_path, capfd):
+    """A SavedModel holds its model, vocabulary and search: any other flag would be
+    ignored, so it is one error line."""
+    status = _subcommand("serve", [f"--saved_model={tmp_path}", flag])
+    errors = _errors(capfd.readouterr().err)
+    assert status == 2 and len(errors) == 1, errors
+    name = flag.split("=")[0]
+    assert errors[0].startswith(f"error: {name}: an exported model is served as it was exported")
+
+
+def test_an_export_records_every_setting_its_search_was_built_with(data, tmp_path):
+    """export_info.json's "decode" holds every search setting and the step's fixed
+    hyper-parameters (full_final_dist and namas_features were missing), and reads back."""
+    import json
+
+    from pointer_generator.cli import export
+    from pointer_generator.decoding import export_info
+
+    settings = pg.SearchSettings(**{**SEARCH, "feature_weights": read_weights(data.weights)})
+    hps = helpers.hparams(**MODEL_DECODE)
+    decode = export.fixed_decode_settings(settings, hps, data.weights)
+    assert decode == {**SEARCH, "feature_weights": data.weights, **MODEL_DECODE}
+    path = tmp_path / "export_info.json"
+    path.write_text(json.dumps({"decode": decode}))
+    assert export_info.read(str(path))["decode"] == decode

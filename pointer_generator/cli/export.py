@@ -19,6 +19,7 @@ import os
 import shutil
 import time
 
+from pointer_generator.cli.help import SEARCH_HELP
 from pointer_generator.errors import FlagError, OutputError
 from pointer_generator.runtime import owned_files, staging
 
@@ -26,16 +27,7 @@ from pointer_generator.runtime import owned_files, staging
 HELP_FLAGS = {
     "experiment": ("log_root", "exp_name", "vocab_path", "vocab_size", "tf1_checkpoint"),
     "export": ("export_dir",),
-    "decoding (fixed in the SavedModel)": (
-        "beam_size",
-        "min_dec_steps",
-        "max_dec_steps",
-        "max_enc_steps",
-        "trigram_blocking",
-        "length_penalty",
-        "block_unk",
-        "feature_weights",
-    ),
+    "decoding (fixed in the SavedModel)": ("max_enc_steps", "decode_attention", *SEARCH_HELP),
 }
 
 
@@ -97,6 +89,22 @@ def _move_into_place(tmp: str, export_dir: str) -> None:
         ) from None
 
 
+def fixed_decode_settings(settings, hps, feature_weights: str = "") -> dict:
+    """export_info.json's "decode": what the SavedModel's search was built with (the
+    search settings it was given, the article length and attention of its step), the
+    feature-weight file by its path."""
+    decode = {"max_enc_steps": hps.max_enc_steps, "decode_attention": hps.decode_attention}
+    for name in SEARCH_HELP:
+        value = getattr(settings, name)
+        if name == "feature_weights":
+            value = feature_weights or None
+        elif name == "length_penalty":
+            value = value or 0.0  # (None: the original's ranking, as the flag's 0)
+        if value is not None:
+            decode[name] = value
+    return decode
+
+
 def main(argv: list[str]) -> int:
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.cli import flags as flags_lib
@@ -125,11 +133,7 @@ def main(argv: list[str]) -> int:
         "checkpoint": os.path.abspath(checkpoint),
         "model": hps.model,
         "vocab_size": vocab.size(),
-        "decode": {
-            name: fv[name].value
-            for name in HELP_FLAGS["decoding (fixed in the SavedModel)"]
-            if name != "feature_weights" or fv[name].value
-        },
+        "decode": fixed_decode_settings(decoder.settings, hps, fv.feature_weights),
         "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     # Written in a staging folder beside the target and renamed into place: an

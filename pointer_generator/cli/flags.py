@@ -393,6 +393,17 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
 define_flags()
 
 
+def project_flag_names() -> frozenset[str]:
+    """The names of the flags this project defines (not absl's own, such as --verbosity)."""
+    global _PROJECT_FLAGS
+    if _PROJECT_FLAGS is None:
+        _PROJECT_FLAGS = frozenset(define_flags(flags.FlagValues()))
+    return _PROJECT_FLAGS
+
+
+_PROJECT_FLAGS: frozenset[str] | None = None
+
+
 def experiment_dir(fv) -> str:
     """`<log_root>/<exp_name>`, the original's FLAGS.log_root after start-up."""
     return os.path.join(fv.log_root, fv.exp_name)

@@ -91,6 +91,21 @@ def check_flags(fv) -> None:
             f"{', '.join(fixed)}: an exported model's search settings were fixed when it was "
             "exported; export it again with them (pointer-generator export)"
         )
+    # Any other flag of the project (a model's size, a family, a checkpoint, training's
+    # settings) would be ignored by a SavedModel: refused, not ignored.
+    from pointer_generator.cli import flags as flags_lib
+
+    ignored = [
+        f"--{n}"
+        for n in flags_lib.project_flag_names()
+        if fv[n].present and n not in (*SERVE_FLAGS, "saved_model")
+    ]
+    if ignored:
+        raise FlagError(
+            f"{', '.join(ignored)}: an exported model is served as it was exported (its "
+            "model, vocabulary and search are inside it); drop "
+            + ("them" if len(ignored) > 1 else "it")
+        )
 
 
 def summarizer_of(fv):

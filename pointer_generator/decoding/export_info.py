@@ -30,6 +30,9 @@ DECODE_TYPES = {
     "length_penalty": "number",
     "block_unk": "bool",
     "feature_weights": "text",
+    "full_final_dist": "bool",
+    "namas_features": "bool",
+    "decode_attention": "text",
 }
 # No more lengths than this: each is a compile before serving.
 MAX_LENGTHS = 64
