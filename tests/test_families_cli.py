@@ -111,7 +111,7 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     ],
 )
 def test_the_families_adagrad_starts_from_their_own_accumulator(model, given, want):
-    """Issue 29: TF1's 0.1 throttled the Torch-initialised families (docs/families.md);
+    """Issue 29: TF1's 0.1 throttled the families (experiments/results/families_results.md);
     a given flag wins, and the pointer-generator keeps the original's value."""
     from absl import flags as absl_flags
 
@@ -130,7 +130,7 @@ def test_the_families_adagrad_starts_from_their_own_accumulator(model, given, wa
      (["--abs_encoder=bow"], 0.15), (["--model=ras_elman", "--abs_encoder=conv"], 0.15)],
 )  # fmt: skip
 def test_abs_convolutional_encoder_has_its_own_learning_rate(given, want):
-    """At 0.15 its tanh units saturate for every input (docs/families.md)."""
+    """At 0.15 its tanh units saturate for every input (experiments/results/families_results.md)."""
     from absl import flags as absl_flags
 
     from pointer_generator.cli import configs, flag_checks

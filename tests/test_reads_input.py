@@ -32,7 +32,7 @@ def corpus(tmp_path_factory):
 # averaged over them.
 MARGIN = 0.3
 # family -> training steps (batch 16; the gaps of the earlier families after 300 steps,
-# over three seeds, are 0.55-2.56: docs/families.md)
+# over three seeds, are 0.55-2.56: experiments/results/families_results.md)
 FAMILIES = {
     "pointer_generator": 150,
     "abs_attention": 300,
@@ -88,7 +88,7 @@ def test_other_articles_needs_a_single_pass(corpus):
 
 
 def test_the_gradient_table_shows_where_the_first_batch_signal_goes(tmp_path, capsys):
-    """docs/families.md's evidence: under Keras' initialisation the gradient that reaches
+    """experiments/results/families_results.md: under Keras' initialisation the gradient reaching
     ABS's attention (P, G) is orders of magnitude smaller than under Torch's."""
     assert keys_task.main(["--work_dir", str(tmp_path), "--gradients", "--runs", "ras_elman"]) == 0
     assert "| ras_elman | x/embeddings " in capsys.readouterr().out

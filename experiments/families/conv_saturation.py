@@ -12,7 +12,7 @@ recipe the model trains in this process and, at a few steps, its encoder output 
 [B, H] on one test batch is summarised: the spread over the batch's inputs of each unit
 (mean over units of the standard deviation; 0 = the same vector for every input) and the
 share of units at ±1 (|enc2| > 0.99: saturated tanh units, whose gradient is 0).
-docs/families.md ("The convolutional encoder and Adagrad") shows the tables.
+experiments/results/families_results.md ("The convolutional encoder and Adagrad") shows the tables.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ gap between the two is what a model gained from its input (a perfect reader gain
 nats averaged over the summary's 4 tokens).
 
 `tests/test_reads_input.py` runs every family's default recipe on it; this command runs
-any recipe over several seeds, the evidence of docs/families.md "Do they read their
+any recipe over several seeds: experiments/results/families_results.md, "Do they read their
 input?".
 """
 
@@ -45,7 +45,7 @@ TINY = dict(
     fused_recurrence=False,
 )
 # name -> HParams overrides: every family with the flags' default recipe (Adagrad 0.15),
-# and the recipes docs/families.md compares for RAS.
+# and the recipes experiments/results/families_results.md compares for RAS.
 RUNS = {
     "pointer_generator": dict(model="pointer_generator", pointer_gen=True),
     "baseline": dict(model="pointer_generator", pointer_gen=False),
@@ -61,7 +61,7 @@ RUNS = {
     "ras_elman": dict(model="ras_elman"),
     "ras_lstm": dict(model="ras_lstm"),
     # RAS with the paper's dot-product attention (every RAS row before issue 29's third
-    # round; docs/families.md's table)
+    # round; experiments/results/families_results.md's table)
     "ras_elman_dot": dict(model="ras_elman", ras_attention="dot"),
     "ras_elman_keras": dict(
         model="ras_elman", family_init="keras", adagrad_init_acc=0.1, ras_attention="dot"
@@ -194,7 +194,7 @@ def losses(corpus: dict, trainer) -> tuple[float, float]:
 
 def first_gradients(corpus: dict, seed: int = 1, **overrides) -> dict:
     """{weight path: (gradient norm, weight norm)} of a fresh model on its first training
-    batch: where the loss's signal reaches at the start (docs/families.md compares the
+    batch: where the loss's signal first goes (experiments/results/families_results.md compares the
     encoder's share under the two initialisations)."""
     import keras
     import tensorflow as tf

@@ -16,7 +16,7 @@ steps 2-8 (step 1 attends with h_0):
   its largest weight on an occurrence of that word (what a model that reads the facts it
   writes would do; a position drawn at random gets about 1/M, ~0.03 on these inputs).
 
-docs/families.md ("RAS: the attention locks onto one position") shows the table.
+The table: experiments/results/families_results.md, "RAS: the attention locks onto one position".
 """
 
 from __future__ import annotations

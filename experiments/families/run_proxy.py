@@ -48,7 +48,7 @@ SHARED = os.path.join(
 # name -> (preset, extra training flags, epochs, [(row name, decode flags)])
 ABS_DECODE = [("", ["--flagfile=" + os.path.join(HERE, "abs_decode.flags")])]
 # The default-recipe ABS runs also decode greedily: beam 50 favours the summary language
-# model's most likely sentences over what the input says (docs/families.md).
+# model's most likely sentences over what the input says (experiments/results/families_results.md).
 ABS_DECODE_GREEDY = [
     *ABS_DECODE,
     (" (k=1)", ["--flagfile=" + os.path.join(HERE, "abs_decode.flags"), "--beam_size=1"]),
@@ -83,7 +83,7 @@ RAS_DEFAULTS = ["--loss_reduction=mean", "--max_grad_norm=2", "--grad_norm=origi
 # The ABS runs use lr 0.5 instead of the paper's 0.05: with ~87 steps an epoch, 0.05
 # leaves the model far from trained after the epochs this CPU affords. The convolutional
 # encoder runs at 0.1: at 0.5 its tanh units saturate within 30 steps, for every input
-# alike (experiments.families.conv_saturation --proxy_dir; docs/families.md).
+# alike (experiments.families.conv_saturation --proxy_dir; experiments/results/families_results.md).
 RUNS = {
     "abs_bow": ("abs_paper", ["--abs_encoder=bow", "--lr=0.5"], 12, ABS_DECODE),
     "abs_conv": ("abs_paper", ["--abs_encoder=conv", "--lr=0.1"], 12, ABS_DECODE),

@@ -129,7 +129,7 @@ RUNS = {
     **{f"{k}_lead_acc01": (f"{label}: default recipe but accumulator 0.1",
                            [*flags, *LEAD, "--adagrad_init_acc=0.1"])
        for k, (label, flags) in {**ABS, **RAS_DOT}.items() if k != "abs_conv"},
-    # The first round (200-token inputs, accumulator 0.1): what docs/families.md cites.
+    # First round (200-token inputs, accumulator 0.1): experiments/results/families_results.md.
     # Its convolutional-encoder rows are gone: their checkpoints lacked the encoder.
     "abs_attention": ("First round: ABS, attention encoder", ["--model=abs", *SIZES, *FIRST]),
     "abs_attention_sgd": ("First round: ABS, attention encoder, SGD 0.1 on the mean",

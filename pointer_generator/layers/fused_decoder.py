@@ -169,7 +169,7 @@ _decoder_backward_xla = tf.function(_decoder_backward, jit_compile=True, reduce_
 # at the paper's sizes they are 13 MB each and every pass goes to memory; for 4 rows they
 # stay in the last-level cache for all 100 steps. The rows of a batch are independent in
 # the recurrence (only the weight gradients are summed), so the batch runs as chunks.
-# Measured at the paper shape on a 2-core EPYC (docs/performance.md): backward 1.4x,
+# At the paper shape on a 2-core EPYC (experiments/results/performance_history.md): backward 1.4x,
 # forward 1.2x faster than one call over 16 rows.
 ROW_CHUNK = 4
 

@@ -94,7 +94,7 @@ def fused_gold_log_prob(logits, out, kernel, bias, targets, compute_dtype=None):
     kernel^T, d kernel = out^T d logits, d bias = the column sums. Autodiff of
     log-softmax + gather instead writes the log-softmax, a dense scatter of the gathered
     gradient and the softmax gradient, each a [rows, vocab] pass (the vocabulary part of
-    a paper-config step: 954-995 vs 719-729 ms; docs/performance.md). The logits
+    a paper-config step: 954-995 vs 719-729 ms; experiments/results/performance_history.md). Logits
     themselves get no gradient from here (whatever else reads them differentiates them
     as usual).
 

@@ -6,7 +6,7 @@ The official ABS code (NAMAS, Lua Torch) creates its modules with Torch's defaul
 U(±1/√(kW·inputFrameSize)). Keras' defaults are far smaller for embeddings (U(±0.05)):
 with them ABS's attention logits start near 0 and its encoder's gradients are products
 of two small numbers, so the model learns a language model of the summaries that ignores
-the article (issue 29; docs/families.md has the evidence).
+the article (issue 29; experiments/results/families_results.md has the evidence).
 
 `initialize(model, seed)` re-draws every weight of a built model this way: Keras
 `Embedding`, `Dense` and `Conv1D` layers by their kind, and the project's own layers by
