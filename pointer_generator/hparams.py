@@ -35,7 +35,6 @@ POSITIVE_FIELDS = (
     "batch_size",
     "max_enc_steps",
     "max_dec_steps",
-    "beam_size",
     "length_buckets",
 )
 
@@ -51,9 +50,10 @@ class HParams:
     emb_dim: int = 128
     batch_size: int = 16
     max_enc_steps: int = 400
+    # The summary length training reads (targets are cut to it), and the search's
+    # default maximum; the search's own settings are `SearchSettings` (beam_size,
+    # min_dec_steps, ...), not hyper-parameters of the model.
     max_dec_steps: int = 100
-    beam_size: int = 4
-    min_dec_steps: int = 35
     vocab_size: int = 50000
     pointer_gen: bool = True
     coverage: bool = False
@@ -125,8 +125,6 @@ class HParams:
         for name in POSITIVE_FIELDS:
             if getattr(self, name) <= 0:
                 raise FlagError(f"--{name} must be positive, got {getattr(self, name)}")
-        if self.min_dec_steps < 0:
-            raise FlagError(f"--min_dec_steps must be >= 0, got {self.min_dec_steps}")
         if self.lr_decay != "none" and self.optimizer != "sgd":
             raise FlagError(
                 f"--lr_decay={self.lr_decay} anneals plain SGD's rate: add --optimizer=sgd "

@@ -123,13 +123,28 @@ def flag_namespace(**overrides) -> types.SimpleNamespace:
     return types.SimpleNamespace(**values)
 
 
+# The TINY flags that set the search (SearchSettings), not the model (HParams).
+TINY_SEARCH = ("beam_size", "min_dec_steps")
+
+
 def hparams(**overrides):
     """HParams with the TINY sizes (and overrides)."""
     from pointer_generator.hparams import HParams
 
-    fields = dict(TINY)
+    fields = {k: v for k, v in TINY.items() if k not in TINY_SEARCH}
     fields.update(overrides)
     return HParams(**fields)
+
+
+def search(hps=None, **overrides):
+    """SearchSettings with the TINY search (beam 2, min 2; the max of `hps`, else TINY's),
+    and overrides."""
+    from pointer_generator.decoding.search_settings import SearchSettings
+
+    fields = {k: TINY[k] for k in TINY_SEARCH}
+    fields["max_dec_steps"] = hps.max_dec_steps if hps is not None else TINY["max_dec_steps"]
+    fields.update(overrides)
+    return SearchSettings(**fields)
 
 
 def cli_args(**flags) -> list[str]:

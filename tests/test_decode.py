@@ -15,21 +15,23 @@ from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab, outpu
 from pointer_generator.decoding import decode_mode, decode_output
 from pointer_generator.decoding.beam_search import tile_beams
 from pointer_generator.decoding.decoder import BeamSearchDecoder
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 from tests.reference_search import beam_search_single
 
 
-def _model(setup, **hp):
-    hps = helpers.hparams(**({"max_dec_steps": 6, "min_dec_steps": 2, "beam_size": 3} | hp))
+def _model(setup, min_dec_steps=2, **hp):
+    """(hyper-parameters, vocabulary, model with large random weights, the search: beam 3,
+    at least `min_dec_steps`)."""
+    hps = helpers.hparams(**({"max_dec_steps": 6} | hp))
+    search = helpers.search(hps, beam_size=3, min_dec_steps=min_dec_steps)
     vocab = Vocab(setup.vocab_path, hps.vocab_size)
     tf.keras.utils.set_random_seed(3)
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()
     # Larger random weights than the initialisers give, so that the search has real choices.
     for v in model.trainable_variables:
         v.assign(tf.random.uniform(v.shape, -0.5, 0.5, seed=7))
-    return hps, vocab, model
+    return hps, vocab, model, search
 
 
 def _save(model, setup, step=5):
@@ -50,15 +52,15 @@ def setup(tmp_path):
     return s
 
 
-def _one_article_search(model, hps, vocab, batch, i, block_unk=False):
+def _one_article_search(model, search, vocab, batch, i, block_unk=False):
     """Article i of a decode batch by the one-article search over the whole distribution
     (the original's algorithm): (words, hypothesis, enc_len). `block_unk`: [UNK]'s
     probability set to 0 in each step's whole distribution."""
     n = int(batch["enc_lens"][i])
     enc = model.encode(batch["enc_batch"][i : i + 1, :n], batch["enc_padding_mask"][i : i + 1, :n])
-    enc_k = tile_beams(enc, hps.beam_size)
-    ext_k = tile_beams(batch["enc_batch_extend_vocab"][i : i + 1, :n], hps.beam_size)
-    carry = tile_beams(model.initial_carry(enc), hps.beam_size)
+    enc_k = tile_beams(enc, search.beam_size)
+    ext_k = tile_beams(batch["enc_batch_extend_vocab"][i : i + 1, :n], search.beam_size)
+    carry = tile_beams(model.initial_carry(enc), search.beam_size)
 
     def step_fn(tokens, carry):
         dist, *rest = model.decode_step(enc_k, ext_k, batch["max_art_oovs"], tokens, carry)
@@ -69,10 +71,10 @@ def _one_article_search(model, hps, vocab, batch, i, block_unk=False):
     hyp = beam_search_single(
         step_fn,
         carry,
-        beam_size=hps.beam_size,
+        beam_size=search.beam_size,
         vocab_size=vocab.size(),
-        max_dec_steps=hps.max_dec_steps,
-        min_dec_steps=hps.min_dec_steps,
+        max_dec_steps=search.max_dec_steps,
+        min_dec_steps=search.min_dec_steps,
         start_id=START_ID,
         stop_id=STOP_ID,
         unk_id=UNK_ID,
@@ -84,9 +86,9 @@ def _one_article_search(model, hps, vocab, batch, i, block_unk=False):
     return words, hyp, n
 
 
-def _assert_equals_one_article_search(model, hps, vocab, batch, batched, block_unk=False):
+def _assert_equals_one_article_search(model, search, vocab, batch, batched, block_unk=False):
     for i in range(len(batched)):
-        words, hyp, n = _one_article_search(model, hps, vocab, batch, i, block_unk)
+        words, hyp, n = _one_article_search(model, search, vocab, batch, i, block_unk)
         assert batched[i].words == words
         assert batched[i].score == pytest.approx(float(hyp.avg_log_prob), abs=1e-5)
         np.testing.assert_allclose(batched[i].attn, np.stack(hyp.attn_dists)[:, :n], atol=1e-5)
@@ -108,16 +110,14 @@ def test_batched_search_equals_one_article_search_for_the_model(
 ):
     """The batched decoder (with top candidates, or the whole distribution when `full`)
     against the one-article search over the whole distribution, as the original."""
-    hps, vocab, model = _model(
+    hps, vocab, model, search = _model(
         setup, coverage=coverage, decode_attention=attention, pointer_gen=pointer
     )
-    decoder = BeamSearchDecoder(
-        model, vocab, hps, SearchSettings.from_hparams(hps, full_final_dist=full)
-    )
+    decoder = BeamSearchDecoder(model, vocab, hps, search.replace(full_final_dist=full))
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )
-    _assert_equals_one_article_search(model, hps, vocab, batch, decoder.decode_batch(batch))
+    _assert_equals_one_article_search(model, search, vocab, batch, decoder.decode_batch(batch))
 
 
 @pytest.mark.parametrize("full", [False, True])
@@ -126,7 +126,7 @@ def test_block_unk_keeps_unk_out_of_the_pointer_generators_summaries(setup, full
     """A model that favours [UNK] writes it; with --block_unk it does not, and the search
     over the top candidates (one spare for the blocked id) gives the one-article search's
     summaries over the whole distribution with [UNK] at probability 0."""
-    hps, vocab, model = _model(setup, coverage=True, pointer_gen=pointer)
+    hps, vocab, model, search = _model(setup, coverage=True, pointer_gen=pointer)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[UNK_ID]], [5.0]))
     batch = next(
@@ -134,25 +134,25 @@ def test_block_unk_keeps_unk_out_of_the_pointer_generators_summaries(setup, full
     )
     summaries = {}
     for block in (False, True):
-        settings = SearchSettings.from_hparams(hps, full_final_dist=full, block_unk=block)
+        settings = search.replace(full_final_dist=full, block_unk=block)
         summaries[block] = BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
     assert any("[UNK]" in s.words for s in summaries[False])
     assert not any("[UNK]" in s.words for s in summaries[True])
-    _assert_equals_one_article_search(model, hps, vocab, batch, summaries[True], block_unk=True)
+    _assert_equals_one_article_search(model, search, vocab, batch, summaries[True], block_unk=True)
 
 
 @pytest.mark.parametrize("full", [False, True])
 def test_compacting_decoder_equals_one_article_search(setup, full):
     """Articles that end early leave the batch (7 rows, then 2, then 1): every summary is
     still the one-article search's."""
-    hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
+    hps, vocab, model, search = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.8]))  # most end at once
     decoder = BeamSearchDecoder(
         model,
         vocab,
         hps,
-        SearchSettings.from_hparams(hps, full_final_dist=full),
+        search.replace(full_final_dist=full),
         min_compact_size=1,
     )
     batch = next(
@@ -161,17 +161,17 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
     batched = decoder.decode_batch(batch)
     lengths = [len(s.p_gens) for s in batched]
     assert 2 <= sum(n < hps.max_dec_steps for n in lengths) < 7  # the batch is compacted
-    _assert_equals_one_article_search(model, hps, vocab, batch, batched)
+    _assert_equals_one_article_search(model, search, vocab, batch, batched)
 
 
 @pytest.mark.parametrize("skip", [0, 4])
 def test_decode_stream_equals_decode_batch(setup, skip):
     """The stream of a single pass gives every article the summary decode_batch gives,
     in input order; the first `skip` articles are left out (a resumed single pass)."""
-    hps, vocab, model = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
+    hps, vocab, model, search = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
-    decoder = BeamSearchDecoder(model, vocab, hps)
+    decoder = BeamSearchDecoder(model, vocab, hps, search)
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     expected = [
         (decode_mode.example_strings(b, i), s)
@@ -192,8 +192,8 @@ def test_decode_stream_equals_decode_batch(setup, skip):
 
 
 def test_single_pass_writes_files_and_resumes_identically(setup):
-    hps, vocab, model = _model(setup)
-    decoder = BeamSearchDecoder(model, vocab, hps)
+    hps, vocab, model, search = _model(setup)
+    decoder = BeamSearchDecoder(model, vocab, hps, search)
 
     def dataset():
         return make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
@@ -230,8 +230,8 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup, monkeypatch):
-    hps, vocab, model = _model(setup)
-    decoder = BeamSearchDecoder(model, vocab, hps)
+    hps, vocab, model, search = _model(setup)
+    decoder = BeamSearchDecoder(model, vocab, hps, search)
     real_write = decode_output.write_for_rouge
     written = []
 
@@ -251,7 +251,7 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setu
 
 
 def test_decode_mode_cli_single_pass_with_rouge_and_concurrent(setup):
-    hps, vocab, model = _model(setup)
+    hps, vocab, model, search = _model(setup)
     _save(model, setup)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     base = [
@@ -288,7 +288,7 @@ def test_decode_mode_cli_single_pass_with_rouge_and_concurrent(setup):
 
 
 def test_summarize_prints_one_summary_per_file(setup, tmp_path):
-    hps, vocab, model = _model(setup)
+    hps, vocab, model, search = _model(setup)
     _save(model, setup)
     files = []
     for k, text in enumerate(["W1 w2 w3 (w4) w5. W6 w7 w8.", 'w9 "w10" w11 w12, w13.']):
@@ -323,11 +323,9 @@ def test_summarize_prints_one_summary_per_file(setup, tmp_path):
 
 def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
     """Trigram blocking needs the whole distribution: the decoder switches to it."""
-    hps, vocab, model = _model(setup)
+    hps, vocab, model, search = _model(setup)
     hps = hps.replace(max_dec_steps=12)
-    decoder = BeamSearchDecoder(
-        model, vocab, hps, SearchSettings.from_hparams(hps, trigram_blocking=True)
-    )
+    decoder = BeamSearchDecoder(model, vocab, hps, search.replace(trigram_blocking=True))
     assert decoder.settings.whole_distribution
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))

@@ -6,6 +6,7 @@ import pytest
 
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.decoding import decode_output as do
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 
@@ -100,54 +101,50 @@ def test_count_complete(tmp_path):
 
 
 def test_decode_dir_name_matches_original_layout():
-    hps = HParams()  # 400 maxenc, 4 beam, 35 mindec, 100 maxdec
+    hps = HParams()  # 400 maxenc
+    search = SearchSettings()  # 4 beam, 35 mindec, 100 maxdec
     assert (
         do.decode_dir_name(
-            "/data/finished_files/chunked/test_*", hps, "/log/myexp/train/model.ckpt-238410"
+            "/data/finished_files/chunked/test_*", hps, search, "/log/myexp/train/model.ckpt-238410"
         )
         == "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-238410"
     )
-    paper = hps.replace(max_dec_steps=120)
+    paper = search.replace(max_dec_steps=120)
     assert (
-        do.decode_dir_name("val.bin", paper, "model.ckpt-230000_cov_init")
+        do.decode_dir_name("val.bin", hps, paper, "model.ckpt-230000_cov_init")
         == "decode_val_400maxenc_4beam_35mindec_120maxdec_ckpt-230000_cov_init"
     )
     assert (
-        do.decode_dir_name("chunked/train_000.bin", hps, "/a/eval/bestmodel-12")
+        do.decode_dir_name("chunked/train_000.bin", hps, search, "/a/eval/bestmodel-12")
         == "decode_train_400maxenc_4beam_35mindec_100maxdec_ckpt-12"
     )
 
 
 def test_decode_dir_name_keeps_original_substring_rule():
-    hps = HParams()
+    hps, search = HParams(), SearchSettings()
     # "train" is tested first, then "val", then "test", anywhere in the path.
-    assert do.decode_dir_name("/x/test_from_train/test_*", hps, "m-1").startswith("decode_train_")
-    assert do.decode_dir_name("/interval/test_*", hps, "m-1").startswith("decode_val_")
+    name = do.decode_dir_name("/x/test_from_train/test_*", hps, search, "m-1")
+    assert name.startswith("decode_train_")
+    assert do.decode_dir_name("/interval/test_*", hps, search, "m-1").startswith("decode_val_")
     with pytest.raises(FlagError, match="none of 'train', 'val', 'test'"):
-        do.decode_dir_name("/data/cnndm/chunk_*", hps, "m-1")
+        do.decode_dir_name("/data/cnndm/chunk_*", hps, search, "m-1")
     with pytest.raises(FlagError, match="no '-<step>' part"):
-        do.decode_dir_name("test.bin", hps, "/runs/exp-2/train/model")
+        do.decode_dir_name("test.bin", hps, search, "/runs/exp-2/train/model")
 
 
 def test_decode_dir_name_suffixes_for_options_the_original_lacked():
-    hps = HParams()
+    hps, search = HParams(), SearchSettings()
     base = "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5"
-    assert do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=True) == base + "_triblock"
-    assert do.decode_dir_name("test.bin", hps, "m-5", length_penalty=1) == base + "_lp1.0"
-    assert (
-        do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=True, length_penalty=0.6)
-        == base + "_triblock_lp0.6"
-    )
-    assert (
-        do.decode_dir_name("test.bin", hps, "m-5", trigram_blocking=False, length_penalty=None)
-        == base
-    )
-    assert (
-        do.decode_dir_name(
-            "test.bin", hps.replace(mixed_precision=True), "m-5", trigram_blocking=True
-        )
-        == base + "_triblock_bf16"
-    )
+
+    def name(hps=hps, **options):
+        return do.decode_dir_name("test.bin", hps, search.replace(**options), "m-5")
+
+    assert name(trigram_blocking=True) == base + "_triblock"
+    assert name(length_penalty=1) == base + "_lp1.0"
+    assert name(trigram_blocking=True, length_penalty=0.6) == base + "_triblock_lp0.6"
+    assert name(trigram_blocking=False, length_penalty=None) == base
+    assert name(hps.replace(mixed_precision=True), trigram_blocking=True) == base + "_triblock_bf16"
+    assert name(block_unk=True) == base + "_blockunk"
 
 
 @pytest.fixture

@@ -36,8 +36,8 @@ SCRIPT = textwrap.dedent("""
     from pointer_generator.runtime.devices import local_mirrored_strategy
 
     vocab_path, data_path = sys.argv[1:3]
-    hps = helpers.hparams(beam_size=3, max_dec_steps=7, min_dec_steps=2,
-                          coverage=True, batch_size=3)
+    hps = helpers.hparams(max_dec_steps=7, coverage=True, batch_size=3)
+    search = helpers.search(hps, beam_size=3, min_dec_steps=2)
     vocab = Vocab(vocab_path, hps.vocab_size)
     strategy = local_mirrored_strategy()
     with strategy.scope():
@@ -48,8 +48,8 @@ SCRIPT = textwrap.dedent("""
         value = rng.normal(0, 0.5, m.shape).astype(np.float32)
         m.assign(value)
         s.assign(value)
-    one = BeamSearchDecoder(single, vocab, hps)
-    two = ReplicatedDecoder(BeamSearchDecoder(mirrored, vocab, hps), strategy)
+    one = BeamSearchDecoder(single, vocab, hps, search)
+    two = ReplicatedDecoder(BeamSearchDecoder(mirrored, vocab, hps, search), strategy)
     rows = []
     for batch in make_dataset(data_path, vocab, hps, "decode", True):
         for a, b in zip(one.decode_batch(batch), two.decode_batch(batch), strict=True):

@@ -82,10 +82,9 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     from pointer_generator.data import input_pipeline
     from pointer_generator.data.vocab import UNK_ID, Vocab
     from pointer_generator.decoding.decoder import BeamSearchDecoder
-    from pointer_generator.decoding.search_settings import SearchSettings
     from pointer_generator.models.abs_model import ABSConfig, ABSModel
 
-    hps = helpers.hparams(model="abs", pointer_gen=False, beam_size=2, min_dec_steps=2)
+    hps = helpers.hparams(model="abs", pointer_gen=False)
     vocab = Vocab(data.vocab_path, 100)
     config = ABSConfig(window=3, emb_dim=8, hidden_dim=8, namas=True)  # an output bias
     model = ABSModel(config, vocab.size()).build_weights()
@@ -95,7 +94,7 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     )
     batch = next(iter(ds))
     for block in (False, True):
-        settings = SearchSettings.from_hparams(hps, block_unk=block)
+        settings = helpers.search(hps, block_unk=block)
         decoder = BeamSearchDecoder(model, vocab, hps, settings)
         words = [w for summary in decoder.decode_batch(batch) for w in summary.words]
         assert words and (UNK_TOKEN in words) != block, words

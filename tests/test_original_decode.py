@@ -13,7 +13,6 @@ from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import Vocab, outputids2words
 from pointer_generator.decoding import decode_mode
 from pointer_generator.decoding.decoder import BeamSearchDecoder
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 
@@ -38,16 +37,15 @@ def _model(setup, **hp):
 
 @pytest.mark.parametrize("coverage", [False, True])
 def test_original_one_article_decoding_equals_the_batched_decoder(setup, coverage):
-    hps, vocab, model = _model(
-        setup, max_dec_steps=6, min_dec_steps=2, beam_size=3, coverage=coverage
-    )
+    hps, vocab, model = _model(setup, max_dec_steps=6, coverage=coverage)
+    search = helpers.search(hps, beam_size=3, min_dec_steps=2)
     batch = next(
         iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=5), "decode", True))
     )
-    settings = SearchSettings.from_hparams(hps, full_final_dist=True)
+    settings = search.replace(full_final_dist=True)
     batched = BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
     searches = {
-        original: original_decode.one_at_a_time(model, vocab, hps, original)
+        original: original_decode.one_at_a_time(model, vocab, hps, original, search)
         for original in (True, False)
     }
     for i, summary in enumerate(batched):

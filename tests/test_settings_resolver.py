@@ -50,17 +50,30 @@ def older(tmp_path_factory):
 @pytest.fixture
 def opened(monkeypatch):
     """The hyper-parameters of every model a command opens (every command opens its
-    experiment through `open_trained`), in order."""
-    seen = []
+    experiment through `open_trained`), in order, and the search settings of every
+    search it builds over one (`searches`)."""
+    seen = _Seen()
+    seen.searches = []
     real = trained.open_trained
+    real_decoder = trained.TrainedModel.decoder
 
     def recording(root, hps, vocab, **options):
         seen.append(hps)
         return real(root, hps, vocab, **options)
 
+    def decoder(self, settings=None, **options):
+        built = real_decoder(self, settings, **options)
+        seen.searches.append(built.settings)
+        return built
+
     monkeypatch.setattr(trained, "open_trained", recording)
     monkeypatch.setattr(decode_mode, "open_trained", recording)
+    monkeypatch.setattr(trained.TrainedModel, "decoder", decoder)
     return seen
+
+
+class _Seen(list):
+    searches: list
 
 
 def _subcommand(name: str, args: list[str]) -> int:
@@ -99,10 +112,12 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
 
     decoded, summarized, exported, serving, python = opened
     assert python.ras_attention == "dot" and python.ras_initial_state == "zeros"
-    assert {k: getattr(python, k) for k in SEARCH} == SEARCH
+    *_, python_search = opened.searches
+    assert {k: getattr(python_search, k) for k in SEARCH} == SEARCH
+    assert all(search == python_search for search in opened.searches), opened.searches
     assert python.adagrad_init_acc == 1e-4  # the family's default, as the command line's
     # Decode mode runs beam_size articles at once (run_summarization); nothing else differs.
-    assert decoded == python.replace(batch_size=python.beam_size)
+    assert decoded == python.replace(batch_size=SEARCH["beam_size"])
     assert summarized == exported == serving == python
     with open(os.path.join(export_dir, "assets", "export_info.json"), encoding="utf-8") as f:
         assert json.load(f)["decode"].items() >= SEARCH.items()
@@ -120,8 +135,8 @@ def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(ol
     assert resolved.values["ras_attention"] == "dot"  # RASFamily.predating
     assert "beam_size" not in resolved.values  # given: the caller's
     assert resolved.vocab_path == os.path.join(older.root, "vocab")  # its own copy
-    hps, vocab = trained.stored_hparams(older.root, beam_size=3)
-    assert (hps.ras_attention, hps.beam_size, vocab) == ("dot", 3, resolved.vocab_path)
+    hps, search, vocab = trained.stored_settings(older.root, beam_size=3)
+    assert (hps.ras_attention, search["beam_size"], vocab) == ("dot", 3, resolved.vocab_path)
     # A model flag that contradicts the experiment is one error, for the API as well.
     with pytest.raises(FlagError, match="--ras_attention=cosine contradicts this experiment's"):
         experiment_settings.resolve(older.root, {"ras_attention": "cosine"}, families=families)

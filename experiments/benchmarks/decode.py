@@ -89,7 +89,8 @@ def reference_search(model, vocab, hps):
     )
     from pointer_generator.decoding.search_settings import SearchSettings
 
-    k = hps.beam_size
+    settings = SearchSettings.from_hparams(hps)  # the original's: beam 4, min 35
+    k = settings.beam_size
     step = original_decode.reference_step(model, hps)
 
     @tf.function(reduce_retracing=True)
@@ -101,7 +102,7 @@ def reference_search(model, vocab, hps):
             lambda tokens, carry: step(enc_k, ext_k, max_art_oovs, tokens, carry),
             carry,
             batch_size=tf.shape(enc_batch)[0],
-            **SearchSettings.from_hparams(hps).search_keywords(vocab.size()),
+            **settings.search_keywords(vocab.size()),
             top_k=tf.math.top_k,
         )
 
@@ -204,9 +205,7 @@ def _model_and_batches(args, tf):
     hps = HParams(
         batch_size=args.batch_size,
         max_enc_steps=400,
-        max_dec_steps=120,
-        min_dec_steps=35,
-        beam_size=4,
+        max_dec_steps=120,  # the search: the original's beam 4, min 35
         pointer_gen=True,
         coverage=not args.no_coverage,
         decode_attention=args.decode_attention,
@@ -384,7 +383,7 @@ def main(argv=None) -> int:
     load = (load_batched + os.getloadavg()[0]) / 2
     rate = flops.measured_matmul_rate(args.matmul_seconds)
     vocab_flop_per_article = (
-        2.0 * hps.hidden_dim * vocab.size() * hps.beam_size * steps / n_articles
+        2.0 * hps.hidden_dim * vocab.size() * decoder.settings.beam_size * steps / n_articles
     )
     ceiling = rate / vocab_flop_per_article
     figures = {
@@ -406,8 +405,8 @@ def main(argv=None) -> int:
         "load_avg_1min": round(load, 2),
     }
     config = (
-        f"beam {hps.beam_size}, enc {hps.max_enc_steps}, dec {hps.max_dec_steps} (min "
-        f"{hps.min_dec_steps}), vocab {vocab.size()}, pointer"
+        f"beam {decoder.settings.beam_size}, enc {hps.max_enc_steps}, dec "
+        f"{hps.max_dec_steps} (min {decoder.settings.min_dec_steps}), vocab {vocab.size()}, pointer"
         f"{' + coverage' if hps.coverage else ''}, decode_attention "
         f"{hps.decode_attention}{', whole-search XLA' if args.xla else ''}"
         f"{', bf16 vocabulary projection' if args.mixed_precision else ''}"

@@ -154,10 +154,11 @@ def bench_decoding(model, hps, beam: int, args) -> float:
         def size(self):
             return args.vocab_size
 
-    hps = hps.replace(beam_size=beam, max_dec_steps=args.decode_steps, min_dec_steps=0)
-    decoder = BeamSearchDecoder(
-        model, Words(), hps, SearchSettings.from_hparams(hps, block_unk=hps.model == "abs")
+    hps = hps.replace(max_dec_steps=args.decode_steps)
+    settings = SearchSettings.from_hparams(
+        hps, beam_size=beam, min_dec_steps=0, block_unk=hps.model == "abs"
     )
+    decoder = BeamSearchDecoder(model, Words(), hps, settings)
     batch = batch_of(args.decode_batch, args.vocab_size, np.random.default_rng(1))
     search = decoder._search
     search(batch["enc_batch"], batch["enc_padding_mask"], batch["enc_batch_extend_vocab"],

@@ -157,7 +157,7 @@ def paper_figures(args) -> dict:
     from pointer_generator.hparams import HParams
     from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
-    hps = HParams(max_enc_steps=400, max_dec_steps=120, min_dec_steps=35, beam_size=4)
+    hps = HParams(max_enc_steps=400, max_dec_steps=120)  # the search: beam 4, min 35
     vocab = Vocab(args.vocab_path, 50000)
     tf.keras.utils.set_random_seed(1)
     model = PointerGeneratorModel(hps, vocab.size()).build_weights()

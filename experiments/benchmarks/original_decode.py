@@ -98,7 +98,7 @@ def reference_carry(enc, enc_padding_mask):
     return {"c": enc.c, "h": enc.h, "coverage": tf.zeros(tf.shape(enc_padding_mask))}
 
 
-def one_at_a_time(model, vocab, hps, original: bool):
+def one_at_a_time(model, vocab, hps, original: bool, settings=None):
     """One article at a time with `beam_search_single` (the original's Python search,
     the K beams of one article per call of a compiled step).
 
@@ -115,7 +115,9 @@ def one_at_a_time(model, vocab, hps, original: bool):
     from pointer_generator.decoding.search_settings import SearchSettings
     from tests.reference_search import beam_search_single
 
-    k = hps.beam_size
+    # By default the original's search: beam 4, min 35, hps' max_dec_steps.
+    settings = settings or SearchSettings.from_hparams(hps)
+    k = settings.beam_size
     step = (
         reference_step(model, hps, features_per_step=True, top_k=2 * k)
         if original
@@ -141,7 +143,7 @@ def one_at_a_time(model, vocab, hps, original: bool):
         return beam_search_single(
             lambda tokens, carry: step_fn(enc, ext_k, batch["max_art_oovs"], tokens, carry),
             carry,
-            **SearchSettings.from_hparams(hps).search_keywords(vocab.size()),
+            **settings.search_keywords(vocab.size()),
         )
 
     return decode

@@ -39,6 +39,7 @@ from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
+from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.runtime import child_processes, json_files, owned_files, staging
 
 STATE_FILE = "recipe_state.json"
@@ -242,14 +243,16 @@ class Runner:
     def decode_dir_for(self, stage: Stage, checkpoint: str | None) -> str:
         """Where single-pass decode of `checkpoint` writes (decode_output's naming)."""
         fv = recipe_lib.resolve(self.static_args(stage))
-        hps = SimpleNamespace(
-            max_enc_steps=fv.max_enc_steps,
+        settings = SearchSettings(
             beam_size=fv.beam_size,
             min_dec_steps=fv.min_dec_steps,
             max_dec_steps=fv.max_dec_steps,
         )
         name = decode_output.decode_dir_name(
-            self.data_path("test"), hps, checkpoint or "model.ckpt-<N>"
+            self.data_path("test"),
+            SimpleNamespace(max_enc_steps=fv.max_enc_steps),
+            settings,
+            checkpoint or "model.ckpt-<N>",
         )
         return os.path.join(self.exp_dir, name)
 

@@ -23,7 +23,8 @@ from pointer_generator.runtime import json_files, owned_files, staging
 log = logging.getLogger(__name__)
 
 RECORD_FILE = "decode_inputs.json"
-# The model and search settings a decoded summary depends on (HParams fields).
+# The model and search settings a decoded summary depends on (HParams fields, and the
+# search's beam and lengths, SearchSettings fields).
 MODEL_FIELDS = (
     "hidden_dim",
     "emb_dim",
@@ -47,8 +48,10 @@ def _file_digest(path: str) -> str:
     return h.hexdigest()
 
 
-def describe(data_path: str, vocab, hps, checkpoint: str, search: dict) -> dict:
-    """The record of one decode's inputs (JSON-ready).
+def describe(data_path: str, vocab, hps, checkpoint: str, settings) -> dict:
+    """The record of one decode's inputs (JSON-ready): the files, the model's settings
+    and the search's (`settings`, a SearchSettings; its beam and lengths are recorded
+    with the model's, as before they were separate).
 
     Files are identified by content (SHA-256): the data files, the vocabulary's words in
     order, and the checkpoint's `.index` file, which holds every tensor's checksum.
@@ -62,8 +65,12 @@ def describe(data_path: str, vocab, hps, checkpoint: str, search: dict) -> dict:
             "path": os.path.abspath(checkpoint),
             "index_sha256": _file_digest(index) if os.path.exists(index) else None,
         },
-        "model": {f: getattr(hps, f) for f in MODEL_FIELDS if hasattr(hps, f)},
-        "search": search,
+        "model": {
+            f: getattr(settings if hasattr(settings, f) else hps, f)
+            for f in MODEL_FIELDS
+            if hasattr(settings, f) or hasattr(hps, f)
+        },
+        "search": settings.record(),
     }
 
 

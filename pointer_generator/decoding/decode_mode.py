@@ -24,7 +24,6 @@ from pointer_generator.data.vocab import (
 from pointer_generator.decoding import attention_html, decode_inputs, decode_output, decode_shards
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
-from pointer_generator.decoding.extractive_features import features_suffix
 from pointer_generator.decoding.replicated import ReplicatedDecoder
 from pointer_generator.decoding.trained import load_weights, open_trained
 from pointer_generator.errors import OutputError
@@ -295,17 +294,9 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
         if cfg.single_pass:
             base = os.path.join(
                 exp.root,
-                decode_output.decode_dir_name(
-                    cfg.data_path,
-                    hps,
-                    ckpt,
-                    cfg.search.trigram_blocking,
-                    cfg.search.length_penalty,
-                    cfg.search.block_unk,
-                    features_suffix(cfg.search.feature_weights, cfg.search.namas_features),
-                ),
+                decode_output.decode_dir_name(cfg.data_path, hps, cfg.search, ckpt),
             )
-            record = decode_inputs.describe(cfg.data_path, vocab, hps, ckpt, cfg.search.record())
+            record = decode_inputs.describe(cfg.data_path, vocab, hps, ckpt, cfg.search)
             decode_dir = decode_inputs.folder_for(base, record)
             if cfg.decode_shards > 1:
                 return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir, pin)
@@ -341,7 +332,7 @@ def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]
             f"no checkpoint in {exp.train_dir}{checkpointing.none_intact_note(exp.train_dir)}; "
             "train a model first (or give --tf1_checkpoint)"
         )
-    record = decode_inputs.describe(cfg.data_path, vocab, hps, newest, cfg.search.record())
+    record = decode_inputs.describe(cfg.data_path, vocab, hps, newest, cfg.search)
     del record["checkpoint"]
     pin = decode_shards.pin_file(exp.root, record, cfg.decode_shards)
     ckpt, pinned_here = decode_shards.pinned_checkpoint(pin, newest)

@@ -158,40 +158,34 @@ def checkpoint_number(ckpt_name: str) -> str:
     return base.rsplit("-", 1)[1]
 
 
-def decode_dir_name(
-    data_path: str,
-    hps,
-    ckpt_name: str,
-    trigram_blocking: bool = False,
-    length_penalty: float | None = None,
-    block_unk: bool = False,
-    features: str = "",
-) -> str:
+def decode_dir_name(data_path: str, hps, settings, ckpt_name: str) -> str:
     """`decode_<ds>_<E>maxenc_<B>beam_<m>mindec_<M>maxdec_ckpt-<N>` (spec 1.3).
 
-    `hps` needs max_enc_steps, beam_size, min_dec_steps, max_dec_steps; `ckpt_name` is the
-    loaded checkpoint path (or just its name). Decoding options the original lacked are
-    appended so their outputs never mix with faithful ones: `_triblock`, `_lp<value>`,
-    `_bf16` (hps.mixed_precision), `_blockunk`, and `features` (ABS+'s
-    `_absplus-<weights digest>`).
+    `hps` gives max_enc_steps (and mixed_precision), `settings` (a `SearchSettings`) the
+    beam and the lengths; `ckpt_name` is the loaded checkpoint path (or just its name).
+    Decoding options the original lacked are appended so their outputs never mix with
+    faithful ones: `_triblock`, `_lp<value>`, `_bf16` (hps.mixed_precision), `_blockunk`,
+    and ABS+'s `_absplus-<weights digest>` (`extractive_features.features_suffix`).
     """
+    from pointer_generator.decoding.extractive_features import features_suffix
+
     name = "decode_%s_%imaxenc_%ibeam_%imindec_%imaxdec_ckpt-%s" % (
         dataset_label(data_path),
         hps.max_enc_steps,
-        hps.beam_size,
-        hps.min_dec_steps,
-        hps.max_dec_steps,
+        settings.beam_size,
+        settings.min_dec_steps,
+        settings.max_dec_steps,
         checkpoint_number(ckpt_name),
     )
-    if trigram_blocking:
+    if settings.trigram_blocking:
         name += "_triblock"
-    if length_penalty is not None:
-        name += "_lp%r" % float(length_penalty)
+    if settings.length_penalty is not None:
+        name += "_lp%r" % float(settings.length_penalty)
     if getattr(hps, "mixed_precision", False):
         name += "_bf16"
-    if block_unk:
+    if settings.block_unk:
         name += "_blockunk"
-    return name + features
+    return name + features_suffix(settings.feature_weights, settings.namas_features)
 
 
 def mark_oovs(text: str, vocab: Vocab) -> str:

@@ -52,7 +52,7 @@ class BeamSearchDecoder:
         its family's switches); the search reads none of them, its family says whether
         summaries copy article words (`copies_words`).
       settings: the search (`SearchSettings`); by default the original's search of
-        `hps` (beam_size, min_dec_steps, max_dec_steps).
+        `hps` (`SearchSettings.from_hparams`: its max_dec_steps, the original's beam).
       jit_compile: compile the whole search with XLA.
       top_k: the search's top-k function over a whole distribution (default
         `top_k.chunked_top_k`).

@@ -52,14 +52,10 @@ class SearchSettings:
 
     @classmethod
     def from_hparams(cls, hps, **options) -> SearchSettings:
-        """The original's search of `hps` (beam_size, min_dec_steps, max_dec_steps),
-        with `options` (any other field) on top."""
-        return cls(
-            beam_size=hps.beam_size,
-            min_dec_steps=hps.min_dec_steps,
-            max_dec_steps=hps.max_dec_steps,
-            **options,
-        )
+        """The original's search for a model of `hps`: summaries up to the length it was
+        trained for (its max_dec_steps), the original's beam and minimum length, with
+        `options` (any field) on top."""
+        return cls(**{"max_dec_steps": hps.max_dec_steps, **options})
 
     def replace(self, **changes) -> SearchSettings:
         return dataclasses.replace(self, **changes)

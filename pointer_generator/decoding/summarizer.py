@@ -34,9 +34,6 @@ import numpy as np
 from pointer_generator.decoding.search_settings import SEARCH_FLAGS, SearchSettings
 from pointer_generator.errors import FlagError
 
-# The search settings that are hyper-parameters too (HParams: the decode folder's name).
-HPARAMS_SEARCH = ("beam_size", "min_dec_steps", "max_dec_steps")
-
 
 def given_search(search: SearchSettings | None, options: dict) -> dict:
     """{field: value} of the search settings `from_experiment` was given: every field of
@@ -180,22 +177,22 @@ class Summarizer:
 
         jit_compile: the whole search as one XLA computation (`article_texts.INTERACTIVE`):
         a few texts at a time spend most of a search in per-step overhead otherwise."""
-        from pointer_generator.decoding.trained import open_trained, stored_hparams
+        from pointer_generator.decoding.trained import open_trained, stored_settings
 
         given = given_search(search, search_options)
-        # The model's lengths and beam live in its hyper-parameters too (decode folders
-        # are named after them): given ones go there, the others come from the experiment.
-        overrides = {name: given.pop(name) for name in HPARAMS_SEARCH if name in given}
+        # A given max_dec_steps is the model's summary length too (as on the command line).
+        model_given = {k: given[k] for k in ("max_dec_steps",) if k in given}
         if max_enc_steps is not None:
-            overrides["max_enc_steps"] = max_enc_steps
+            model_given["max_enc_steps"] = max_enc_steps
         root = os.path.join(log_root, exp_name)
-        hps, vocab = stored_hparams(root, vocab_path, **overrides)
-        if "min_dec_steps" in overrides and hps.min_dec_steps > hps.max_dec_steps:
+        hps, stored_search, vocab = stored_settings(root, vocab_path, **{**given, **model_given})
+        settings = SearchSettings(**{"max_dec_steps": hps.max_dec_steps, **stored_search})
+        if "min_dec_steps" in given and settings.min_dec_steps > settings.max_dec_steps:
             raise FlagError(
-                f"min_dec_steps={hps.min_dec_steps} is above max_dec_steps="
-                f"{hps.max_dec_steps} (no summary could end): lower it, or raise max_dec_steps"
+                f"min_dec_steps={settings.min_dec_steps} is above max_dec_steps="
+                f"{settings.max_dec_steps} (no summary could end): lower it, or raise "
+                "max_dec_steps"
             )
-        settings = SearchSettings.from_hparams(hps, **given)
         trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
         return cls(trained.decoder(settings, jit_compile=jit_compile), batch_size)
 

@@ -9,7 +9,7 @@ the batched search over it.
 
 The command line fills the hyper-parameters from its flags (which take the stored
 settings as defaults, cli/stored_settings.py); the Python API reads them from the
-experiment (`stored_hparams`); both through the one resolver,
+experiment (`stored_settings`); both through the one resolver,
 `runtime.experiment_settings.resolve`, so an experiment is the same model either way.
 """
 
@@ -99,22 +99,29 @@ def open_trained(
     return TrainedModel(root, hps, vocab, model, path)
 
 
-def stored_hparams(root: str, vocab_path: str | None = None, **overrides) -> tuple[HParams, str]:
-    """(hyper-parameters, vocabulary path) of the experiment at `root` as the command
-    line's `summarize` resolves them (`experiment_settings.resolve`: the stored flags,
-    the values of flags they predate, the family's defaults, the last decode's search;
-    its checked vocabulary, or `vocab_path` if it has the same content), with
-    `overrides` (decode lengths, beam...) on top. FlagError for a folder without
-    settings."""
+def stored_settings(root: str, vocab_path: str | None = None, **given) -> tuple[HParams, dict, str]:
+    """(hyper-parameters, search settings, vocabulary path) of the experiment at `root` as
+    the command line's `summarize` resolves them (`experiment_settings.resolve`: the
+    stored flags, the values of flags they predate, the family's defaults, the last
+    decode's search; its checked vocabulary, or `vocab_path` if it has the same content),
+    with `given` (HParams or SearchSettings fields) on top. The search settings are
+    {field: value} of those known (the last decode's beam and lengths, the given ones).
+    FlagError for a folder without settings."""
+    from pointer_generator.decoding.search_settings import SEARCH_FLAGS
+
     resolved = experiment_settings.resolve(
-        root, overrides, families=families, vocab_path=vocab_path or None, last_decode=True
+        root, given, families=families, vocab_path=vocab_path or None, last_decode=True
     )
     if resolved.stored is None:
         raise FlagError(
             f"no {experiment_settings.settings_path(root)}: is {root} an experiment "
             "trained by this version?"
         )
-    return HParams(**resolved.values, **overrides), resolved.vocab_path
+    values = {**resolved.values, **given}
+    model_fields = {f.name for f in dataclasses.fields(HParams)}
+    hps = HParams(**{k: v for k, v in values.items() if k in model_fields})
+    search = {k: v for k, v in values.items() if k in SEARCH_FLAGS}
+    return hps, search, resolved.vocab_path
 
 
 def load_checkpoint(model, path: str) -> None:
