@@ -1,7 +1,7 @@
 """ABS+ (issue 20, item 4): the extractive features against the spec's hand-made table,
 the search's feature score against the NumPy totals, the batched search against an
-exhaustive one on a tiny model, weight files, and MERT's line search against a brute
-force over the line."""
+exhaustive one on a tiny model, weight files (a weight that would overflow float32 is
+refused), and MERT's line search against a brute force over the line."""
 
 from __future__ import annotations
 
@@ -242,3 +242,15 @@ def test_tune_features_writes_weights_that_decode_reads(tmp_path, capfd):
     bad.write_text("uni x\n")
     assert helpers.run_main_in_process([*args[:-1], f"--feature_weights={bad}"]) == 2
     assert "bad.txt:1: 'x' is not a number" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["1e39", "1e308", "-1e7", "nan", "inf"])
+def test_feature_weights_that_overflow_float32_are_refused(tmp_path, value):
+    from pointer_generator.decoding.extractive_features import read_weights
+
+    path = tmp_path / "w.txt"
+    path.write_text(f"uni {value}\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"w.txt:1: the weight .* is out of range"):
+        read_weights(str(path))
+    path.write_text("uni 1e6\nlm 1\n", encoding="utf-8")
+    assert read_weights(str(path))["uni"] == 1e6

@@ -1,7 +1,7 @@
 """CNN/Daily Mail as people download it today (issue 21, item 4): Hugging Face parquet and
 arrow files and TensorFlow Datasets TFRecord files into `.bin` files in one command, with
 the same tokenization and sentence tags as the original's pipeline (the same records as
-JSONL give byte-identical output)."""
+JSONL give byte-identical output). A bad row or record is named over the whole file."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from data_tools import convert
 from pointer_generator.data.binfile import read_records
+from pointer_generator.errors import DataError
 
 RECORDS = [
     {
@@ -98,3 +99,46 @@ def test_bad_downloaded_files_are_one_error_line(tmp_path, capfd):
         err = capfd.readouterr().err
         assert message in err and "Traceback" not in err
         assert not os.path.exists(tmp_path / "o" / "train.bin")
+
+
+def test_parquet_and_tfrecord_errors_name_the_right_record(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from data_tools import convert, dataset_files
+    from pointer_generator.data.binfile import encode_example
+
+    rows = [{"article": f"Article {i} .", "highlights": "A summary ."} for i in range(7)]
+    rows[5]["article"] = None
+    table = pa.Table.from_batches(
+        [pa.RecordBatch.from_pylist(rows[:3]), pa.RecordBatch.from_pylist(rows[3:])]
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    with pytest.raises(DataError, match=r"t.parquet row 5"):
+        list(
+            dataset_files.read_parquet(
+                str(path), lambda row, where: convert._record(row, where, False)
+            )
+        )
+    import tensorflow as tf
+
+    def tfrecord(name, *examples):
+        path = tmp_path / name
+        with tf.io.TFRecordWriter(str(path)) as w:
+            for example in examples:
+                w.write(example if isinstance(example, bytes) else example.SerializeToString())
+        return str(path)
+
+    good = encode_example({"article": b"One .", "highlights": b"S ."})
+    int64 = tf.train.Example()
+    int64.features.feature["article"].int64_list.value.append(3)
+    several = tf.train.Example()
+    several.features.feature["article"].bytes_list.value.extend([b"a", b"b"])
+    make = lambda row, where: row  # noqa: E731
+    rows_read = dataset_files.read_tfrecord(tfrecord("a.tfrecord", good, int64), make)
+    assert next(rows_read)["article"] == "One ."
+    with pytest.raises(DataError, match=r"record 1: the 'article' feature is not a bytes"):
+        next(rows_read)
+    with pytest.raises(DataError, match=r"record 0: the 'article' feature holds 2 values"):
+        list(dataset_files.read_tfrecord(tfrecord("b.tfrecord", several), make))

@@ -1,6 +1,8 @@
 """Single-pass decoding split over processes (issue 21, item 5): two local processes
 decode their shards at the same time; the last to finish merges one decode folder with
-one ROUGE result, identical to a one-process decode of the same data."""
+one ROUGE result, identical to a one-process decode of the same data. A shard with no
+examples still finishes and may merge; every shard loads the checkpoint the first one
+pinned, so all write one folder while training goes on."""
 
 from __future__ import annotations
 
@@ -82,3 +84,64 @@ def test_shard_flags_are_checked(tmp_path, capfd):
         args = helpers.run_args(data, "exp", mode="decode", **flags)
         assert helpers.run_main_in_process(args) == 2
         assert message in capfd.readouterr().err
+
+
+def _decode_shards(data, exp, count, extra=()):
+    args = helpers.run_args(data, exp, mode="decode", single_pass=True, beam_size=2,
+                            min_dec_steps=1, max_dec_steps=4, decode_batch_size=2)  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pointer_generator.cli.run_summarization",
+                *args,
+                *extra,
+                f"--decode_shards={count}",
+                f"--decode_shard={i}",
+            ],
+            env=helpers.subprocess_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for i in range(count)
+    ]
+    return [(p.communicate(timeout=600)[0], p.returncode) for p in procs]
+
+
+def test_more_shards_than_examples_still_merge(tmp_path):
+    data = helpers.tiny_setup(tmp_path, n_train=8, n_val=2)
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=2)) == 0
+    results = _decode_shards(data, "exp", 3)
+    outputs = [out for out, _ in results]
+    assert all(code == 0 for _, code in results), outputs
+    assert sum("has no examples" in out for out in outputs) == 1
+    assert sum("Merged 3 shards: 2 examples" in out for out in outputs) == 1, outputs
+    exp = os.path.join(data.log_root, "exp")
+    folder = [d for d in os.listdir(exp) if d.startswith("decode_")]
+    assert len(folder) == 1
+    assert sorted(os.listdir(os.path.join(exp, folder[0], "decoded"))) == [
+        f"{i:06d}_decoded.txt" for i in range(2)
+    ]
+    assert not os.path.exists(os.path.join(exp, "decode_shard_pins", ""))  # unpinned
+
+
+def test_shards_share_the_first_shards_checkpoint(tmp_path, capfd):
+    """Shards that loaded different checkpoints (training going on) wrote different
+    `..._ckpt-N` folders and never merged."""
+    data = helpers.tiny_setup(tmp_path, n_train=8, n_val=4)
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=2)) == 0
+    decode = helpers.run_args(data, "exp", mode="decode", single_pass=True, beam_size=2,
+                              min_dec_steps=1, max_dec_steps=4, decode_batch_size=2)  # fmt: skip
+    assert helpers.run_main_in_process([*decode, "--decode_shards=2", "--decode_shard=0"]) == 0
+    first = capfd.readouterr().out
+    assert "Pinned" in first and "model.ckpt-2" in first
+    assert helpers.run_main_in_process(helpers.run_args(data, "exp", max_steps=4)) == 0
+    assert helpers.run_main_in_process([*decode, "--decode_shards=2", "--decode_shard=1"]) == 0
+    second = capfd.readouterr().out
+    assert "pinned by the first shard" in second and "newer now" in second
+    assert "Merged 2 shards: 4 examples" in second
+    exp = os.path.join(data.log_root, "exp")
+    folders = [d for d in os.listdir(exp) if d.startswith("decode_")]
+    assert len(folders) == 1 and folders[0].endswith("ckpt-2")

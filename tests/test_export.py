@@ -347,7 +347,7 @@ def test_a_bad_text_fails_only_its_own_request_over_the_saved_model(toy):
     import threading
 
     from pointer_generator.serving.http_server import SummaryService, make_server
-    from tests.test_reliability_round3 import post_concurrently
+    from tests.test_serve_requests import post_concurrently
 
     _, export_dir = toy
     service = SummaryService(

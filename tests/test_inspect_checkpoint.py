@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.cli import inspect_checkpoint
 from pointer_generator.runtime import checkpointing
 from pointer_generator.training import train
@@ -75,3 +76,20 @@ def test_module_entry_point_without_a_path_prints_usage():
     proc = helpers.run_python(["-m", "pointer_generator.cli.inspect_checkpoint"], timeout=60)
     assert proc.returncode == 2
     assert "inspect_checkpoint <checkpoint prefix or directory>" in proc.stderr
+
+
+def test_inspect_checkpoint_names_the_non_finite_tensors(tmp_path, capsys):
+    trainer = pg.Trainer(helpers.hparams(), 100)
+    bias = trainer.model.output_projection.bias
+    values = bias.numpy()
+    values[3] = np.inf
+    bias.assign(values)
+    kernel = trainer.model.output_projection.kernel
+    kernel.assign(np.full(kernel.shape, np.nan, np.float32))
+    path = checkpointing.TrainCheckpoints(str(tmp_path), trainer.checkpoint(), trainer.step).save()
+    assert inspect_checkpoint.main([path]) == 1
+    out = capsys.readouterr().out
+    entirely = out.split("entirely inf/NaN (1):")[1].split("Variables")[0]
+    partly = out.split("partly inf/NaN (1):")[1].split("CHECK")[0]
+    assert "output_projection/_kernel/" in entirely and "output_projection/bias/" in partly
+    assert out.strip().endswith("CHECK FAILED")

@@ -2,7 +2,7 @@
 the quick-start): each rejects, in argparse's one usage error, what the flag cannot
 mean (NaN, infinities, negatives and zero where they make no sense), as `flag_bounds`
 does for the absl flags. Every numeric argparse argument of the project uses one of
-these (tests/test_reliability_round3.py holds every parser to it)."""
+these (tests/test_flag_ranges.py holds every parser to it)."""
 
 from __future__ import annotations
 

@@ -370,7 +370,7 @@ def drop_empty_articles(path, examples):
 
 # RE2 (UTF-8 mode) matches this class only with code points decoded from valid UTF-8 (no
 # surrogates, nothing past U+10FFFF, no overlong forms), so a full match is exactly Python's
-# strict `bytes.decode("utf-8")` check (tests/test_reliability_input.py), and fast.
+# strict `bytes.decode("utf-8")` check (tests/test_data_errors.py), and fast.
 _VALID_UTF8 = r"[\x{0}-\x{D7FF}\x{E000}-\x{10FFFF}]*"
 
 
