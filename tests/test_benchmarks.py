@@ -119,3 +119,12 @@ def test_export_benchmark_compares_the_saved_model_with_python(tmp_path, table):
     assert fig["saved_model_over_python"] == pytest.approx(1 / ratio, rel=0.05)
     assert fig["tokenizer"]["stories"] == 100 and fig["tokenizer"]["identical"] >= 95
     assert "export" in table.read_text()
+
+
+def test_the_checkouts_benchmark_refuses_a_folder_that_is_no_checkout(tmp_path, table, capfd):
+    from experiments.benchmarks import checkouts
+
+    assert checkouts.main(["--before", str(tmp_path)]) == 2
+    err = capfd.readouterr().err
+    assert f"error: --before={tmp_path} is no checkout of this project" in err
+    assert not table.exists()
