@@ -139,7 +139,7 @@ def hparams(**overrides):
 def search(hps=None, **overrides):
     """SearchSettings with the TINY search (beam 2, min 2; the max of `hps`, else TINY's),
     and overrides."""
-    from pointer_generator.decoding.search_settings import SearchSettings
+    from pointer_generator.search.settings import SearchSettings
 
     fields = {k: TINY[k] for k in TINY_SEARCH}
     fields["max_dec_steps"] = hps.max_dec_steps if hps is not None else TINY["max_dec_steps"]

@@ -1,7 +1,7 @@
 """The one-article beam search: the original algorithm step for step (spec section 5),
 a plain Python loop over one article's K beams.
 
-It is the reference the batched search (`pointer_generator.decoding.beam_search`) is
+It is the reference the batched search (`pointer_generator.search.beam_search`) is
 tested against, and the search of the re-enacted original decoding in
 `experiments/benchmarks/original_decode.py`; the library itself decodes with the
 batched search only.
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.decoding.beam_search import StepFn
-from pointer_generator.decoding.search_rules import SearchConfig
 from pointer_generator.layers.top_k import top_of
+from pointer_generator.search.beam_search import StepFn
+from pointer_generator.search.rules import SearchRules
 
 
 def _repeated_trigram_ends(generated: list[int]) -> set[int]:
@@ -108,7 +108,7 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, **settings) -> Hypothes
       step_fn: the one-step decoder, called with N = beam_size rows.
       init_carry: nested tensors with leading dim 1 or beam_size; row 0 is every
         hypothesis' initial carry (as in the original).
-      settings: the fields of `SearchConfig` (the batched search's keywords): beam_size K,
+      settings: the fields of `SearchRules` (the batched search's keywords): beam_size K,
         vocab_size V (fed ids outside [0, V) become `unk_id`), max_dec_steps and
         min_dec_steps (a [STOP] produced at step index < min_dec_steps is discarded),
         start_id, stop_id, unk_id; trigram_blocking and length_penalty are optional
@@ -117,7 +117,7 @@ def beam_search_single(step_fn: StepFn, init_carry: Any, **settings) -> Hypothes
     Returns:
       The best finished hypothesis, or the best of the last beam if none finished.
     """
-    cfg = SearchConfig(**{"trigram_blocking": False, "length_penalty": None, **settings})
+    cfg = SearchRules(**{"trigram_blocking": False, "length_penalty": None, **settings})
     k, start_id, stop_id, unk_id = cfg.beam_size, cfg.start_id, cfg.stop_id, cfg.unk_id
     norm = cfg.norm_table()
     init_carry = tf.nest.map_structure(tf.convert_to_tensor, init_carry)

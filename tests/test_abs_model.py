@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID
-from pointer_generator.decoding.beam_search import batched_beam_search
 from pointer_generator.models.abs_model import ABSConfig, ABSModel, context_windows
+from pointer_generator.search.beam_search import batched_beam_search
 from tests import numpy_abs_ras as ref
 
 V = 30

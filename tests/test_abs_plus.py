@@ -14,9 +14,9 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
-from pointer_generator.decoding import extractive_features as ef
 from pointer_generator.errors import DataError
 from pointer_generator.evaluation import mert
+from pointer_generator.search import extractive_features as ef
 
 A, B, C, D, E = 10, 11, 12, 13, 14  # the words a b c d e of spec §8.2's table
 WORDS = {"a": A, "b": B, "c": C, "d": D, "e": E}
@@ -105,7 +105,7 @@ def test_the_batched_search_equals_exhaustive_search_on_a_tiny_model(with_featur
     """Words {4, 5, 6} (the special tokens get no probability), beam 3, exactly two
     words (min = max = 2 steps): every 2-word summary reaches the last step, so the
     search must return the best of all 9 under the model (plus the features)."""
-    from pointer_generator.decoding.beam_search import batched_beam_search
+    from pointer_generator.search.beam_search import batched_beam_search
 
     v, k = 7, 3
     model = _tiny_abs(v)
@@ -246,7 +246,7 @@ def test_tune_features_writes_weights_that_decode_reads(tmp_path, capfd):
 
 @pytest.mark.parametrize("value", ["1e39", "1e308", "-1e7", "nan", "inf"])
 def test_feature_weights_that_overflow_float32_are_refused(tmp_path, value):
-    from pointer_generator.decoding.extractive_features import read_weights
+    from pointer_generator.search.extractive_features import read_weights
 
     path = tmp_path / "w.txt"
     path.write_text(f"uni {value}\n", encoding="utf-8")

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from pointer_generator.data.vocab import PAD_ID, START_ID, STOP_ID, UNK_ID
-from pointer_generator.decoding.beam_search import _segment_sizes, batched_beam_search, tile_beams
+from pointer_generator.search.beam_search import _segment_sizes, batched_beam_search, tile_beams
 from tests.reference_search import Hypothesis, beam_search_single
 
 IDS = dict(start_id=START_ID, stop_id=STOP_ID, unk_id=UNK_ID)
@@ -713,7 +713,7 @@ def test_large_beams_order_candidates_by_a_sort_exactly_as_the_pairwise_count(mo
     """Beam 50 has 5,000 candidates per article: the counts come from a stable sort
     there; they must equal the pairwise definition (ties by candidate index, -inf
     scores of blocked words included, invalid candidates never counted)."""
-    from pointer_generator.decoding import beam_search
+    from pointer_generator.search import beam_search
 
     rng = np.random.default_rng(0)
     b, c = 3, 40
@@ -733,7 +733,7 @@ def test_large_beams_order_candidates_by_a_sort_exactly_as_the_pairwise_count(mo
 def test_batched_equals_single_with_the_sorted_candidate_order(monkeypatch):
     """The whole search through the sort path (as beams above 16 take it) on random
     decoders and on a table full of ties."""
-    from pointer_generator.decoding import beam_search
+    from pointer_generator.search import beam_search
 
     monkeypatch.setattr(beam_search, "PAIRWISE_MAX_CANDIDATES", 0)
     for cfg in random_configs(4, seed=7):

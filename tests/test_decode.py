@@ -13,9 +13,9 @@ import tensorflow as tf
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab, outputids2words
 from pointer_generator.decoding import decode_mode, decode_output
-from pointer_generator.decoding.beam_search import tile_beams
-from pointer_generator.decoding.decoder import BeamSearchDecoder
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.search.beam_decoder import BeamSearchDecoder
+from pointer_generator.search.beam_search import tile_beams
 from tests import helpers
 from tests.reference_search import beam_search_single
 
@@ -339,7 +339,7 @@ def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
 def test_block_unk_also_blocks_copies_of_an_articles_literal_unk_token():
     """An article's literal [UNK] token is one of its OOVs (the original's article2ids): its
     positions are given UNK_ID under --block_unk, so their copy mass is blocked too."""
-    from pointer_generator.decoding.decoder import unk_copies_as_unk
+    from pointer_generator.search.beam_decoder import unk_copies_as_unk
 
     v = 50
     ext = np.array([[5, v, v + 1, 7, v, 1], [v, 9, 1, 1, 1, 1], [4, 4, 4, 4, 4, 4]], np.int32)

@@ -6,9 +6,9 @@ import pytest
 
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.decoding import decode_output as do
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
+from pointer_generator.search.settings import SearchSettings
 
 
 @pytest.mark.parametrize(

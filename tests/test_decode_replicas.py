@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from pointer_generator.decoding.replicated import share_bounds
+from pointer_generator.search.replicated import share_bounds
 from tests import helpers
 
 # One-device and two-replica decoding of the same pipeline batches (3, 3 and 1 articles:
@@ -30,8 +30,8 @@ SCRIPT = textwrap.dedent("""
     from tests import helpers
     from pointer_generator.data.input_pipeline import make_dataset
     from pointer_generator.data.vocab import Vocab
-    from pointer_generator.decoding.decoder import BeamSearchDecoder
-    from pointer_generator.decoding.replicated import ReplicatedDecoder
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
+    from pointer_generator.search.replicated import ReplicatedDecoder
     from pointer_generator.models.families import build_model
     from pointer_generator.runtime.devices import local_mirrored_strategy
 

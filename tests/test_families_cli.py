@@ -81,8 +81,8 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     unless --block_unk."""
     from pointer_generator.data import input_pipeline
     from pointer_generator.data.vocab import UNK_ID, Vocab
-    from pointer_generator.decoding.decoder import BeamSearchDecoder
     from pointer_generator.models.abs_model import ABSConfig, ABSModel
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
 
     hps = helpers.hparams(model="abs", pointer_gen=False)
     vocab = Vocab(data.vocab_path, 100)

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.decoding.decoder import BeamSearchDecoder
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.models import families
 from pointer_generator.models.family import SearchInputs
 from pointer_generator.runtime import checkpointing
+from pointer_generator.search.beam_decoder import BeamSearchDecoder
+from pointer_generator.search.settings import SearchSettings
 from tests import helpers
 
 VOCAB = 30

@@ -158,7 +158,7 @@ def test_a_blocked_id_leaves_the_top_2k_of_the_rest_among_the_candidates():
     near 1, so the 2K+1-th logit belongs in the blocked distribution's top 2K; the
     candidates' spare entry (`candidate_count`) holds it."""
     from pointer_generator.data.vocab import UNK_ID
-    from pointer_generator.decoding.search_rules import block_token
+    from pointer_generator.search.rules import block_token
 
     c = _case(1000, seed=12)
     c["bias"][UNK_ID] = 100.0
@@ -178,7 +178,7 @@ def test_a_blocked_id_leaves_the_top_2k_of_the_rest_among_the_candidates():
 
 
 def test_blocking_leaves_unused_candidate_slots_unused():
-    from pointer_generator.decoding.search_rules import block_token
+    from pointer_generator.search.rules import block_token
 
     cands = Candidates(tf.constant([[0.5, 0.2, -1.0, -1.0]]), tf.constant([[0, 7, 0, 0]]))
     out = block_token(cands, 0)

@@ -623,7 +623,7 @@ class _FakeDecoder:
         return out
 
     def decode_stream(self, batches, skip=0):
-        from pointer_generator.decoding.decoder import decode_batches
+        from pointer_generator.search.beam_decoder import decode_batches
 
         return decode_batches(self.decode_batch, batches, skip)
 

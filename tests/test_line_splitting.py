@@ -38,7 +38,7 @@ def test_parallel_files_split_at_newlines_only(tmp_path, capfd):
 
 def test_weight_files_and_prefix_references_split_at_newlines_only(tmp_path):
     from experiments import prefix
-    from pointer_generator.decoding.extractive_features import read_weights
+    from pointer_generator.search.extractive_features import read_weights
 
     path = tmp_path / "w.txt"
     path.write_text("# tuned \x1c by hand\nuni 1.5\n\nbogus 2\n", encoding="utf-8")

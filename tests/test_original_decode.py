@@ -12,8 +12,8 @@ from experiments.benchmarks import original_decode
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import Vocab, outputids2words
 from pointer_generator.decoding import decode_mode
-from pointer_generator.decoding.decoder import BeamSearchDecoder
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
+from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from tests import helpers
 
 

@@ -21,10 +21,10 @@ import pointer_generator as pg
 from pointer_generator.cli import configs, entry, serve, summarize
 from pointer_generator.cli import flags as flags_lib
 from pointer_generator.cli import help as help_lib
-from pointer_generator.decoding.decoder import BeamSearchDecoder
-from pointer_generator.decoding.extractive_features import read_weights
-from pointer_generator.decoding.search_settings import SEARCH_FLAGS
 from pointer_generator.errors import FlagError
+from pointer_generator.search.beam_decoder import BeamSearchDecoder
+from pointer_generator.search.extractive_features import read_weights
+from pointer_generator.search.settings import SEARCH_FLAGS
 from tests import helpers
 
 TEXT = "W3 W4 W5 W6 said . w7 W8 W9 W10 and W4 . w11 w12 w13 w3 w4 ."

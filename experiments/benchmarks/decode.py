@@ -83,11 +83,11 @@ def reference_search(model, vocab, hps):
     performance work), for comparison."""
     import tensorflow as tf
 
-    from pointer_generator.decoding.beam_search import (
+    from pointer_generator.search.beam_search import (
         batched_beam_search,
         tile_beams,
     )
-    from pointer_generator.decoding.search_settings import SearchSettings
+    from pointer_generator.search.settings import SearchSettings
 
     settings = SearchSettings.from_hparams(hps)  # the original's: beam 4, min 35
     k = settings.beam_size
@@ -231,8 +231,8 @@ def _alternatives(args, model, vocab, hps, tf) -> dict:
     """{figure name: decode(batch)} of the searches timed against the default one, batch
     by batch; a decode returns Summaries (compared with the default's) or None."""
 
-    from pointer_generator.decoding.decoder import BeamSearchDecoder
-    from pointer_generator.decoding.search_settings import SearchSettings
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
+    from pointer_generator.search.settings import SearchSettings
 
     def decoder(full_final_dist=False, **kwargs):
         settings = SearchSettings.from_hparams(hps, full_final_dist=full_final_dist)
@@ -351,7 +351,7 @@ def main(argv=None) -> int:
     if common.data_missing(args):
         return 0
     tf = common.import_tensorflow(args)
-    from pointer_generator.decoding.decoder import BeamSearchDecoder
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
 
     hps, vocab, model, weights, batches = _model_and_batches(args, tf)
     n_articles = sum(int(b["enc_lens"].shape[0]) for b in batches)

@@ -147,8 +147,8 @@ def bench_training(family: str, args) -> dict:
 
 def bench_decoding(model, hps, beam: int, args) -> float:
     """Inputs per second of the batched search at beam `beam`."""
-    from pointer_generator.decoding.decoder import BeamSearchDecoder
-    from pointer_generator.decoding.search_settings import SearchSettings
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
+    from pointer_generator.search.settings import SearchSettings
 
     class Words:  # the search needs only the vocabulary's size
         def size(self):

@@ -111,8 +111,8 @@ def one_at_a_time(model, vocab, hps, original: bool, settings=None):
     """
     import tensorflow as tf
 
-    from pointer_generator.decoding.beam_search import tile_beams
-    from pointer_generator.decoding.search_settings import SearchSettings
+    from pointer_generator.search.beam_search import tile_beams
+    from pointer_generator.search.settings import SearchSettings
     from tests.reference_search import beam_search_single
 
     # By default the original's search: beam 4, min 35, hps' max_dec_steps.

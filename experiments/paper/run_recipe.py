@@ -39,8 +39,8 @@ from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.decoding import decode_output
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.runtime import child_processes, json_files, owned_files, staging
+from pointer_generator.search.settings import SearchSettings
 
 STATE_FILE = "recipe_state.json"
 LOGS_SUBDIR = "recipe_logs"

@@ -11,9 +11,9 @@ from pointer_generator.cli.family_flags import family_registry
 from pointer_generator.cli.flag_checks import given
 from pointer_generator.cli.flags import strategy_name
 from pointer_generator.decoding.config import DecodeConfig
-from pointer_generator.decoding.search_settings import SEARCH_FLAGS, SearchSettings
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
+from pointer_generator.search.settings import SEARCH_FLAGS, SearchSettings
 from pointer_generator.training.config import TrainConfig
 
 
@@ -53,7 +53,7 @@ def search_settings(fv) -> SearchSettings:
     of its name: what decode mode, `summarize`, `export`, `serve` and `tune_features`
     all search with (--length_penalty 0 = none; --feature_weights is read here: the
     settings hold the weights, not the file)."""
-    from pointer_generator.decoding.extractive_features import read_weights
+    from pointer_generator.search.extractive_features import read_weights
 
     values = {name: getattr(fv, name) for name in SEARCH_FLAGS}
     values["length_penalty"] = values["length_penalty"] or None

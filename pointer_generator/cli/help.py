@@ -119,7 +119,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# The search flags, one per field of `decoding/search_settings.SearchSettings`, as the
+# The search flags, one per field of `search/settings.SearchSettings`, as the
 # subcommands that search (summarize, serve) list them in their `--help`.
 SEARCH_HELP = (
     "beam_size",

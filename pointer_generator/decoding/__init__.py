@@ -1,2 +1,2 @@
-"""Decoding: the batched beam search, the decoder over a model's step, decode mode's jobs,
-the decode folder's files and attention pages, and `summarize` for raw text."""
+"""Decoding: decode mode's jobs, the decode folder's files and attention pages, and
+`summarize` for raw text, over the search (`pointer_generator.search`)."""

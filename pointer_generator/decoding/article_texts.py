@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pointer_generator.data.input_pipeline import data_errors, examples_batch
 from pointer_generator.data.stories import articles_of_texts
-from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary
+from pointer_generator.search.beam_decoder import BeamSearchDecoder, Summary
 
 
 def batch_rows(n: int, batch_size: int) -> int:

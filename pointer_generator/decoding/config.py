@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pointer_generator.decoding.search_settings import SearchSettings
+from pointer_generator.search.settings import SearchSettings
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,14 @@ from pointer_generator.data.vocab import (
 )
 from pointer_generator.decoding import attention_html, decode_inputs, decode_output, decode_shards
 from pointer_generator.decoding.config import DecodeConfig
-from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, _text
-from pointer_generator.decoding.replicated import ReplicatedDecoder
 from pointer_generator.decoding.trained import load_weights, open_trained
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.runtime import experiment_settings, interrupts, locks, owned_files
 from pointer_generator.runtime.devices import local_mirrored_strategy
 from pointer_generator.runtime.progress import CountProgress
+from pointer_generator.search.beam_decoder import BeamSearchDecoder, Summary, _text
+from pointer_generator.search.replicated import ReplicatedDecoder
 
 log = logging.getLogger(__name__)
 

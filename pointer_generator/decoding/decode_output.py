@@ -167,7 +167,7 @@ def decode_dir_name(data_path: str, hps, settings, ckpt_name: str) -> str:
     faithful ones: `_triblock`, `_lp<value>`, `_bf16` (hps.mixed_precision), `_blockunk`,
     and ABS+'s `_absplus-<weights digest>` (`extractive_features.features_suffix`).
     """
-    from pointer_generator.decoding.extractive_features import features_suffix
+    from pointer_generator.search.extractive_features import features_suffix
 
     name = "decode_%s_%imaxenc_%ibeam_%imindec_%imaxdec_ckpt-%s" % (
         dataset_label(data_path),

@@ -20,13 +20,13 @@ import numpy as np
 
 from pointer_generator.data.input_pipeline import batch_strings, data_errors, make_dataset
 from pointer_generator.data.vocab import STOP_ID
-from pointer_generator.decoding.extractive_features import (
+from pointer_generator.evaluation import mert
+from pointer_generator.search.extractive_features import (
     FEATURES,
     INDICATORS,
     hypothesis_features,
 )
-from pointer_generator.decoding.search_settings import SearchSettings
-from pointer_generator.evaluation import mert
+from pointer_generator.search.settings import SearchSettings
 
 log = logging.getLogger(__name__)
 

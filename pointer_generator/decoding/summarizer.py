@@ -31,8 +31,8 @@ import threading
 
 import numpy as np
 
-from pointer_generator.decoding.search_settings import SEARCH_FLAGS, SearchSettings
 from pointer_generator.errors import FlagError
+from pointer_generator.search.settings import SEARCH_FLAGS, SearchSettings
 
 
 def given_search(search: SearchSettings | None, options: dict) -> dict:
@@ -49,7 +49,7 @@ def given_search(search: SearchSettings | None, options: dict) -> dict:
     given.update(options)
     weights = given.get("feature_weights")
     if isinstance(weights, str):  # a weight file ("": none, as the flag's default)
-        from pointer_generator.decoding.extractive_features import read_weights
+        from pointer_generator.search.extractive_features import read_weights
 
         given["feature_weights"] = read_weights(weights) if weights else None
     return given

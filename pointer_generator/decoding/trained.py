@@ -24,14 +24,14 @@ import time
 import tensorflow as tf
 
 from pointer_generator.data.vocab import Vocab
-from pointer_generator.decoding.decoder import BeamSearchDecoder
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import CheckpointError, FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import families
 from pointer_generator.models.families import build_model
 from pointer_generator.runtime import checkpointing, experiment_settings, interrupts
 from pointer_generator.runtime.experiment import TRAIN_SUBDIR, check_own_folders
+from pointer_generator.search.beam_decoder import BeamSearchDecoder
+from pointer_generator.search.settings import SearchSettings
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def stored_settings(root: str, vocab_path: str | None = None, **given) -> tuple[
     with `given` (HParams or SearchSettings fields) on top. The search settings are
     {field: value} of those known (the last decode's beam and lengths, the given ones).
     FlagError for a folder without settings."""
-    from pointer_generator.decoding.search_settings import SEARCH_FLAGS
+    from pointer_generator.search.settings import SEARCH_FLAGS
 
     resolved = experiment_settings.resolve(
         root, given, families=families, vocab_path=vocab_path or None, last_decode=True

@@ -11,7 +11,7 @@ summary ends with [STOP], a training target like every word (NAMAS's implicit `<
 The model reads the input pipeline's batches made with `pointer_gen=False` (article
 OOVs are [UNK]): `enc_batch`, `enc_padding_mask`, `dec_batch` ([START] + summary),
 `target_batch` (summary + [STOP]) and `dec_padding_mask`. `decode_step` is a step
-function for `decoding.beam_search.batched_beam_search`.
+function for `search.beam_search.batched_beam_search`.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ class ABSModel(SentenceSummarizer):
         return {"window": tf.fill([batch_size, self.config.window], START_ID)}
 
     def decode_step(self, tokens, carry, articles, beam_size: int = 1):
-        """One search step for `decoding.beam_search.batched_beam_search`: (probs [N, V],
+        """One search step for `search.beam_search.batched_beam_search`: (probs [N, V],
         attn [N, M] (zeros for enc1/enc2), p_gen [N] (ones), new carry), N = S * K rows.
 
         tokens [N]: each hypothesis' latest token; carry {"window": [N, C]};

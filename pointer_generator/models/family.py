@@ -49,7 +49,7 @@ class SearchInputs(NamedTuple):
 
 
 class SearchStart(NamedTuple):
-    """What the batched search runs (`decoding.beam_search.batched_beam_search`).
+    """What the batched search runs (`search.beam_search.batched_beam_search`).
 
     step: step(tokens [N], carry, articles) -> (probabilities [N, V'] or
       `top_k.Candidates`, attention [N, enc_len], p_gen [N], new carry), N = rows of

@@ -3,7 +3,7 @@
 `export_saved_model(decoder, export_dir)` writes a SavedModel whose graph holds every
 step from raw article strings to summary strings: tokenization (`data/graph_tokenizer`),
 the vocabulary and the article-OOV numbering (`data/example_ops`), the batched beam
-search with the decode settings the decoder was built with (`decoding/decoder`), the
+search with the decode settings the decoder was built with (`search/beam_decoder`), the
 ids back to words (article OOVs included) and readable text (`data/graph_detokenize`).
 Loading it needs TensorFlow only (`tf.saved_model.load`, TensorFlow Serving), not this
 package.
@@ -45,8 +45,8 @@ from pointer_generator.data.graph_detokenize import detokenize_batch, restore_ca
 from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_texts
 from pointer_generator.data.input_pipeline import encoder_width, padded_lengths
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
-from pointer_generator.decoding.decoder import BeamSearchDecoder
 from pointer_generator.decoding.summarizer import EXPORT_INFO_FILE
+from pointer_generator.search.beam_decoder import BeamSearchDecoder
 
 SIGNATURE_RAW = "serving_default"
 SIGNATURE_TOKENS = "summarize_tokens"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.decoding.decoder import BeamSearchDecoder, Summary, decode_batches
+from pointer_generator.search.beam_decoder import BeamSearchDecoder, Summary, decode_batches
 
 # The per-article inputs of the search; max_art_oovs (a scalar) goes to every replica.
 _SHARED_KEYS = ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab", "art_oovs")

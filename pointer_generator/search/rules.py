@@ -11,12 +11,12 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.layers.top_k import Candidates
+from pointer_generator.search.settings import SearchSettings
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SearchConfig(SearchSettings):
+class SearchRules(SearchSettings):
     """One search as `batched_beam_search` runs it: the `SearchSettings` (their fields
     and their checks, defined once there) for a vocabulary of `vocab_size` words with
     these special ids, and the top-k function. Built from the search's keywords

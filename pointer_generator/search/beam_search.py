@@ -34,9 +34,10 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_generator.data.vocab import PAD_ID
-from pointer_generator.decoding import search_rules, search_state
 from pointer_generator.layers.top_k import chunked_top_k, top_of
 from pointer_generator.models.family import tile_beams  # noqa: F401  (re-exported)
+from pointer_generator.search import rules
+from pointer_generator.search import state as search_state
 
 StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor, tf.Tensor, Any]]
 
@@ -131,7 +132,7 @@ def batched_beam_search(
       nbest_sums    float32 [B, K]   summed log-probabilities (not length-normalised)
       nbest_valid   bool    [B, K]
     """
-    cfg = search_rules.SearchConfig(
+    cfg = rules.SearchRules(
         beam_size=beam_size,
         vocab_size=vocab_size,
         max_dec_steps=max_dec_steps,
@@ -203,7 +204,7 @@ def _first_argmax(scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
 
 
 def _advance(
-    step_fn: Callable, state: search_state.SearchState, b, cfg: search_rules.SearchConfig
+    step_fn: Callable, state: search_state.SearchState, b, cfg: rules.SearchRules
 ) -> tuple[search_state.SearchState, tuple]:
     """One step of every running article of `state` (b rows, each at its own step t).
 
@@ -231,7 +232,7 @@ def _advance(
     p_gen = tf.reshape(p_gen, [b, k])
     if cfg.trigram_blocking:
         probs = tf.reshape(probs, [b, k, -1])
-        blocked = search_rules.trigram_block_mask(history, t, tf.shape(probs)[-1])
+        blocked = rules.trigram_block_mask(history, t, tf.shape(probs)[-1])
         probs = tf.reshape(tf.where(blocked, tf.zeros_like(probs), probs), [n, -1])
     top_p, top_ids = top_of(probs, two_k, cfg.top_k)
     top_p = tf.reshape(top_p, [b, k, two_k])  # [B, K, 2K], on probabilities
@@ -334,7 +335,7 @@ def _batched_graph(
     articles: Any,
     batch: int | tf.Tensor,
     sizes: list,
-    cfg: search_rules.SearchConfig,
+    cfg: rules.SearchRules,
     pad_id: int,
     n_best: bool = False,
 ) -> dict[str, tf.Tensor]:

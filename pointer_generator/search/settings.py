@@ -3,7 +3,7 @@ options are defined and checked. Decode mode, `summarize`, `serve`, `export`,
 `tune_features` and the Python API all pass one to the search; the command line builds
 it from the flags in one place (`cli/configs.search_settings`), each field from the flag
 of its name (`SEARCH_FLAGS`). The batched search's own view of it,
-`search_rules.SearchConfig`, derives from it (the same fields, the same checks, and the
+`rules.SearchRules`, derives from it (the same fields, the same checks, and the
 vocabulary's facts)."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class SearchSettings:
 
     def search_keywords(self, vocab_size: int) -> dict:
         """The keyword arguments of `beam_search.batched_beam_search` these settings give
-        for a vocabulary of `vocab_size` words (also those of `search_rules.SearchConfig`,
+        for a vocabulary of `vocab_size` words (also those of `rules.SearchRules`,
         which the search makes of them)."""
         return dict(
             beam_size=self.beam_size,

@@ -18,14 +18,14 @@ from pointer_generator.data.vocab import (
     Vocab,
     outputids2words,
 )
-from pointer_generator.decoding import extractive_features
-from pointer_generator.decoding.beam_search import MIN_COMPACT_SIZE, batched_beam_search
-from pointer_generator.decoding.search_rules import SearchConfig, block_token
-from pointer_generator.decoding.search_settings import SearchSettings
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import families
 from pointer_generator.models.family import SearchInputs, SearchStart
+from pointer_generator.search import extractive_features
+from pointer_generator.search.beam_search import MIN_COMPACT_SIZE, batched_beam_search
+from pointer_generator.search.rules import SearchRules, block_token
+from pointer_generator.search.settings import SearchSettings
 
 
 class Summary(NamedTuple):
@@ -162,8 +162,8 @@ class BeamSearchDecoder:
 
     def norm_table(self):
         """The length normalisation the search ranks finished hypotheses by (float32
-        [max_dec_steps + 1], `search_rules.SearchConfig.norm_table`)."""
-        cfg = SearchConfig(**self.settings.search_keywords(self.vocab.size()))
+        [max_dec_steps + 1], `rules.SearchRules.norm_table`)."""
+        cfg = SearchRules(**self.settings.search_keywords(self.vocab.size()))
         return cfg.norm_table()
 
     def nbest_batch(self, batch: dict) -> dict:
