@@ -63,11 +63,11 @@ from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.data.binfile import read_records
 from pointer_generator.data.vocab import UNK_ID, UNK_TOKEN, Vocab, abstract2sents, ascii_split
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.errors import PointerGeneratorError
 
 NGRAM_ORDERS = (1, 2, 3, 4)
-P_GENS_FILE = "p_gens.tsv"  # written by pointer_generator.decoding.decode_mode in single-pass mode
+P_GENS_FILE = "p_gens.tsv"  # written by pointer_generator.decoding.job in single-pass mode
 DEFAULT_MAX_ENC_STEPS = 400
 
 _DECODED_RE = re.compile(r"(\d+)_decoded\.txt")
@@ -269,7 +269,7 @@ def read_pairs(
     if missing:
         raise AnalysisError(
             f"{len(missing)} decoded summaries have no reference in "
-            f"{reference_dir}, e.g. {decode_output.REFERENCE_NAME % missing[0]}"
+            f"{reference_dir}, e.g. {folder.REFERENCE_NAME % missing[0]}"
         )
     indices = sorted(decoded)
     return indices, [decoded[i] for i in indices], [refs[i] for i in indices]
@@ -397,8 +397,8 @@ def analyse_decode_dir(decode_dir: str, **kwargs) -> dict:
     if not os.path.isdir(decode_dir):
         raise AnalysisError(f"decode dir {decode_dir} does not exist")
     return analyse(
-        os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
-        os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
+        os.path.join(decode_dir, folder.REFERENCE_SUBDIR),
+        os.path.join(decode_dir, folder.DECODED_SUBDIR),
         p_gens_path=os.path.join(decode_dir, P_GENS_FILE),
         **kwargs,
     )

@@ -7,7 +7,7 @@ Examples are read as single-pass decoding reads them (files sorted by name, reco
 file order, empty articles skipped), so example k here is example k of a decode dir. For
 each, `DIR/reference/%06d_reference.txt` (the abstract's sentences) and
 `DIR/decoded/%06d_decoded.txt` (the lead) are written with the decoder's own
-`decode_output.write_for_rouge`, then the set is scored with the same official ROUGE-1.5.5
+`folder.write_for_rouge`, then the set is scored with the same official ROUGE-1.5.5
 call as decode, into `DIR/ROUGE_results.txt`.
 
 Sentence splitting of the tokenized, lower-cased article: `experiments.sentences` (a
@@ -33,7 +33,7 @@ from experiments.analysis import iter_examples
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.data.vocab import abstract2sents
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.errors import PointerGeneratorError
 from pointer_generator.runtime import owned_files
 
@@ -66,11 +66,11 @@ def write_lead(
             break
         sents = lead(article, n)
         words = [w for s in sents for w in s.split(" ")]
-        decode_output.write_for_rouge(abstract2sents(abstract), words, k, out_dir)
+        folder.write_for_rouge(abstract2sents(abstract), words, k, out_dir)
         if lines == "sentence":
             # Same file, one lead sentence a line instead of write_for_rouge's "."-split.
-            decode_output.atomic_write_text(
-                os.path.join(out_dir, decode_output.DECODED_SUBDIR, decode_output.DECODED_NAME % k),
+            folder.atomic_write_text(
+                os.path.join(out_dir, folder.DECODED_SUBDIR, folder.DECODED_NAME % k),
                 "\n".join(sents),
             )
         count += 1
@@ -79,10 +79,7 @@ def write_lead(
 
 def prepare_out_dir(out_dir: str, overwrite: bool) -> None:
     """Refuse to mix with summaries of an earlier run (ROUGE would score stale files)."""
-    subdirs = [
-        os.path.join(out_dir, d)
-        for d in (decode_output.REFERENCE_SUBDIR, decode_output.DECODED_SUBDIR)
-    ]
+    subdirs = [os.path.join(out_dir, d) for d in (folder.REFERENCE_SUBDIR, folder.DECODED_SUBDIR)]
     for d in [*subdirs, os.path.join(out_dir, "ROUGE_results.txt")]:
         owned_files.refuse_link(d)  # --overwrite would empty wherever it points
     used = [d for d in subdirs if os.path.isdir(d) and os.listdir(d)]
@@ -133,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         from pointer_generator.evaluation import rouge
 
         results = rouge.rouge_eval(
-            os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),
-            os.path.join(args.out_dir, decode_output.DECODED_SUBDIR),
+            os.path.join(args.out_dir, folder.REFERENCE_SUBDIR),
+            os.path.join(args.out_dir, folder.DECODED_SUBDIR),
         )
         print(rouge.rouge_log(results, args.out_dir).lstrip("\n"), end="")
     return 0

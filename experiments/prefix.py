@@ -25,7 +25,7 @@ from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.data.text_files import read_lines
 from pointer_generator.data.vocab import abstract2sents
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.errors import DataError, PointerGeneratorError
 
 PREFIX_CHARS = 75
@@ -49,8 +49,8 @@ def _extra_references(references_dir: str | None) -> list[list[str]]:
 def write_prefix(data_path: str, out_dir: str, chars: int, references_dir: str | None) -> int:
     """Write decoded/ and reference/ files of the PREFIX baseline; returns the count."""
     extra = _extra_references(references_dir)
-    ref_dir = os.path.join(out_dir, decode_output.REFERENCE_SUBDIR)
-    dec_dir = os.path.join(out_dir, decode_output.DECODED_SUBDIR)
+    ref_dir = os.path.join(out_dir, folder.REFERENCE_SUBDIR)
+    dec_dir = os.path.join(out_dir, folder.DECODED_SUBDIR)
     os.makedirs(ref_dir, exist_ok=True)
     os.makedirs(dec_dir, exist_ok=True)
     count = 0
@@ -64,11 +64,9 @@ def write_prefix(data_path: str, out_dir: str, chars: int, references_dir: str |
                 )
             refs.append(column[k])
         for j, ref in enumerate(refs):
-            decode_output.atomic_write_text(
-                os.path.join(ref_dir, "%06d_reference_%d.txt" % (k, j)), ref
-            )
-        decode_output.atomic_write_text(
-            os.path.join(dec_dir, decode_output.DECODED_NAME % k), prefix(article, chars)
+            folder.atomic_write_text(os.path.join(ref_dir, "%06d_reference_%d.txt" % (k, j)), ref)
+        folder.atomic_write_text(
+            os.path.join(dec_dir, folder.DECODED_NAME % k), prefix(article, chars)
         )
         count += 1
     return count
@@ -100,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Wrote {n} PREFIX summaries to {args.out_dir}", flush=True)
     if not args.no_rouge:
         results = rouge.rouge_eval(
-            os.path.join(args.out_dir, decode_output.REFERENCE_SUBDIR),
-            os.path.join(args.out_dir, decode_output.DECODED_SUBDIR),
+            os.path.join(args.out_dir, folder.REFERENCE_SUBDIR),
+            os.path.join(args.out_dir, folder.DECODED_SUBDIR),
             style=args.style,
         )
         print(rouge.rouge_log(results, args.out_dir).lstrip("\n"), end="")

@@ -5,7 +5,7 @@ import pytest
 from experiments import analysis, lead3
 from pointer_generator.data.binfile import write_bin
 from pointer_generator.data.vocab import Vocab
-from pointer_generator.decoding.decode_output import write_for_rouge
+from pointer_generator.decoding.folder import write_for_rouge
 
 
 def test_duplicate_ngrams_counts_repeats_of_earlier_occurrences():

@@ -88,13 +88,13 @@ def test_a_bug_is_one_line_with_status_3_and_its_traceback_in_a_file(
 
 
 def test_every_mode_has_its_main():
-    from pointer_generator.decoding import decode_mode
+    from pointer_generator.decoding import job
     from pointer_generator.evaluation import evaluate
     from pointer_generator.training import train
 
     assert run_summarization.mode_main("train") is train.main
     assert run_summarization.mode_main("eval") is evaluate.main
-    assert run_summarization.mode_main("decode") is decode_mode.main
+    assert run_summarization.mode_main("decode") is job.main
 
 
 def test_eval_single_pass_from_the_command_line(tmp_path, capsys):

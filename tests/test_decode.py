@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab, outputids2words
-from pointer_generator.decoding import decode_mode, decode_output
+from pointer_generator.decoding import folder, job
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from pointer_generator.search.beam_search import tile_beams
@@ -79,7 +79,7 @@ def _one_article_search(model, search, vocab, batch, i, block_unk=False):
         stop_id=STOP_ID,
         unk_id=UNK_ID,
     )
-    strings = decode_mode.example_strings(batch, i)
+    strings = job.example_strings(batch, i)
     words = outputids2words(hyp.tokens[1:], vocab, strings["art_oovs"])
     if "[STOP]" in words:
         words = words[: words.index("[STOP]")]
@@ -174,13 +174,12 @@ def test_decode_stream_equals_decode_batch(setup, skip):
     decoder = BeamSearchDecoder(model, vocab, hps, search)
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     expected = [
-        (decode_mode.example_strings(b, i), s)
+        (job.example_strings(b, i), s)
         for b in dataset
         for i, s in enumerate(decoder.decode_batch(b))
     ]
     streamed = [
-        (decode_mode.example_strings(b, i), s)
-        for b, i, s in decoder.decode_stream(dataset, skip=skip)
+        (job.example_strings(b, i), s) for b, i, s in decoder.decode_stream(dataset, skip=skip)
     ]
     assert len(expected) == 7 and len(streamed) == 7 - skip
     for (strings, summary), (want_strings, want) in zip(streamed, expected[skip:], strict=True):
@@ -199,10 +198,8 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
         return make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
 
     full = os.path.join(setup.log_root, "full")
-    decode_mode.decode_single_pass(
-        decoder, dataset(), full, total=7, attention_pages=2, run_rouge=False
-    )
-    assert decode_output.count_complete(full) == 7
+    job.decode_single_pass(decoder, dataset(), full, total=7, attention_pages=2, run_rouge=False)
+    assert folder.count_complete(full) == 7
     assert sorted(os.listdir(os.path.join(full, "attention"))) == [
         "000000.html",
         "000001.html",
@@ -210,11 +207,11 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
     ]
     # An interrupted run: only the first 4 examples were written; the rerun completes it.
     part = os.path.join(setup.log_root, "part")
-    decode_mode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
+    job.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
     for k in range(4, 7):
         os.remove(os.path.join(part, "decoded", "%06d_decoded.txt" % k))
-    assert decode_output.count_complete(part) == 4
-    decode_mode.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
+    assert folder.count_complete(part) == 4
+    job.decode_single_pass(decoder, dataset(), part, run_rouge=False, attention_pages=0)
     for sub, name in (("decoded", "%06d_decoded.txt"), ("reference", "%06d_reference.txt")):
         for k in range(7):
             with (
@@ -223,7 +220,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
             ):
                 assert a.read() == b.read()
     # The mean p_gen of each example was recorded once per decode (a resume appends).
-    with open(os.path.join(part, decode_mode.P_GENS_FILE)) as f:
+    with open(os.path.join(part, job.P_GENS_FILE)) as f:
         indices = [int(line.split("\t")[0]) for line in f]
     assert sorted(set(indices)) == list(range(7))
 
@@ -232,7 +229,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup, monkeypatch):
     hps, vocab, model, search = _model(setup)
     decoder = BeamSearchDecoder(model, vocab, hps, search)
-    real_write = decode_output.write_for_rouge
+    real_write = folder.write_for_rouge
     written = []
 
     def write_then_press(*args, **kwargs):
@@ -241,13 +238,13 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setu
         if len(written) == 2:
             helpers.ctrl_c_in_a_finalizer()
 
-    monkeypatch.setattr(decode_output, "write_for_rouge", write_then_press)
+    monkeypatch.setattr(folder, "write_for_rouge", write_then_press)
     out = os.path.join(setup.log_root, "ctrl_c")
     dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     with helpers.ctrl_c_remembered(), pytest.raises(KeyboardInterrupt):
-        decode_mode.decode_single_pass(decoder, dataset, out, run_rouge=False, attention_pages=0)
+        job.decode_single_pass(decoder, dataset, out, run_rouge=False, attention_pages=0)
     # It stopped before the next example: two complete ones for a rerun to resume after.
-    assert len(written) == 2 and decode_output.count_complete(out) == 2
+    assert len(written) == 2 and folder.count_complete(out) == 2
 
 
 def test_decode_mode_cli_single_pass_with_rouge_and_concurrent(setup):

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from pointer_generator.data.vocab import Vocab
-from pointer_generator.decoding import decode_output as do
+from pointer_generator.decoding import folder as do
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.search.settings import SearchSettings
@@ -187,7 +187,7 @@ def test_example_log_text(small_vocab):
 
 def test_a_decode_that_repeats_a_few_summaries_is_flagged(tmp_path):
     """Issue 29's ABS wrote 3 summaries for 200 articles: the decode says so."""
-    from pointer_generator.decoding.decode_mode import repeated_summaries
+    from pointer_generator.decoding.job import repeated_summaries
 
     def decode_dir(name, summaries):
         d = str(tmp_path / name)

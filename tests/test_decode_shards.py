@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from pointer_generator.decoding import decode_shards
+from pointer_generator.decoding import shards
 from tests import helpers
 
 
@@ -63,7 +63,7 @@ def test_two_processes_decode_what_one_does(tmp_path):
     assert not failed, "\n".join(failed)
     assert sum("Merged 2 shards: 7 examples" in out for out in outputs) == 1, outputs
     two = _folder(other_root, "exp")
-    assert not os.path.exists(os.path.join(two, decode_shards.SHARDS_SUBDIR))
+    assert not os.path.exists(os.path.join(two, shards.SHARDS_SUBDIR))
     for sub in ("decoded", "reference"):
         assert _files(two, sub) == _files(one, sub) and len(_files(one, sub)) == 7
     pages = sorted(n for n in os.listdir(os.path.join(two, "attention")) if n != "index.html")

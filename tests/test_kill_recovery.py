@@ -34,7 +34,7 @@ import pytest
 import tensorflow as tf
 
 import pointer_generator as pg
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.runtime import checkpointing
 from pointer_generator.runtime.experiment import Experiment
 from tests import helpers
@@ -565,12 +565,12 @@ def test_interrupted_single_pass_decode_resumes_to_the_same_files(tmp_path):
     try:
         kill_at = rng.randrange(n // 5, n // 2)
         deadline = time.time() + STARTUP_TIMEOUT
-        while decode_output.count_complete(killed_dir) < kill_at:
+        while folder.count_complete(killed_dir) < kill_at:
             assert time.time() < deadline and killed.proc.poll() is None, killed.tail()
             time.sleep(0.005)
         time.sleep(rng.uniform(0, 0.05))
         killed.kill9()
-        done_at_kill = decode_output.count_complete(killed_dir)
+        done_at_kill = folder.count_complete(killed_dir)
         assert done_at_kill < n, "the decode ended before it was killed; use more examples"
         assert plain.wait(timeout=STARTUP_TIMEOUT) == 0, plain.tail()
         rerun = Job(args("killed"))
@@ -630,7 +630,7 @@ class _FakeDecoder:
 
 @pytest.fixture
 def fake_decode(tmp_path):
-    from pointer_generator.decoding import decode_mode
+    from pointer_generator.decoding import job
 
     data = helpers.tiny_setup(tmp_path, n_train=4, n_val=7)
     vocab = pg.Vocab(data.vocab_path, 100)
@@ -640,7 +640,7 @@ def fake_decode(tmp_path):
         dataset = pg.make_dataset(
             data.val_path, vocab, decoder.hps.replace(batch_size=3), "decode", True
         )
-        decode_mode.decode_single_pass(
+        job.decode_single_pass(
             decoder, dataset, decode_dir, run_rouge=False, attention_pages=4, **kwargs
         )
 
@@ -652,14 +652,14 @@ def test_decode_writes_everything_of_an_example_before_it_counts_as_done(
 ):
     """A kill can come between any two writes; the decoded file (which makes an example
     complete, so that a resumed run skips it) must be the last one."""
-    from pointer_generator.decoding import decode_mode
+    from pointer_generator.decoding import job
 
     decode_dir = str(tmp_path / "dec")
-    real_write = decode_output.write_for_rouge
+    real_write = folder.write_for_rouge
     checked = []
 
     def write_last(reference_sents, decoded_words, ex_index, directory, **kwargs):
-        with open(os.path.join(directory, decode_mode.P_GENS_FILE), encoding="utf-8") as f:
+        with open(os.path.join(directory, job.P_GENS_FILE), encoding="utf-8") as f:
             on_disk = [int(line.split("\t")[0]) for line in f]
         assert on_disk[-1:] == [ex_index], (on_disk, ex_index)  # its p_gen line, flushed
         page = os.path.join(directory, "attention", "%06d.html" % ex_index)
@@ -667,7 +667,7 @@ def test_decode_writes_everything_of_an_example_before_it_counts_as_done(
         checked.append(ex_index)
         real_write(reference_sents, decoded_words, ex_index, directory, **kwargs)
 
-    monkeypatch.setattr(decode_output, "write_for_rouge", write_last)
+    monkeypatch.setattr(folder, "write_for_rouge", write_last)
     fake_decode(decode_dir)
     assert checked == list(range(7))
 
@@ -690,4 +690,4 @@ def test_resumed_decode_drops_a_torn_p_gen_line_and_stale_temporaries(tmp_path, 
 
     assert open(os.path.join(decode_dir, "p_gens.tsv"), encoding="utf-8").read() == whole
     assert not os.path.exists(stale)
-    assert decode_output.count_complete(decode_dir) == 7
+    assert folder.count_complete(decode_dir) == 7

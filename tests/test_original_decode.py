@@ -11,7 +11,7 @@ import tensorflow as tf
 from experiments.benchmarks import original_decode
 from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import Vocab, outputids2words
-from pointer_generator.decoding import decode_mode
+from pointer_generator.decoding import job
 from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from tests import helpers
@@ -59,9 +59,7 @@ def test_original_one_article_decoding_equals_the_batched_decoder(setup, coverag
             hyp = search(one)
             generated = hyp.tokens[1:]
             assert len(generated) == len(summary.p_gens), (i, original)
-            words = outputids2words(
-                generated, vocab, decode_mode.example_strings(batch, i)["art_oovs"]
-            )
+            words = outputids2words(generated, vocab, job.example_strings(batch, i)["art_oovs"])
             assert words[: len(summary.words)] == summary.words, (i, original)
             np.testing.assert_allclose(np.stack(hyp.attn_dists), summary.attn, atol=1e-5)
             assert float(hyp.avg_log_prob) == pytest.approx(summary.score, abs=1e-5)

@@ -10,7 +10,7 @@ import pytest
 from experiments import report
 from pointer_generator import exit_codes
 from pointer_generator.data.binfile import write_bin
-from pointer_generator.decoding.decode_output import write_for_rouge
+from pointer_generator.decoding.folder import write_for_rouge
 from pointer_generator.evaluation.rouge import format_results
 
 # An event file written by pointer_generator.runtime.summaries.ScalarWriter (TensorFlow 2.21) with

@@ -17,7 +17,7 @@ import tempfile
 import pytest
 
 from pointer_generator import exit_codes
-from pointer_generator.decoding.decode_output import write_for_rouge
+from pointer_generator.decoding.folder import write_for_rouge
 from pointer_generator.evaluation import rouge
 from tests.conftest import REPO_ROOT
 

@@ -260,7 +260,7 @@ def test_an_export_records_every_setting_its_search_was_built_with(data, tmp_pat
     import json
 
     from pointer_generator.cli import export
-    from pointer_generator.decoding import export_info
+    from pointer_generator.summarizing import export_info
 
     settings = pg.SearchSettings(**{**SEARCH, "feature_weights": read_weights(data.weights)})
     hps = helpers.hparams(**MODEL_DECODE)

@@ -36,7 +36,7 @@ class _Stub:
         self.calls = 0
 
     def summarize(self, texts):
-        from pointer_generator.decoding.summarizer import SummaryResult
+        from pointer_generator.summarizing.summarizer import SummaryResult
 
         self.calls += 1
         time.sleep(self.delay_s)
@@ -339,7 +339,7 @@ def _read_sample(path):
 
 
 def _read_export_info(path):
-    from pointer_generator.decoding import export_info
+    from pointer_generator.summarizing import export_info
 
     return export_info.read(str(path))
 
@@ -389,13 +389,13 @@ def test_every_json_reader_turns_deep_nesting_into_its_own_error(tmp_path, reade
 def test_files_read_only_for_a_hint_are_ignored_when_unreadable(tmp_path, content):
     """Files whose content is only a hint (a decode folder's record of its inputs, a
     lock's holder, ROUGE's finished-copy marker) count as absent, as when not JSON."""
-    from pointer_generator.decoding import decode_inputs
+    from pointer_generator.decoding import inputs_record
     from pointer_generator.evaluation import rouge_install
     from pointer_generator.runtime import locks
 
-    (tmp_path / decode_inputs.RECORD_FILE).write_text(content)
-    assert decode_inputs._read(str(tmp_path)) is None
-    assert decode_inputs.differences(None, {"data": 1}) == ["no record of its inputs"]
+    (tmp_path / inputs_record.RECORD_FILE).write_text(content)
+    assert inputs_record._read(str(tmp_path)) is None
+    assert inputs_record.differences(None, {"data": 1}) == ["no record of its inputs"]
     (tmp_path / "lock").write_text(content)
     assert locks._holder(str(tmp_path / "lock")) == "a process whose details could not be read"
     (tmp_path / rouge_install._MARKER).write_text(content)
@@ -463,7 +463,7 @@ def _fake_export(tmp_path, info) -> str:
 )  # fmt: skip
 def test_a_hand_edited_export_info_is_one_error(tmp_path, edit, message):
     """Before: `{"encoder_lengths": "abc"}` made serve --saved_model exit 3 (TypeError)."""
-    from pointer_generator.decoding.summarizer import SavedModelSummarizer
+    from pointer_generator.summarizing.summarizer import SavedModelSummarizer
 
     info = edit if isinstance(edit, str) else {**VALID_INFO, **edit}
     folder = _fake_export(tmp_path, info)
@@ -479,7 +479,7 @@ def test_what_export_writes_passes_the_check(tmp_path):
     """The reader's table of decode settings is the export's (a new decode flag of the
     export would otherwise make every new export unreadable)."""
     from pointer_generator.cli import export
-    from pointer_generator.decoding import export_info
+    from pointer_generator.summarizing import export_info
 
     assert set(export_info.DECODE_TYPES) == set(
         export.HELP_FLAGS["decoding (fixed in the SavedModel)"]

@@ -23,7 +23,7 @@ class _StubSummarizer:
     the check lets through but the model cannot take (as the graph tokenizer may)."""
 
     def __init__(self):
-        from pointer_generator.decoding.summarizer import check_text
+        from pointer_generator.summarizing.summarizer import check_text
 
         self.check_text = check_text
         self.calls = []

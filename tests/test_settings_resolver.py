@@ -17,10 +17,11 @@ import pytest
 import pointer_generator as pg
 from pointer_generator.cli import entry
 from pointer_generator.cli import flags as flags_lib
-from pointer_generator.decoding import decode_mode, trained
+from pointer_generator.decoding import job
 from pointer_generator.errors import FlagError
 from pointer_generator.models import families
 from pointer_generator.runtime import experiment_settings
+from pointer_generator.summarizing import trained
 from tests import helpers
 
 TEXT = "W3 W4 W5 W6 said . w7 W8 W9 W10 and W4 ."
@@ -67,7 +68,7 @@ def opened(monkeypatch):
         return built
 
     monkeypatch.setattr(trained, "open_trained", recording)
-    monkeypatch.setattr(decode_mode, "open_trained", recording)
+    monkeypatch.setattr(job, "open_trained", recording)
     monkeypatch.setattr(trained.TrainedModel, "decoder", decoder)
     return seen
 

@@ -77,7 +77,7 @@ def test_the_readme_example_runs(trained, capsys):
     "n, batch_size, rows", [(1, 16, 1), (3, 16, 4), (5, 16, 8), (16, 16, 16), (5, 6, 6)]
 )
 def test_batch_rows_are_powers_of_two_up_to_the_batch_size(n, batch_size, rows):
-    from pointer_generator.decoding.article_texts import batch_rows
+    from pointer_generator.summarizing.article_texts import batch_rows
 
     assert batch_rows(n, batch_size) == rows
 
@@ -132,7 +132,7 @@ def test_a_checked_text_is_tokenized_once(trained, monkeypatch):
 
 @pytest.mark.parametrize("batch_size, rows", [(16, (1, 2, 4, 8, 16)), (6, (1, 2, 4, 6)), (1, (1,))])
 def test_warm_up_rows_cover_every_batch_size(batch_size, rows):
-    from pointer_generator.decoding.article_texts import all_batch_rows, batch_rows
+    from pointer_generator.summarizing.article_texts import all_batch_rows, batch_rows
 
     assert all_batch_rows(batch_size) == rows
     assert {batch_rows(n, batch_size) for n in range(1, batch_size + 1)} == set(rows)

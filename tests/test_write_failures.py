@@ -350,14 +350,14 @@ def mixed_data(setup, tmp_path_factory):
 
 
 def test_a_full_disk_while_decoding_is_one_error(setup, capfd, mixed_data, monkeypatch):
-    from pointer_generator.decoding import decode_output
+    from pointer_generator.decoding import folder
 
     path, _ = mixed_data
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(decode_output, "write_for_rouge", full)
+    monkeypatch.setattr(folder, "write_for_rouge", full)
     status, errors, err, _ = _run(
         capfd, setup, mode="decode", data_path=path, exp_name="mixed", single_pass=True
     )

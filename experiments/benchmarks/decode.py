@@ -198,9 +198,9 @@ def _parse(argv):
 def _model_and_batches(args, tf):
     """(hps, vocab, model, its weights' description, batches) at the paper's settings."""
     from pointer_generator.data.vocab import STOP_ID, Vocab
-    from pointer_generator.decoding.trained import load_weights
     from pointer_generator.hparams import HParams
     from pointer_generator.models.pointer_generator import PointerGeneratorModel
+    from pointer_generator.summarizing.trained import load_weights
 
     hps = HParams(
         batch_size=args.batch_size,

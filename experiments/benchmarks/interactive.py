@@ -152,10 +152,10 @@ def paper_figures(args) -> dict:
     import tensorflow as tf
 
     from pointer_generator.data.vocab import Vocab
-    from pointer_generator.decoding.summarizer import Summarizer
     from pointer_generator.hparams import HParams
     from pointer_generator.models.pointer_generator import PointerGeneratorModel
     from pointer_generator.search.beam_decoder import BeamSearchDecoder
+    from pointer_generator.summarizing.summarizer import Summarizer
 
     hps = HParams(max_enc_steps=400, max_dec_steps=120)  # the search: beam 4, min 35
     vocab = Vocab(args.vocab_path, 50000)

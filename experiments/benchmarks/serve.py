@@ -93,8 +93,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     common.import_tensorflow()
     import pointer_generator as pg
-    from pointer_generator.decoding.article_texts import all_batch_rows
     from pointer_generator.serving.http_server import SummaryService, make_server
+    from pointer_generator.summarizing.article_texts import all_batch_rows
 
     with tempfile.TemporaryDirectory() as work:
         if args.log_root:

@@ -38,7 +38,7 @@ from experiments.paper import recipe as recipe_lib
 from experiments.paper.recipe import CLI_MODULE, Recipe, RecipeError, Stage
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.runtime import child_processes, json_files, owned_files, staging
 from pointer_generator.search.settings import SearchSettings
 
@@ -241,14 +241,14 @@ class Runner:
         return [f"--max_steps={start + steps}"]
 
     def decode_dir_for(self, stage: Stage, checkpoint: str | None) -> str:
-        """Where single-pass decode of `checkpoint` writes (decode_output's naming)."""
+        """Where single-pass decode of `checkpoint` writes (decoding/folder.py's naming)."""
         fv = recipe_lib.resolve(self.static_args(stage))
         settings = SearchSettings(
             beam_size=fv.beam_size,
             min_dec_steps=fv.min_dec_steps,
             max_dec_steps=fv.max_dec_steps,
         )
-        name = decode_output.decode_dir_name(
+        name = folder.decode_dir_name(
             self.data_path("test"),
             SimpleNamespace(max_enc_steps=fv.max_enc_steps),
             settings,

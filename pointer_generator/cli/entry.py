@@ -1,7 +1,7 @@
 """The `pointer-generator` console script.
 
     pointer-generator [flags]              = python -m pointer_generator.cli.run_summarization
-    pointer-generator summarize ARGS...    -> pointer_generator.decoding.article_texts.main(ARGS)
+    pointer-generator summarize ARGS...    -> pointer_generator.cli.summarize.main(ARGS)
     pointer-generator quickstart ARGS...   -> pointer_generator.cli.quickstart.main(ARGS)
     pointer-generator tune_features ARGS... -> pointer_generator.cli.tune_features.main(ARGS)
     pointer-generator serve ARGS...        -> pointer_generator.cli.serve.main(ARGS)

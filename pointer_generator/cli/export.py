@@ -120,8 +120,8 @@ def main(argv: list[str]) -> int:
     export_dir = check_export_dir(fv.export_dir)
 
     console.import_tensorflow()
-    from pointer_generator.decoding.trained import open_trained
     from pointer_generator.serving.saved_model import export_saved_model
+    from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(
         exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None

@@ -314,7 +314,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         flag_values=fv,
     )
 
-    # ---- decode-mode additions (pointer_generator.decoding.decode_mode) -------------------
+    # ---- decode-mode additions (pointer_generator.decoding.job) -------------------
     flags.DEFINE_integer(
         "decode_batch_size",
         32,

@@ -91,7 +91,7 @@ def mode_main(mode: str):
     elif mode == "eval":
         from pointer_generator.evaluation.evaluate import main
     else:
-        from pointer_generator.decoding.decode_mode import main
+        from pointer_generator.decoding.job import main
     return main
 
 

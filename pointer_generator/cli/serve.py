@@ -113,14 +113,14 @@ def summarizer_of(fv):
     experiment opened as `summarize` opens it, with the search of the flags
     (`configs.search_settings`, as every command)."""
     from pointer_generator.cli import configs, console, stored_settings
-    from pointer_generator.decoding.summarizer import Summarizer
+    from pointer_generator.summarizing.summarizer import Summarizer
 
     if fv.saved_model:
         console.import_tensorflow()
         return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
     console.import_tensorflow()
-    from pointer_generator.decoding.trained import open_trained
+    from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(
         exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
     # Compiled now, so that the first requests do not wait for it.
     rows = (1,)
     if fv.serve_warm_up_batches:
-        from pointer_generator.decoding.article_texts import all_batch_rows
+        from pointer_generator.summarizing.article_texts import all_batch_rows
 
         rows = all_batch_rows(fv.serve_max_batch)
     print(

@@ -3,7 +3,7 @@
     pointer-generator summarize --log_root=L --exp_name=E [FILE ...]
         # one article per file; no FILE or "-" reads stdin
 
-The texts are summarized by `pointer_generator.decoding.article_texts.summarize_texts` (the
+The texts are summarized by `pointer_generator.summarizing.article_texts.summarize_texts` (the
 same tokenization as the training data, the same batched beam search as `--mode=decode`)
 from the newest checkpoint of the experiment (or `--tf1_checkpoint`). The model flags
 and the vocabulary come from the experiment (`settings.json`, written when it was
@@ -89,9 +89,9 @@ def main(argv: list[str]) -> int:
 
     console.import_tensorflow()
     from pointer_generator.data.detokenize import detokenize, text_casing
-    from pointer_generator.decoding import decode_output
-    from pointer_generator.decoding.article_texts import summarize_examples
-    from pointer_generator.decoding.trained import open_trained
+    from pointer_generator.decoding import folder
+    from pointer_generator.summarizing.article_texts import summarize_examples
+    from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(
         exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
     for name, text, summary in zip(names, texts, summaries, strict=True):
         if len(inputs) > 1:
             print(f"==> {name} <==")
-        sentences = decode_output.split_sentences(summary.words)
+        sentences = folder.split_sentences(summary.words)
         if not fv.tokens:
             casing = text_casing(text)  # the article's capitals, put back
             sentences = [detokenize(s.split(), casing) for s in sentences]

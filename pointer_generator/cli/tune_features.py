@@ -62,8 +62,8 @@ def main(argv: list[str]) -> int:
     validate(fv)
     console.import_tensorflow()
     from pointer_generator.decoding.feature_tuning import TuningConfig, tune
-    from pointer_generator.decoding.trained import open_trained
     from pointer_generator.search.extractive_features import format_weights
+    from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(exp.root, configs.hparams(fv), fv.vocab_path)
     config = TuningConfig(

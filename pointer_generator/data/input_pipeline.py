@@ -153,7 +153,7 @@ def examples_batch(
     """One padded decode batch (the module docstring's dict, as eager tensors) of
     tokenized (article, abstract) pairs, built by the pipeline's own stages without a
     `tf.data` pipeline: building and starting one costs about a second, which is most
-    of an interactive summary's time (`decoding/article_texts.py`).
+    of an interactive summary's time (`summarizing/article_texts.py`).
 
     Args:
       examples: 1 or more pairs with non-empty articles.

@@ -21,7 +21,7 @@ from urllib.parse import quote
 import numpy as np
 
 from pointer_generator.data.vocab import ascii_split
-from pointer_generator.decoding.decode_output import atomic_write_text
+from pointer_generator.decoding.folder import atomic_write_text
 from pointer_generator.errors import DataError
 from pointer_generator.runtime import owned_files
 
@@ -63,9 +63,9 @@ def attn_vis_data(
     Args:
       article: the full, untruncated article text (a string, split on ASCII whitespace like
         the original's Python 2 `split()`, or an already split list). Pass it through
-        `decode_output.mark_oovs` first to get the original's `__oov__` markers.
+        `folder.mark_oovs` first to get the original's `__oov__` markers.
       decoded_words: output words without `[STOP]`.
-      abstract: the reference abstract string (marked with `decode_output.show_abs_oovs`).
+      abstract: the reference abstract string (marked with `folder.show_abs_oovs`).
       attn_dists: per decoder step, the attention over the (truncated) encoder input; may
         hold one more step than `decoded_words` (the step that produced `[STOP]`).
         Zero-weight padding positions beyond the article's end are dropped.

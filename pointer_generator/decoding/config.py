@@ -28,7 +28,7 @@ class DecodeConfig:
     xla: compile the whole search with XLA.
     readable_summaries: single pass: also write detokenized summaries in `readable/`.
     decode_shards, decode_shard: single pass: decode this shard of that many (processes
-      or machines), merged by the last to finish (`decode_shards.py`).
+      or machines), merged by the last to finish (`shards.py`).
     distribution_strategy: "mirrored" splits each batch over this machine's devices
       (`replicated.py`); "default" decodes on one.
     """

@@ -17,7 +17,7 @@ checks its shape and types (`read`), naming the file and the entry on a problem.
 
 Every user of a trained experiment gets its settings from one resolver, `resolve`: the
 command line (cli/stored_settings.py: eval, decode, summarize, export, tune_features, a
-resumed training run) and the Python API (decoding/trained.stored_settings:
+resumed training run) and the Python API (summarizing/trained.stored_settings:
 `pg.Summarizer.from_experiment`, `serve`). So one experiment is one model everywhere:
 the values of flags its settings predate, its family's fixed settings and defaults, the
 last decode's search, the checked vocabulary and the contradictions refused are the same

@@ -4,7 +4,7 @@
 of a `tf.distribute.MirroredStrategy` (the local GPUs, or `--num_cpu_devices` logical
 CPU devices) and runs the batched beam search on all shares at once (`strategy.run`);
 the summaries come back in input order, the same as one device's. Across machines, run
-one process per machine with `--decode_shards` (decode_shards.py).
+one process per machine with `--decode_shards` (decoding/shards.py).
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class SearchSettings:
 
     def record(self) -> dict:
         """The options a decode folder records besides the model's lengths and beam
-        (decode_inputs.py; the same record as before this class existed, so earlier
+        (decoding/inputs_record.py; the same record as before this class existed, so earlier
         folders still resume)."""
         out = {
             "trigram_blocking": self.trigram_blocking,

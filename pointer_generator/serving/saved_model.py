@@ -45,8 +45,8 @@ from pointer_generator.data.graph_detokenize import detokenize_batch, restore_ca
 from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_texts
 from pointer_generator.data.input_pipeline import encoder_width, padded_lengths
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
-from pointer_generator.decoding.summarizer import EXPORT_INFO_FILE
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
+from pointer_generator.summarizing.summarizer import EXPORT_INFO_FILE
 
 SIGNATURE_RAW = "serving_default"
 SIGNATURE_TOKENS = "summarize_tokens"
@@ -185,7 +185,7 @@ class SummarizerModule(tf.Module):
 
 def _readable(tokens: tf.RaggedTensor) -> tf.Tensor:
     """string [B, None] summary tokens -> string [B]: each sentence (ending after a "."
-    token, `decode_output.split_sentences`) detokenized, one per line."""
+    token, `decoding.folder.split_sentences`) detokenized, one per line."""
     words, rowids = tokens.flat_values, tokens.value_rowids()
     n = tf.size(words, out_type=tf.int64)
     periods_before = tf.cumsum(tf.cast(tf.equal(words, "."), tf.int64), exclusive=True)

@@ -27,7 +27,7 @@ class SummaryService:
     """The model behind the server: checks requests, batches them, formats results.
 
     Args:
-      summarizer: a `pointer_generator.decoding.summarizer.Summarizer`.
+      summarizer: a `pointer_generator.summarizing.summarizer.Summarizer`.
       name: what /healthz reports.
       max_batch, max_wait_s: see `RequestBatcher`.
       max_chars: the longest text accepted; max_texts: texts per request;

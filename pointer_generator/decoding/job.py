@@ -21,9 +21,8 @@ from pointer_generator.data import binfile
 from pointer_generator.data.vocab import (
     Vocab,
 )
-from pointer_generator.decoding import attention_html, decode_inputs, decode_output, decode_shards
+from pointer_generator.decoding import attention_html, folder, inputs_record, shards
 from pointer_generator.decoding.config import DecodeConfig
-from pointer_generator.decoding.trained import load_weights, open_trained
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.runtime import experiment_settings, interrupts, locks, owned_files
@@ -31,13 +30,14 @@ from pointer_generator.runtime.devices import local_mirrored_strategy
 from pointer_generator.runtime.progress import CountProgress
 from pointer_generator.search.beam_decoder import BeamSearchDecoder, Summary, _text
 from pointer_generator.search.replicated import ReplicatedDecoder
+from pointer_generator.summarizing.trained import load_weights, open_trained
 
 log = logging.getLogger(__name__)
 
 ATTENTION_PAGES_SUBDIR = "attention"
 # One line per decoded example: index, mean p_gen over its steps, number of steps. Lines are
 # appended, so a resumed decode may repeat an index; readers keep the last line.
-P_GENS_FILE = decode_output.P_GENS_FILE
+P_GENS_FILE = folder.P_GENS_FILE
 
 
 def example_strings(batch: dict, i: int) -> dict:
@@ -54,8 +54,8 @@ def example_strings(batch: dict, i: int) -> dict:
 
 def attention_record(strings: dict, summary: Summary, vocab: Vocab, copies_words: bool) -> dict:
     """The original's attn_vis_data.json record for one decoded example."""
-    article = decode_output.mark_oovs(strings["article"], vocab)
-    abstract = decode_output.show_abs_oovs(
+    article = folder.mark_oovs(strings["article"], vocab)
+    abstract = folder.show_abs_oovs(
         strings["abstract"], vocab, strings["art_oovs"] if copies_words else None
     )
     p_gens = [[float(p)] for p in summary.p_gens] if copies_words else None
@@ -81,14 +81,14 @@ def decode_single_pass(
     Resumes after the examples already complete in `decode_dir`. Writes an attention page
     for the first `attention_pages` examples, and with `readable` each summary as text.
     Returns the ROUGE_results.txt text (or None). `number` maps an example's index here
-    to the one its attention page shows (a shard's examples, `decode_shards.py`).
+    to the one its attention page shows (a shard's examples, `shards.py`).
     """
     vocab = decoder.vocab
-    done = decode_output.count_complete(decode_dir)
+    done = folder.count_complete(decode_dir)
     if done:
         log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir, done)
     if os.path.isdir(decode_dir):
-        decode_output.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
+        folder.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
     progress = CountProgress("decoded", total, unit="articles", already=done)
     pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
     owned_files.make_dir(decode_dir)
@@ -117,8 +117,8 @@ def decode_single_pass(
                     + " ".join(summary.words[:12]),
                 )
             if readable:
-                decode_output.write_readable(summary.words, ex, decode_dir)
-            decode_output.write_for_rouge(
+                folder.write_readable(summary.words, ex, decode_dir)
+            folder.write_for_rouge(
                 strings["abstract_sents"], summary.words, ex, decode_dir, html_safe=html_safe
             )
             progress.update(1)
@@ -139,13 +139,13 @@ REPEATS_MAX_DISTINCT_SHARE = 0.5
 def repeated_summaries(decode_dir: str) -> str | None:
     """A warning when most summaries of a decode folder are the same few, a sign of a
     model that ignores its input; None otherwise."""
-    folder = os.path.join(decode_dir, decode_output.DECODED_SUBDIR)
-    if not os.path.isdir(folder):
+    decoded_dir = os.path.join(decode_dir, folder.DECODED_SUBDIR)
+    if not os.path.isdir(decoded_dir):
         return None
     texts = []
-    for name in sorted(os.listdir(folder)):
+    for name in sorted(os.listdir(decoded_dir)):
         if name.endswith("_decoded.txt") and not name.startswith("."):
-            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+            with open(os.path.join(decoded_dir, name), encoding="utf-8", errors="replace") as f:
                 texts.append(f.read().strip())
     distinct = len(set(texts))
     if len(texts) < REPEATS_MIN_ARTICLES or distinct > REPEATS_MAX_DISTINCT_SHARE * len(texts):
@@ -166,7 +166,7 @@ def score(decode_dir: str) -> str | None:
     if warning:
         log.warning("%s", warning)
 
-    ref_dir = os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR)
+    ref_dir = os.path.join(decode_dir, folder.REFERENCE_SUBDIR)
     empty = rouge.empty_references(ref_dir)
     if empty:
         # Test data without abstracts (e.g. `data_tools.convert --format text`): the
@@ -176,12 +176,12 @@ def score(decode_dir: str) -> str | None:
             "made without abstracts; the decoded summaries are in %s",
             len(empty),
             empty[0],
-            os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
+            os.path.join(decode_dir, folder.DECODED_SUBDIR),
         )
         return None
     results = rouge.rouge_eval(
-        os.path.join(decode_dir, decode_output.REFERENCE_SUBDIR),
-        os.path.join(decode_dir, decode_output.DECODED_SUBDIR),
+        os.path.join(decode_dir, folder.REFERENCE_SUBDIR),
+        os.path.join(decode_dir, folder.DECODED_SUBDIR),
     )
     return rouge.rouge_log(results, decode_dir)
 
@@ -199,8 +199,8 @@ def _drop_partial_last_line(path: str) -> None:
 
 def log_example(strings: dict, summary: Summary, vocab: Vocab, copies_words: bool) -> str:
     """The original's concurrent-decode screen output for one example."""
-    article = decode_output.mark_oovs(strings["article"], vocab)
-    abstract = decode_output.show_abs_oovs(
+    article = folder.mark_oovs(strings["article"], vocab)
+    abstract = folder.show_abs_oovs(
         strings["abstract"], vocab, strings["art_oovs"] if copies_words else None
     )
     text = (
@@ -294,10 +294,10 @@ def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
         if cfg.single_pass:
             base = os.path.join(
                 exp.root,
-                decode_output.decode_dir_name(cfg.data_path, hps, cfg.search, ckpt),
+                folder.decode_dir_name(cfg.data_path, hps, cfg.search, ckpt),
             )
-            record = decode_inputs.describe(cfg.data_path, vocab, hps, ckpt, cfg.search)
-            decode_dir = decode_inputs.folder_for(base, record)
+            record = inputs_record.describe(cfg.data_path, vocab, hps, ckpt, cfg.search)
+            decode_dir = inputs_record.folder_for(base, record)
             if cfg.decode_shards > 1:
                 return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir, pin)
             locks.acquire(decode_dir, "single-pass decode", "decode another checkpoint or data")
@@ -332,10 +332,10 @@ def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]
             f"no checkpoint in {exp.train_dir}{checkpointing.none_intact_note(exp.train_dir)}; "
             "train a model first (or give --tf1_checkpoint)"
         )
-    record = decode_inputs.describe(cfg.data_path, vocab, hps, newest, cfg.search)
+    record = inputs_record.describe(cfg.data_path, vocab, hps, newest, cfg.search)
     del record["checkpoint"]
-    pin = decode_shards.pin_file(exp.root, record, cfg.decode_shards)
-    ckpt, pinned_here = decode_shards.pinned_checkpoint(pin, newest)
+    pin = shards.pin_file(exp.root, record, cfg.decode_shards)
+    ckpt, pinned_here = shards.pinned_checkpoint(pin, newest)
     if pinned_here:
         print(f"Pinned {ckpt} for all {cfg.decode_shards} shards ({pin})", flush=True)
     else:
@@ -362,11 +362,11 @@ def _decode_shard(
     decoder, vocab, batch_hps, cfg: DecodeConfig, decode_dir: str, pin: str | None
 ) -> None:
     """Decode shard `cfg.decode_shard` of `cfg.decode_shards`; the last one to finish
-    merges them all into `decode_dir` and scores it (decode_shards.py)."""
+    merges them all into `decode_dir` and scores it (shards.py)."""
     from pointer_generator.data.input_pipeline import make_dataset
 
     n, i = cfg.decode_shards, cfg.decode_shard
-    directory = decode_shards.shard_dir(decode_dir, i, n)
+    directory = shards.shard_dir(decode_dir, i, n)
     total = count_examples(cfg.data_path)
     mine = None if total is None else len(range(i, total, n))
     # Every level below the experiment: a linked shards/ would take the shard elsewhere.
@@ -389,10 +389,10 @@ def _decode_shard(
                                    attention_pages=-(-cfg.attention_pages // n),
                                    run_rouge=False, readable=cfg.readable_summaries,
                                    number=lambda j: j * n + i)  # fmt: skip
-            decode_shards.mark_done(directory, decode_output.count_complete(directory))
+            shards.mark_done(directory, folder.count_complete(directory))
     finally:
         locks.release(directory)
-    if not decode_shards.finished(decode_dir, n):
+    if not shards.finished(decode_dir, n):
         print(f"Shard {i} of {n} done; the last shard to finish merges them", flush=True)
         return
     try:
@@ -400,12 +400,12 @@ def _decode_shard(
     except locks.DirectoryBusyError:
         return  # another shard finished at the same moment and merges
     try:
-        if not os.path.isdir(os.path.join(decode_dir, decode_shards.SHARDS_SUBDIR)):
+        if not os.path.isdir(os.path.join(decode_dir, shards.SHARDS_SUBDIR)):
             return  # merged already
         with _write_errors(decode_dir, "merge again by running the last shard's command"):
-            merged = decode_shards.merge(decode_dir, n)
+            merged = shards.merge(decode_dir, n)
             if pin:
-                decode_shards.unpin(pin)
+                shards.unpin(pin)
             pages = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
             if os.path.isdir(pages):
                 attention_html.write_index(pages)

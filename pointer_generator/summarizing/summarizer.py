@@ -81,7 +81,7 @@ class SummaryResult:
         """The result of summary `words` (readable text and sentences made from them;
         the text with the casing of `raw_text`, the article as given)."""
         from pointer_generator.data.detokenize import detokenize, text_casing
-        from pointer_generator.decoding.decode_output import split_sentences
+        from pointer_generator.decoding.folder import split_sentences
 
         words = list(words)
         return cls(
@@ -177,7 +177,7 @@ class Summarizer:
 
         jit_compile: the whole search as one XLA computation (`article_texts.INTERACTIVE`):
         a few texts at a time spend most of a search in per-step overhead otherwise."""
-        from pointer_generator.decoding.trained import open_trained, stored_settings
+        from pointer_generator.summarizing.trained import open_trained, stored_settings
 
         given = given_search(search, search_options)
         # A given max_dec_steps is the model's summary length too (as on the command line).
@@ -212,7 +212,7 @@ class Summarizer:
         `rows` now rather than at the first text of that shape (`serve` calls it before
         it says it is serving). Returns the number of shapes compiled."""
         from pointer_generator.data.input_pipeline import padded_lengths
-        from pointer_generator.decoding.article_texts import warm_up
+        from pointer_generator.summarizing.article_texts import warm_up
 
         hps = self.decoder.hps
         # None: every batch its own length, none known in advance; the longest then.
@@ -222,7 +222,7 @@ class Summarizer:
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
         from pointer_generator.data.stories import articles_of_texts
-        from pointer_generator.decoding.article_texts import summarize_examples
+        from pointer_generator.summarizing.article_texts import summarize_examples
 
         if isinstance(texts, str):
             texts = [texts]
@@ -274,7 +274,7 @@ class SavedModelSummarizer:
                 f"{export_dir} holds no SavedModel (no saved_model.pb): give a folder "
                 "written by `pointer-generator export`"
             )
-        from pointer_generator.decoding import export_info
+        from pointer_generator.summarizing import export_info
 
         # Checked before the (slow) load: a hand-edited entry is one error naming it.
         self._info = export_info.read(os.path.join(export_dir, "assets", EXPORT_INFO_FILE))

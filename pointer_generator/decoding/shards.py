@@ -26,7 +26,7 @@ import re
 import shutil
 import time
 
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.runtime import owned_files
 
 SHARDS_SUBDIR = "shards"
@@ -63,7 +63,7 @@ def pinned_checkpoint(path: str, newest: str) -> tuple[str, bool]:
             except (ValueError, KeyError, TypeError, RecursionError):
                 pass
             time.sleep(0.1)
-        decode_output.atomic_write_text(path, text)  # unreadable: ours from now on
+        folder.atomic_write_text(path, text)  # unreadable: ours from now on
         return newest, True
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
@@ -84,7 +84,7 @@ def shard_dir(decode_dir: str, index: int, count: int) -> str:
 
 
 def mark_done(directory: str, examples: int) -> None:
-    decode_output.atomic_write_text(os.path.join(directory, DONE_FILE), f"{examples}\n")
+    folder.atomic_write_text(os.path.join(directory, DONE_FILE), f"{examples}\n")
 
 
 def finished(decode_dir: str, count: int) -> bool:
@@ -111,12 +111,12 @@ def merge(decode_dir: str, count: int) -> int:
     total = 0
     for index in range(count):
         src = shard_dir(decode_dir, index, count)
-        total += decode_output.count_complete(src)
+        total += folder.count_complete(src)
         for root, _, files in os.walk(src):
             rel = os.path.relpath(root, src)
             for name in files:
                 path = os.path.join(root, name)
-                if name == decode_output.P_GENS_FILE:
+                if name == folder.P_GENS_FILE:
                     with open(path, encoding="utf-8") as f:
                         for line in f:
                             local, rest = line.split("\t", 1)
@@ -130,6 +130,6 @@ def merge(decode_dir: str, count: int) -> int:
                 os.replace(path, os.path.join(target_dir, _global_name(name, index, count)))
     if p_gens:
         lines = "".join(f"{k}\t{rest}" for k, rest in sorted(dict(p_gens).items()))
-        decode_output.atomic_write_text(os.path.join(decode_dir, decode_output.P_GENS_FILE), lines)
+        folder.atomic_write_text(os.path.join(decode_dir, folder.P_GENS_FILE), lines)
     shutil.rmtree(shards)
     return total

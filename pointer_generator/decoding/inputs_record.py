@@ -17,7 +17,7 @@ import json
 import logging
 import os
 
-from pointer_generator.decoding import decode_output
+from pointer_generator.decoding import folder
 from pointer_generator.runtime import json_files, owned_files, staging
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def folder_for(base: str, record: dict) -> str:
         directory = base if n == 1 else f"{base}-{n}"
         old = _read(directory)
         fresh = not os.path.isdir(directory) or (
-            old is None and decode_output.count_complete(directory) == 0
+            old is None and folder.count_complete(directory) == 0
         )
         if fresh:
             _write(directory, record)
