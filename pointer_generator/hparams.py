@@ -20,7 +20,7 @@ OPTIMIZERS = ("adagrad", "sgd")
 # "previous" when it is worse than the previous epoch's (what NAMAS's code does).
 LR_DECAYS = ("none", "plateau", "previous")
 # Fields with a fixed set of values. (A model family's own fields, and `model` itself,
-# are its family's to check: `models/families.py`, whose `build_model` checks them.)
+# are its family's to check: `models/family_registry.py`, whose `build_model` checks them.)
 _CHOICES = {
     "decode_attention": DECODE_ATTENTION_MODES,
     "grad_norm": GRAD_NORM_MODES,
@@ -87,8 +87,8 @@ class HParams:
     # them, where the embedding's gradient is one row per looked-up token (duplicates not
     # summed); "dense" = the norm of the summed (dense) embedding gradient.
     grad_norm: str = "original"
-    # ---- the earlier families (models/families.py) -------------------------------------
-    # Which model: the name of a registered family (models/families.py: the
+    # ---- the earlier families (models/family_registry.py) ------------------------------
+    # Which model: the name of a registered family (models/family_registry.py: the
     # pointer-generator, ABS, RAS-Elman, RAS-LSTM, or one registered), which checks the
     # fields below and says what it fixes (ABS and RAS have no pointer and no coverage).
     model: str = "pointer_generator"

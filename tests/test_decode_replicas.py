@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent("""
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.search.beam_decoder import BeamSearchDecoder
     from pointer_generator.search.replicated import ReplicatedDecoder
-    from pointer_generator.models.families import build_model
+    from pointer_generator.models.family_registry import build_model
     from pointer_generator.runtime.devices import local_mirrored_strategy
 
     vocab_path, data_path = sys.argv[1:3]

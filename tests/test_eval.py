@@ -12,7 +12,7 @@ from pointer_generator.data.input_pipeline import make_dataset, model_inputs
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError
 from pointer_generator.evaluation import evaluate
-from pointer_generator.runtime import checkpointing, summaries
+from pointer_generator.runtime import checkpointing, tensorboard
 from pointer_generator.runtime.experiment import Experiment
 from pointer_generator.training import train
 from tests import helpers
@@ -76,15 +76,15 @@ def test_concurrent_eval_waits_then_evaluates_and_keeps_best_models(setup, tmp_p
         timer.join()
     assert int(evaluator.step.numpy()) == 5
     scalars = helpers.read_scalars(exp.eval_dir)
-    running = scalars[summaries.RUNNING_AVG_LOSS]
-    losses = [v for _, v in scalars[summaries.LOSS]]
+    running = scalars[tensorboard.RUNNING_AVG_LOSS]
+    losses = [v for _, v in scalars[tensorboard.LOSS]]
     assert [s for s, _ in running] == [5, 5, 5]
     # r1 = loss1, then r = 0.99 r + 0.01 loss: recompute from the logged losses.
     want = losses[0]
     for loss in losses[1:]:
         want = 0.99 * want + 0.01 * loss
     assert running[-1][1] == pytest.approx(want, rel=1e-6) and avg == pytest.approx(want)
-    assert summaries.COVERAGE_LOSS in scalars and summaries.TOTAL_LOSS in scalars
+    assert tensorboard.COVERAGE_LOSS in scalars and tensorboard.TOTAL_LOSS in scalars
     best = checkpointing.latest_checkpoint(exp.eval_dir, checkpointing.BEST_STATE_FILE)
     assert best == os.path.join(exp.eval_dir, "bestmodel-5")
     assert os.path.isfile(os.path.join(exp.eval_dir, "checkpoint_best"))

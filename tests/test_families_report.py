@@ -7,7 +7,7 @@ import json
 import os
 
 from experiments.families import report
-from pointer_generator.runtime.summaries import ScalarWriter
+from pointer_generator.runtime.tensorboard import ScalarWriter
 
 
 def _decode_dir(root, name, outputs, refs):

@@ -169,7 +169,7 @@ def _preset(name: str, **overrides):
 def test_the_paper_presets_have_the_closed_form_parameter_counts():
     """spec abs-ras.md §8.2: ABS-enc3 2DV + HV + 2CDH + 2VH = 111.2M with V = 69,000;
     RAS d V_x + d P + q d^2 + d V_y + (3 or 12) d^2 + 2 V d with P = 100."""
-    from pointer_generator.models.families import build_model
+    from pointer_generator.models.family_registry import build_model
 
     v = 69_000
     hps = _preset("abs_paper")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.models.family import SearchInputs
 from pointer_generator.runtime import checkpointing
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
@@ -31,7 +31,7 @@ TINY = {
 def _model(name: str, **sizes):
     hps = helpers.hparams(model=name, **{**TINY[name], **sizes})
     tf.keras.utils.set_random_seed(0)
-    return hps, families.build_model(hps, VOCAB)
+    return hps, family_registry.build_model(hps, VOCAB)
 
 
 def _checkpoint_shapes(model, tmp_path, name: str) -> dict:
@@ -39,7 +39,7 @@ def _checkpoint_shapes(model, tmp_path, name: str) -> dict:
     return checkpointing.variable_shapes(prefix)
 
 
-@pytest.mark.parametrize("name", list(families.FAMILIES))
+@pytest.mark.parametrize("name", list(family_registry.FAMILIES))
 def test_each_family_gives_the_search_its_step(name):
     hps, model = _model(name)
     b, t, k = 3, 7, 2
@@ -59,16 +59,16 @@ def test_each_family_gives_the_search_its_step(name):
     )
 
 
-@pytest.mark.parametrize("name", list(families.FAMILIES))
+@pytest.mark.parametrize("name", list(family_registry.FAMILIES))
 def test_each_family_reads_and_explains_its_checkpoints(name, tmp_path):
     hps, model = _model(name)
     shapes = _checkpoint_shapes(model, tmp_path, name)
     assert model.checkpoint_mismatches(shapes) == []
-    implied = families.implied_settings(shapes)
+    implied = family_registry.implied_settings(shapes)
     width = "emb_dim" if name in ("pointer_generator", "abs") else "hidden_dim"
     assert implied["vocab_size"] == VOCAB and implied[width] == getattr(hps, width)
     assert implied.get("model", "pointer_generator") == name
-    assert families.embedding_key(shapes) in shapes
+    assert family_registry.embedding_key(shapes) in shapes
     # Other sizes: the phrase names the flag and both values.
     _, wider = _model(name, **{width: getattr(hps, width) + 2})
     problems = wider.checkpoint_mismatches(shapes)
@@ -83,7 +83,7 @@ def test_ras_checkpoints_tell_elman_from_lstm(tmp_path):
     _, elman = _model("ras_elman")
     _, lstm = _model("ras_lstm")
     shapes = _checkpoint_shapes(elman, tmp_path, "elman")
-    assert families.implied_settings(shapes)["model"] == "ras_elman"
+    assert family_registry.implied_settings(shapes)["model"] == "ras_elman"
     assert "it is a --model=ras_elman checkpoint but --model=ras_lstm" in " ".join(
         lstm.checkpoint_mismatches(shapes)
     )
@@ -124,7 +124,7 @@ _READS_SWITCH = re.compile(
 
 def test_nothing_outside_models_asks_which_family():
     """No family name compared and no family switch read anywhere in the package outside
-    models/ (issue 43, item 1): the code asks the family (`models/families.py`)."""
+    models/ (issue 43, item 1): the code asks the family (`models/family_registry.py`)."""
     root = os.path.join(helpers.REPO_ROOT, "pointer_generator")
     found = []
     for dirpath, _, names in os.walk(root):
@@ -190,10 +190,10 @@ def test_every_weight_of_every_family_is_saved_and_restored(name, extra, tmp_pat
     an untrained encoder."""
     hps = helpers.hparams(model=name, **{**TINY[name], **extra})
     tf.keras.utils.set_random_seed(0)
-    model = families.build_model(hps, VOCAB)
+    model = family_registry.build_model(hps, VOCAB)
     prefix = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
     tf.keras.utils.set_random_seed(1)
-    fresh = families.build_model(hps.replace(seed=hps.seed + 1), VOCAB)
+    fresh = family_registry.build_model(hps.replace(seed=hps.seed + 1), VOCAB)
     tf.train.Checkpoint(model=fresh).read(prefix).assert_existing_objects_matched()
     assert len(fresh.weights) == len(model.weights)
     for saved, restored in zip(model.weights, fresh.weights, strict=True):
@@ -218,8 +218,8 @@ def test_the_families_load_without_tensorflow():
     (--help and flag errors in a fraction of a second)."""
     code = (
         "import sys\n"
-        "from pointer_generator.models import families\n"
-        "assert families.model_flags() and families.settings({'model': 'abs'})\n"
+        "from pointer_generator.models import family_registry\n"
+        "assert family_registry.model_flags() and family_registry.settings({'model': 'abs'})\n"
         "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
         "from pointer_generator.layers import torch_init\n"
         "from pointer_generator.models import sentence_family\n"

@@ -1,5 +1,5 @@
 """A model family defined in this file alone (issue 43, item 2): a bag-of-words language
-model, registered through the public contract (`ModelFamily`, `families.register`, and
+model, registered through the public contract (`ModelFamily`, `family_registry.register`, and
 `$POINTER_GENERATOR_FAMILIES` for other processes), then trained, evaluated, decoded,
 summarized, exported and served through the command line and `pg`, touching no other
 file of the project. docs/architecture.md walks the same example.
@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 
 import pointer_generator as pg
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.models.family import (
     ModelFamily,
     SearchStart,
@@ -34,8 +34,8 @@ from pointer_generator.models.family import (
 from tests import helpers
 
 NAME = "bag_of_words_lm"
-# How another process finds the family (`families.PLUGINS_ENV`).
-PLUGIN = {families.PLUGINS_ENV: "tests.test_family_from_outside:FAMILY"}
+# How another process finds the family (`family_registry.PLUGINS_ENV`).
+PLUGIN = {family_registry.PLUGINS_ENV: "tests.test_family_from_outside:FAMILY"}
 EMBEDDING_KEY = "model/prev_words/_embeddings/.ATTRIBUTES/VARIABLE_VALUE"
 TEXT = "W3 w4 w5 w6 said . w7 w8 w9 w10 and w4 . w11 w12 w13 w3 w4 ."
 
@@ -123,9 +123,9 @@ FAMILY = BagOfWordsFamily()
 
 @pytest.fixture(scope="module")
 def registered():
-    families.register(FAMILY)
+    family_registry.register(FAMILY)
     yield FAMILY
-    families.unregister(NAME)
+    family_registry.unregister(NAME)
 
 
 @pytest.fixture(scope="module")
@@ -147,15 +147,15 @@ def _single_pass_results(data) -> dict:
 
 
 def test_the_family_is_a_model_choice_once_registered(registered):
-    assert NAME in families.names() and families.get(NAME) is FAMILY
+    assert NAME in family_registry.names() and family_registry.get(NAME) is FAMILY
     assert pg.HParams(model=NAME).model == NAME
-    assert families.register(FAMILY) is FAMILY  # again: the same family, no error
+    assert family_registry.register(FAMILY) is FAMILY  # again: the same family, no error
 
     class Impostor(BagOfWordsFamily):
         pass
 
     with pytest.raises(pg.PointerGeneratorError, match="registered already"):
-        families.register(Impostor())
+        family_registry.register(Impostor())
 
 
 def test_it_learns_and_reads_its_input_through_train_and_eval(trained):

@@ -13,7 +13,7 @@ from pointer_generator.data.binfile import write_bin
 from pointer_generator.decoding.folder import write_for_rouge
 from pointer_generator.evaluation.rouge import format_results
 
-# An event file written by pointer_generator.runtime.summaries.ScalarWriter (TensorFlow 2.21) with
+# An event file written by pointer_generator.runtime.tensorboard.ScalarWriter (TensorFlow 2.21) with
 # loss 4.5 / 3.25 / 2.0 and coverage loss 0.5 / 0.25 / 0.125 at steps 1 / 2 / 3
 # (tags seq2seq/loss/loss and seq2seq/loss/coverage_loss/coverage_loss).
 EVENTS = (

@@ -19,7 +19,7 @@ from pointer_generator.cli import entry
 from pointer_generator.cli import flags as flags_lib
 from pointer_generator.decoding import job
 from pointer_generator.errors import FlagError
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.runtime import experiment_settings
 from pointer_generator.summarizing import trained
 from tests import helpers
@@ -131,7 +131,7 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
 
 def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(older):
     resolved = experiment_settings.resolve(
-        older.root, {"beam_size": 3}, families=families, last_decode=True
+        older.root, {"beam_size": 3}, families=family_registry, last_decode=True
     )
     assert resolved.values["ras_attention"] == "dot"  # RASFamily.predating
     assert "beam_size" not in resolved.values  # given: the caller's
@@ -140,10 +140,12 @@ def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(ol
     assert (hps.ras_attention, search["beam_size"], vocab) == ("dot", 3, resolved.vocab_path)
     # A model flag that contradicts the experiment is one error, for the API as well.
     with pytest.raises(FlagError, match="--ras_attention=cosine contradicts this experiment's"):
-        experiment_settings.resolve(older.root, {"ras_attention": "cosine"}, families=families)
+        experiment_settings.resolve(
+            older.root, {"ras_attention": "cosine"}, families=family_registry
+        )
 
 
 def test_a_stored_value_is_never_replaced_by_a_before_value(older):
     stored = experiment_settings.read(older.root)
     stored["flags"]["ras_attention"] = "cosine"
-    assert experiment_settings.stored_values(stored, families)["ras_attention"] == "cosine"
+    assert experiment_settings.stored_values(stored, family_registry)["ras_attention"] == "cosine"

@@ -132,7 +132,7 @@ def test_the_draw_follows_the_seed_and_keras_form_is_the_switch():
 
 
 def test_the_flag_reaches_the_model():
-    from pointer_generator.models.families import build_model
+    from pointer_generator.models.family_registry import build_model
     from tests import helpers
 
     for init, limit in (("torch", 1.5), ("keras", 0.05)):

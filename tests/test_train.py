@@ -13,8 +13,8 @@ from pointer_generator.cli import configs
 from pointer_generator.cli.inspect_checkpoint import inspect
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import NonFiniteLossError
-from pointer_generator.models import families
-from pointer_generator.runtime import checkpointing, summaries
+from pointer_generator.models import family_registry
+from pointer_generator.runtime import checkpointing, tensorboard
 from pointer_generator.runtime.experiment import Experiment
 from pointer_generator.training import train
 from pointer_generator.training import trainer as trainer_lib
@@ -191,11 +191,11 @@ def test_checkpoints_are_named_by_step_and_the_newest_3_kept(trained):
 
 def test_summaries_have_the_expected_tags_at_every_step(trained):
     scalars = helpers.read_scalars(trained.train_dir)
-    for tag in (summaries.LOSS, summaries.GLOBAL_NORM, summaries.P_GEN):
+    for tag in (tensorboard.LOSS, tensorboard.GLOBAL_NORM, tensorboard.P_GEN):
         assert [s for s, _ in scalars[tag]] == list(range(1, 8)), tag
-    assert summaries.STEPS_PER_SEC in scalars and summaries.EXAMPLES_PER_SEC in scalars
-    assert summaries.COVERAGE_LOSS not in scalars  # written only with coverage
-    assert all(np.isfinite(v) and v > 0 for _, v in scalars[summaries.LOSS])
+    assert tensorboard.STEPS_PER_SEC in scalars and tensorboard.EXAMPLES_PER_SEC in scalars
+    assert tensorboard.COVERAGE_LOSS not in scalars  # written only with coverage
+    assert all(np.isfinite(v) and v > 0 for _, v in scalars[tensorboard.LOSS])
 
 
 def test_projector_files_point_at_the_embedding(trained, data):
@@ -203,7 +203,7 @@ def test_projector_files_point_at_the_embedding(trained, data):
     assert words[:4] == ["[UNK]", "[PAD]", "[START]", "[STOP]"]
     assert len(words) == 100
     config = open(trained.projector_config, encoding="utf-8").read()
-    key = families.embedding_key(
+    key = family_registry.embedding_key(
         checkpointing.variable_shapes(checkpointing.latest_checkpoint(trained.train_dir))
     )
     assert f'tensor_name: "{key}"' in config
@@ -254,8 +254,8 @@ def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
     assert "trainable parameters" in capsys.readouterr().out  # parameter summary shown
     # Coverage runs also write the coverage and total loss (step 1 was finite).
     scalars = helpers.read_scalars(exp.train_dir)
-    assert [s for s, _ in scalars[summaries.COVERAGE_LOSS]] == [1]
-    assert [s for s, _ in scalars[summaries.TOTAL_LOSS]] == [1]
+    assert [s for s, _ in scalars[tensorboard.COVERAGE_LOSS]] == [1]
+    assert [s for s, _ in scalars[tensorboard.TOTAL_LOSS]] == [1]
 
 
 def test_training_starts_from_an_original_tf1_checkpoint(trainer, data, caplog):

@@ -279,12 +279,12 @@ def test_a_save_that_fails_leaves_the_state_and_older_checkpoints_alone(tmp_path
 
 def test_event_files_on_a_full_disk_are_an_output_error(tmp_path, tmpfs):
     from pointer_generator.errors import OutputError
-    from pointer_generator.runtime import summaries
+    from pointer_generator.runtime import tensorboard
 
     disk = str(tmp_path / "small")
     if not tmpfs(disk, "64k"):
         pytest.skip("mounting a small file system needs root with CAP_SYS_ADMIN")
-    writer = summaries.ScalarWriter(disk)
+    writer = tensorboard.ScalarWriter(disk)
     with open(os.path.join(disk, "filler"), "wb") as f, contextlib.suppress(OSError):
         f.write(b"\0" * shutil.disk_usage(disk).free)
     with pytest.raises(

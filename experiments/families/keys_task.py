@@ -120,11 +120,11 @@ def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
 
     from pointer_generator.data import input_pipeline
     from pointer_generator.hparams import HParams
-    from pointer_generator.models import families
+    from pointer_generator.models import family_registry
     from pointer_generator.training.trainer import Trainer
 
     keras.utils.set_random_seed(seed)
-    _, defaults = families.settings({**base, **overrides})
+    _, defaults = family_registry.settings({**base, **overrides})
     hps = HParams(**{**base, **defaults, "seed": seed, **overrides})
     trainer = Trainer(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
@@ -201,7 +201,7 @@ def first_gradients(corpus: dict, seed: int = 1, **overrides) -> dict:
 
     from pointer_generator.data import input_pipeline
     from pointer_generator.hparams import HParams
-    from pointer_generator.models.families import build_model
+    from pointer_generator.models.family_registry import build_model
 
     keras.utils.set_random_seed(seed)
     hps = HParams(**{**TINY, "seed": seed, **overrides})

@@ -1,4 +1,4 @@
-"""`--model`, whose choices are the registered model families (`models/families.py`),
+"""`--model`, whose choices are the registered model families (`models/family_registry.py`),
 and the flags of the earlier families (ABS, ABS+, RAS; docs/families.md): their sizes
 and switches, the papers' training (SGD, annealing, epochs, renormalisation) and ABS+'s
 features and tuning. Part of `flags.define_flags`."""
@@ -10,26 +10,26 @@ from absl import flags
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import LR_DECAYS, OPTIMIZERS
 
-# --model's default: the registry's (`families.DEFAULT`), written here so that defining
+# --model's default: the registry's (`family_registry.DEFAULT`), written here so that defining
 # the flags imports no model.
 DEFAULT_MODEL = "pointer_generator"
 MODEL_HELP = (
-    "Model family, a registered one (models/families.py; others join by "
-    "families.register or $POINTER_GENERATOR_FAMILIES)"
+    "Model family, a registered one (models/family_registry.py; others join by "
+    "family_registry.register or $POINTER_GENERATOR_FAMILIES)"
 )
 
 
 def family_registry():
-    """The model families' registry (`pointer_generator.models.families`). The built-in
+    """The model families' registry (`pointer_generator.models.family_registry`). The built-in
     families load without TensorFlow; a plugin's module may start it, so then it is
     started first, quietly (`console`), as a command does before it uses TensorFlow."""
-    from pointer_generator.models import families
+    from pointer_generator.models import family_registry as registry
 
-    if families.has_plugins():
+    if registry.has_plugins():
         from pointer_generator.cli import console
 
         console.import_tensorflow()
-    return families
+    return registry
 
 
 class _FamilyParser(flags.ArgumentParser):

@@ -195,7 +195,7 @@ def check_decode_lengths(fv) -> None:
 
 
 def apply_model_family(fv) -> None:
-    """What the family of --model says of the flags (`models/families.py`): the settings
+    """What the family of --model says of the flags (`models/family_registry.py`): the settings
     it fixes (ABS and RAS have no pointer and no coverage: those flags are off for them,
     and turning one on is an error), its own defaults for the flags not given, and the
     one-off checkpoint conversions it has (`ModelFamily.conversions`).

@@ -15,7 +15,7 @@ SERVE_FLAGS = (
 )
 
 # Every flag of `cli/flags.py`, once, by purpose (tests/test_first_hour.py checks both):
-# `flag_groups()`, which adds the model families' own flags (`families.model_flags()`)
+# `flag_groups()`, which adds the model families' own flags (`family_registry.model_flags()`)
 # to the model group's generic ones.
 _GROUPS = {
     "experiment (where it lives, what to do)": ("mode", "log_root", "exp_name", "single_pass"),

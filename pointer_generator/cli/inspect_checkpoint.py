@@ -116,7 +116,7 @@ def _is_model(name: str) -> bool:
 
 def summary_lines(report: Report) -> list[str]:
     """Step, sizes and the model flags the shapes imply."""
-    from pointer_generator.models.families import implied_settings
+    from pointer_generator.models.family_registry import implied_settings
 
     model = [n for n in report.shapes if _is_model(n)]
     params = sum(_size(report.shapes[n]) for n in model)

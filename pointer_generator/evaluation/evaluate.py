@@ -23,7 +23,7 @@ import tensorflow as tf
 from pointer_generator.errors import CheckpointError, DataError, OutputError
 from pointer_generator.evaluation.config import EvalConfig
 from pointer_generator.hparams import HParams
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.models.family import EXAMPLES, TOKENS, token_nll_sum
 from pointer_generator.runtime import (
     checkpointing,
@@ -31,7 +31,7 @@ from pointer_generator.runtime import (
     locks,
     owned_files,
     staging,
-    summaries,
+    tensorboard,
 )
 from pointer_generator.runtime.experiment import Experiment
 
@@ -72,9 +72,9 @@ class Evaluator:
         self.hps = hps
         # What the model's loss is made of (models/family.py): the eval job adds up the
         # terms' sums and divides them by their counts, whatever the family.
-        self.family = families.of(hps)
+        self.family = family_registry.of(hps)
         # A training job's validation passes its own model (the weights being trained).
-        self.model = model if model is not None else families.build_model(hps, vocab_size)
+        self.model = model if model is not None else family_registry.build_model(hps, vocab_size)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(model=self.model, step=self.step)
         self._jit_compile = jit_compile
@@ -174,7 +174,7 @@ def concurrent(
     # One eval job per experiment: two would race to rewrite the best models.
     locks.acquire(exp.eval_dir, "eval job", "give this run another --exp_name")
     best_models = checkpointing.BestModels(exp.eval_dir, evaluator.checkpoint)
-    writer = summaries.ScalarWriter(exp.eval_dir)
+    writer = tensorboard.ScalarWriter(exp.eval_dir)
     batches = iter(_dataset(data_path, vocab, hps, single_pass=False))
     running_avg, best, loaded, done = None, None, None, 0
     waiting_logged = False
@@ -253,7 +253,7 @@ def _summary_metrics(metrics: dict, evaluator: Evaluator) -> dict:
     return {
         "loss": metrics["loss"],
         "running_avg_loss": metrics["running_avg_loss"],
-        **summaries.model_metrics(metrics, evaluator.family.scalars(evaluator.hps)),
+        **tensorboard.model_metrics(metrics, evaluator.family.scalars(evaluator.hps)),
     }
 
 

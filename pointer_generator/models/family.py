@@ -2,7 +2,7 @@
 trainer, the eval job and the runtime never ask which family they hold.
 
 A family is a `ModelFamily` object registered under its `--model` name
-(`models/families.py`: the built-in ones, `families.register`, or a plugin named by
+(`models/family_registry.py`: the built-in ones, `family_registry.register`, or a plugin named by
 `POINTER_GENERATOR_FAMILIES`). It says:
 
 * its settings: `own_flags` (the HParams fields only it reads: stored with the

@@ -275,7 +275,7 @@ PADDING_FLAGS = ("static_shapes", "length_buckets")
 
 class FamilyQuestions(Protocol):
     """What the resolver asks about the model families: the registry
-    (`pointer_generator.models.families`, which the callers pass: runtime/ does not
+    (`pointer_generator.models.family_registry`, which the callers pass: runtime/ does not
     import models/)."""
 
     def settings(self, values: Mapping) -> tuple[dict, dict]:
@@ -323,7 +323,7 @@ def resolve(
     """The settings of the experiment at `root` for a caller that sets `given`
     ({setting: value}: the flags given on the command line, the API's options);
     `families` answers the questions about model families (the registry,
-    `pointer_generator.models.families`).
+    `pointer_generator.models.family_registry`).
 
     `values` holds, for the settings not given: the stored flags; for a flag the
     settings predate, the value the experiment ran with (`families.predating()`); with

@@ -20,7 +20,7 @@ from pointer_generator.data.vocab import (
 )
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.models.family import SearchInputs, SearchStart
 from pointer_generator.search import extractive_features
 from pointer_generator.search.beam_search import MIN_COMPACT_SIZE, batched_beam_search
@@ -46,7 +46,7 @@ class BeamSearchDecoder:
     any model family (models/family.py); it never asks which family it holds.
 
     Args:
-      model: a built model of any family (`models/families.py`) with weights loaded.
+      model: a built model of any family (`models/family_registry.py`) with weights loaded.
       vocab: the vocabulary the model was trained with.
       hps: the model's hyper-parameters (what its inputs are built with: max_enc_steps,
         its family's switches); the search reads none of them, its family says whether
@@ -89,7 +89,7 @@ class BeamSearchDecoder:
         self.model, self.vocab, self.hps, self.settings = model, vocab, hps, settings
         # Whether summaries hold article words outside the vocabulary, and p_gen means
         # something (the family says: models/family.py).
-        self.copies_words = families.of(hps).copies_words(hps)
+        self.copies_words = family_registry.of(hps).copies_words(hps)
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k

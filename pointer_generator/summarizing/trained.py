@@ -26,8 +26,8 @@ import tensorflow as tf
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import CheckpointError, FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.models import families
-from pointer_generator.models.families import build_model
+from pointer_generator.models import family_registry
+from pointer_generator.models.family_registry import build_model
 from pointer_generator.runtime import checkpointing, experiment_settings, interrupts
 from pointer_generator.runtime.experiment import TRAIN_SUBDIR, check_own_folders
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
@@ -110,7 +110,7 @@ def stored_settings(root: str, vocab_path: str | None = None, **given) -> tuple[
     from pointer_generator.search.settings import SEARCH_FLAGS
 
     resolved = experiment_settings.resolve(
-        root, given, families=families, vocab_path=vocab_path or None, last_decode=True
+        root, given, families=family_registry, vocab_path=vocab_path or None, last_decode=True
     )
     if resolved.stored is None:
         raise FlagError(

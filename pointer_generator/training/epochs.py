@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_generator.errors import FlagError
-from pointer_generator.runtime import checkpointing, locks, owned_files, summaries
+from pointer_generator.runtime import checkpointing, locks, owned_files, tensorboard
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class Epochs:
     def _write(self, metrics: dict, step: int, improved: bool) -> None:
         if self._writer is None:
             owned_files.make_dir(self.exp.eval_dir)
-            self._writer = summaries.ScalarWriter(self.exp.eval_dir)
+            self._writer = tensorboard.ScalarWriter(self.exp.eval_dir)
             self._best_models = checkpointing.BestModels(
                 self.exp.eval_dir, self.trainer.weights_checkpoint()
             )

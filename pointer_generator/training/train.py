@@ -23,13 +23,13 @@ import tensorflow as tf
 
 from pointer_generator.errors import NonFiniteLossError, OutputError
 from pointer_generator.hparams import HParams
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.runtime import (
     checkpointing,
     experiment_settings,
     locks,
     owned_files,
-    summaries,
+    tensorboard,
 )
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
@@ -101,14 +101,14 @@ def make_iterator(data_path: str, vocab, hps: HParams, trainer: Trainer, seed: i
 
 def write_projector_files(exp: Experiment, vocab, checkpoint_path: str) -> None:
     """vocab_metadata.tsv + projector_config.pbtxt pointing at the embedding (spec 4.3)."""
-    key = families.embedding_key(checkpointing.variable_shapes(checkpoint_path))
+    key = family_registry.embedding_key(checkpointing.variable_shapes(checkpoint_path))
     if key is None:
         log.warning("No embedding found in %s; projector config not written", checkpoint_path)
         return
     try:
         # Replaced, never written in place: a link planted there is not followed.
         owned_files.replace_file(exp.vocab_metadata, vocab.metadata_text())
-        summaries.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
+        tensorboard.write_projector_config(exp.train_dir, key, VOCAB_METADATA)
     except (OSError, tf.errors.OpError) as e:
         raise OutputError(
             f"cannot write the embedding projector files in {exp.train_dir}: "
@@ -224,7 +224,7 @@ def pipeline_settings(cfg: TrainConfig, vocab, trainer: Trainer) -> dict:
         "max_enc_steps": hps.max_enc_steps,
         "max_dec_steps": hps.max_dec_steps,
         # Whether targets hold article words as extended ids (the pointer's batches).
-        "pointer_gen": bool(families.of(hps).copies_words(hps)),
+        "pointer_gen": bool(family_registry.of(hps).copies_words(hps)),
         "vocab_size": vocab.size(),
         # Length buckets pad the batches the original padding makes (same examples, same
         # order): a position saved under either serves the other.
@@ -282,7 +282,7 @@ def _train_from(trainer, vocab, exp, cfg, iterator, ckpts, fresh: bool, epochs) 
         if not chief:
             _remove_scratch(ckpts.directory)
         return
-    writer = summaries.ScalarWriter(exp.train_dir, enabled=chief)
+    writer = tensorboard.ScalarWriter(exp.train_dir, enabled=chief)
     epochs.start()
     reason = _guarded_steps(trainer, iterator, ckpts, writer, cfg, epochs)
     path = _final_save(trainer, ckpts, writer, chief)
@@ -442,7 +442,7 @@ def _summary_metrics(metrics: dict, reported) -> dict:
     reports (`reported`, `ModelFamily.scalars`: coverage/total loss only with coverage,
     p_gen in pointer mode)."""
     out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec", "examples_per_sec")}
-    return {**out, **summaries.model_metrics(metrics, reported)}
+    return {**out, **tensorboard.model_metrics(metrics, reported)}
 
 
 def _non_finite(metrics: dict, step: int, last_good: str | None) -> NonFiniteLossError:

@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import HParams
-from pointer_generator.models import families
+from pointer_generator.models import family_registry
 from pointer_generator.models.family import EXAMPLES, TOKENS, term_means
 from pointer_generator.training import distribution, grad_norm
 from pointer_generator.training.optimizers import Adagrad, make_optimizer  # noqa: F401
@@ -61,7 +61,7 @@ class Trainer:
     ):
         self.hps = hps
         # What the model's loss is made of and what training minimises (models/family.py).
-        self.family = families.of(hps)
+        self.family = family_registry.of(hps)
         self.strategy = strategy or tf.distribute.get_strategy()
         self.local_replicas = distribution.num_local_replicas(self.strategy)
         self.num_workers = distribution.num_workers(self.strategy)
@@ -71,7 +71,7 @@ class Trainer:
                 f"--batch_size={hps.batch_size} does not divide evenly over the {n} replicas"
             )
         with self.strategy.scope():
-            self.model = families.build_model(hps, vocab_size)
+            self.model = family_registry.build_model(hps, vocab_size)
             self.optimizer = make_optimizer(hps)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

@@ -98,7 +98,7 @@ def get(name: str) -> ModelFamily:
     """The family behind `--model=name` (FlagError naming the choices if none)."""
     if name in FAMILIES:
         if name not in _registered:
-            _registered[name] = _load(FAMILIES[name], "models/families.py")
+            _registered[name] = _load(FAMILIES[name], "models/family_registry.py")
         return _registered[name]
     _load_plugins()
     if name not in _registered:
