@@ -604,6 +604,9 @@ def test_interrupted_single_pass_decode_resumes_to_the_same_files(tmp_path):
 class _FakeDecoder:
     """decode_single_pass's view of a decoder, without a model: fixed summaries."""
 
+    # Its summaries copy article words (the pointer-generator's), so p_gens are written.
+    copies_words = True
+
     def __init__(self, vocab):
         self.hps = helpers.hparams(max_dec_steps=6)
         self.vocab = vocab

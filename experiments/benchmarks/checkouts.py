@@ -18,7 +18,6 @@ second over the rounds, and after / before (a ratio of 1.03 is 3 % slower).
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import statistics
@@ -26,6 +25,7 @@ import sys
 import tempfile
 
 from experiments.benchmarks import common
+from experiments.benchmarks.pipeline import _write_chunks
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.runtime import child_processes
@@ -62,21 +62,6 @@ print(json.dumps({"train_s_per_step": train_s, "decode_articles_per_s": decode_r
 """
 
 
-def _write_bin(sample: str, out_dir: str, n: int = 200) -> str:
-    """The first `n` pairs of a .jsonl.gz sample as .bin chunks; returns their glob."""
-    from pointer_generator.data import binfile
-
-    pairs = []
-    with gzip.open(sample, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            pairs.append((record["article"], record["abstract"]))
-            if len(pairs) == n:
-                break
-    binfile.write_chunked(out_dir, "train", pairs, 1000)
-    return os.path.join(out_dir, "train_*")
-
-
 def _run_child(checkout: str, args, data: str) -> dict | None:
     """The child's figures, or None after printing why it failed."""
     env = dict(os.environ, PYTHONPATH=checkout, TF_CPP_MIN_LOG_LEVEL="2")
@@ -111,7 +96,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data_path
         if data.endswith(".jsonl.gz"):
-            data = _write_bin(data, tmp)
+            data = _write_chunks(data, tmp)  # the benchmarks' .bin copy of the sample
         for r in range(args.rounds):
             order = ("before", "after") if r % 2 == 0 else ("after", "before")
             for name in order:
