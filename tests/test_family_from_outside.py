@@ -26,6 +26,7 @@ import tensorflow as tf
 import pointer_generator as pg
 from pointer_generator.models import family_registry
 from pointer_generator.models.family import (
+    EXAMPLES,
     ModelFamily,
     SearchStart,
     embedding_mismatches,
@@ -108,6 +109,17 @@ class BagOfWordsFamily(ModelFamily):
     def build(self, hps, vocab_size: int):
         return BagOfWordsLM(hps.emb_dim, vocab_size).build_weights()
 
+    def loss_terms(self, hps, out, batch):
+        # The default loss, and a scalar of its own: the first summary word's NLL, a
+        # mean over the examples (its TensorBoard tag is its name).
+        terms = super().loss_terms(hps, out, batch)
+        terms.sums["first_word_nll"] = tf.reduce_sum(out["step_nll"][:, 0])
+        terms.per["first_word_nll"] = EXAMPLES
+        return terms
+
+    def scalars(self, hps):
+        return ("first_word_nll",)
+
     def implied_settings(self, shapes):
         shape = shapes.get(EMBEDDING_KEY)
         if shape is None:
@@ -156,6 +168,13 @@ def test_the_family_is_a_model_choice_once_registered(registered):
 
     with pytest.raises(pg.PointerGeneratorError, match="registered already"):
         family_registry.register(Impostor())
+    built_in = type("Built", (BagOfWordsFamily,), {"name": "abs"})()
+    with pytest.raises(pg.PointerGeneratorError, match="'abs' is a built-in model family"):
+        family_registry.register(built_in)
+    assert family_registry.get("abs") is not built_in
+    # A loss reduction the family does not declare is refused, not ignored.
+    with pytest.raises(pg.PointerGeneratorError, match="--loss_reduction=sum is not one of"):
+        FAMILY.check(pg.HParams(model=NAME, pointer_gen=False, loss_reduction="sum"))
 
 
 def test_it_learns_and_reads_its_input_through_train_and_eval(trained):
@@ -170,6 +189,10 @@ def test_it_learns_and_reads_its_input_through_train_and_eval(trained):
     assert result["input_gap"] > 0.05, result  # reads the article
     assert set(result) >= {"loss", "perplexity", "examples"}
     assert "coverage_loss" not in result  # the family reports no coverage
+    # Its own scalar reached TensorBoard under its name, beside the loss.
+    scalars = helpers.read_scalars(os.path.join(trained.log_root, "exp", "train"))
+    assert "first_word_nll" in scalars and "seq2seq/loss/loss" in scalars, sorted(scalars)
+    assert all(np.isfinite(v) and v > 0 for _, v in scalars["first_word_nll"])
     # The same loss from the model's own outputs, by NumPy.
     summarizer = pg.Summarizer.from_experiment(trained.log_root, "exp")
     model = summarizer.decoder.model
@@ -196,6 +219,14 @@ def test_it_decodes_through_the_command_line(trained):
     assert len(decoded) == 1
     folder = os.path.join(trained.log_root, "exp", decoded[0], "decoded")
     assert len(os.listdir(folder)) == 8
+    # Decode mode's summary of the first article is the Python API's with the same search.
+    with open(os.path.join(folder, "000000_decoded.txt"), encoding="utf-8") as f:
+        decoded_words = f.read().split()
+    article = helpers.make_pairs(8, trained.words, seed=2)[0][0]  # tiny_setup's val data
+    api = pg.Summarizer.from_experiment(
+        trained.log_root, "exp", beam_size=2, min_dec_steps=2, max_dec_steps=6
+    ).summarize([article])[0]
+    assert decoded_words and api.tokens == decoded_words
 
 
 def _serve(args: list[str], **env) -> tuple[subprocess.Popen, str]:

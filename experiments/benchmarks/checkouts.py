@@ -75,6 +75,14 @@ def _run_child(checkout: str, args, data: str) -> dict | None:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _commit(root: str) -> str:
+    """`<folder> (commit <hash>)`, or the folder alone where git cannot tell."""
+    done = child_processes.run(
+        ["git", "-C", root, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
+    )
+    return f"{root} (commit {done.stdout.strip()})" if done.returncode == 0 else root
+
+
 def main(argv=None) -> int:
     p = common.argument_parser(__doc__, __spec__)
     common.add_data_arguments(p)
@@ -108,14 +116,17 @@ def main(argv=None) -> int:
     figures = {}
     for key in ("train_s_per_step", "decode_articles_per_s"):
         for name in ("before", "after"):
-            figures[f"{name}_{key}"] = round(statistics.median(x[key] for x in runs[name]), 4)
+            values = [x[key] for x in runs[name]]
+            figures[f"{name}_{key}"] = round(statistics.median(values), 4)
+            # The spread over the rounds: a ratio inside it is noise, not the change.
+            figures[f"{name}_{key}_range"] = f"{min(values):.4g}-{max(values):.4g}"
         figures[f"{key}_after_over_before"] = round(
             figures[f"after_{key}"] / figures[f"before_{key}"], 3
         )
     config = (
         f"pointer-generator + coverage, paper sizes, batch 16; {args.train_steps} steps and "
         f"{args.decode_articles} articles (beam 4) per child, {args.rounds} alternating rounds; "
-        f"before {roots['before']}, after {roots['after']}"
+        f"before {_commit(roots['before'])}, after {_commit(roots['after'])}"
     )
     common.record("checkouts", config, figures, args.out_json)
     return 0

@@ -33,6 +33,8 @@ import abc
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
+from pointer_generator.errors import FlagError
+
 
 class SearchInputs(NamedTuple):
     """The encoder inputs of a batch of B articles, as the input pipeline makes them.
@@ -139,13 +141,16 @@ class ModelFamily(abc.ABC):
     summary: ClassVar[str] = ""
     # The HParams fields that only this family reads (its model flags).
     own_flags: ClassVar[tuple[str, ...]] = ()
-    # Settings the family cannot change, applied over whatever was given.
+    # Settings the family cannot change: the command line and the settings resolver apply
+    # them over whatever was given (an HParams made in Python must hold them itself).
     fixed_settings: ClassVar[Mapping] = {"pointer_gen": False, "coverage": False}
     # What an experiment whose settings predate one of its flags ran with, where the
     # flag's default has changed since ({field: value}).
     predating: ClassVar[Mapping] = {}
     # The one-off checkpoint conversions it supports, by flag (e.g. "tf1_checkpoint").
     conversions: ClassVar[frozenset] = frozenset()
+    # The --loss_reduction values it trains with (the mean per target token by default).
+    reductions: ClassVar[tuple[str, ...]] = ("mean",)
     # Its model class, where it has one (the search options it supports are read there).
     model_class: ClassVar[type | None] = None
 
@@ -156,8 +161,13 @@ class ModelFamily(abc.ABC):
         return {}
 
     def check(self, hps) -> None:
-        """Raise FlagError for settings this family cannot run with (none here)."""
-        return None
+        """Raise FlagError for settings this family cannot run with (here: a
+        --loss_reduction it does not have). A subclass calls it first."""
+        if hps.loss_reduction not in self.reductions:
+            raise FlagError(
+                f"--loss_reduction={hps.loss_reduction} is not one of --model={self.name}'s "
+                f"({', '.join(self.reductions)})"
+            )
 
     @abc.abstractmethod
     def build(self, hps, vocab_size: int):

@@ -52,6 +52,8 @@ def register(family: ModelFamily) -> ModelFamily:
     name = family.name
     if not name or not name.isidentifier():
         raise FlagError(f"a model family needs a name like my_model (got {name!r})")
+    if name in FAMILIES and family is not get(name):
+        raise FlagError(f"{name!r} is a built-in model family: give yours another name")
     known = _registered.get(name)
     if known is not None and known is not family and type(known) is not type(family):
         raise FlagError(f"a model family named {name!r} is registered already ({known!r})")

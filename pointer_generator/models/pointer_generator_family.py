@@ -17,6 +17,7 @@ class PointerGeneratorFamily(ModelFamily):
     own_flags = ("pointer_gen", "coverage")
     fixed_settings = {}
     conversions = frozenset({"tf1_checkpoint", "convert_to_coverage_model"})
+    reductions = ("mean", "sum")  # the sum only without the pointer (`check`)
 
     @property
     def model_class(self):
@@ -25,6 +26,7 @@ class PointerGeneratorFamily(ModelFamily):
         return PointerGeneratorModel
 
     def check(self, hps) -> None:
+        super().check(hps)
         if hps.loss_reduction == "sum" and hps.pointer_gen:
             raise FlagError(
                 "--loss_reduction=sum is for --model=abs|ras_*: the pointer-generator's loss "

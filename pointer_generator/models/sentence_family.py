@@ -34,11 +34,13 @@ class SentenceFamily(ModelFamily):
     # 0.95. Torch's Adagrad starts at 0; 1e-4 keeps the first step bounded
     # (docs/families.md).
     DEFAULTS = {"adagrad_init_acc": 1e-4}
+    reductions = ("mean", "sum")
 
     def defaults(self, values) -> dict:
         return dict(self.DEFAULTS)
 
     def check(self, hps) -> None:
+        super().check(hps)
         _choice(hps, "family_init", INITS)
 
     def build(self, hps, vocab_size: int):

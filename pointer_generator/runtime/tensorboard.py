@@ -81,13 +81,14 @@ class ScalarWriter:
                 self._writer = tf.summary.create_file_writer(logdir)
 
     def write(self, metrics: dict, step: int) -> None:
-        """Write every metric that has a tag in METRIC_TAGS (others are ignored)."""
+        """Write every metric (None: skipped) under its tag in METRIC_TAGS, or under its own
+        name: a model family's own scalars (`ModelFamily.scalars`) need no line here."""
         if self._writer is None:
             return
         with self._output_errors(), self._writer.as_default(step=int(step)):
             for name, value in metrics.items():
-                tag = METRIC_TAGS.get(name)
-                if tag is not None and value is not None:
+                tag = METRIC_TAGS.get(name, name)
+                if value is not None:
                     tf.summary.write(
                         tag, tf.constant(float(value), tf.float32), metadata=_SCALAR_METADATA
                     )
