@@ -8,15 +8,11 @@
 from __future__ import annotations
 
 import os
-import struct
 
 import pytest
 
-import pointer_generator as pg
-from pointer_generator.data import binfile
-from pointer_generator.runtime import checkpointing
-from pointer_generator.runtime.experiment import Experiment
-from tests import helpers
+from tests import bad_input, helpers
+from tests.bad_input import run_mode as _run
 
 
 @pytest.fixture(scope="module")
@@ -36,57 +32,14 @@ def test_summarize_of_an_endless_input_is_one_error(trained):
     assert "error: /dev/zero: larger than 16 MiB" in proc.stderr
 
 
-def _record(payload: bytes) -> bytes:
-    return struct.pack("q", len(payload)) + payload
-
-
-def _errors(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("error: ")]
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bad_input")
-    return helpers.tiny_setup(root, n_train=8, n_val=6)
-
-
-def _run(capture, setup, mode="train", **flags):
-    values = dict(
-        data_path=setup.train_path,
-        vocab_path=setup.vocab_path,
-        log_root=setup.log_root,
-        exp_name=setup.exp_name,
-        max_steps=1,
-    )
-    values.update(flags)
-    status = helpers.run_main_in_process(helpers.cli_args(mode=mode, **values))
-    captured = capture.readouterr()
-    assert "Traceback" not in captured.err, captured.err[-3000:]
-    return status, _errors(captured.err), captured.err, captured.out
+    return bad_input.tiny(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def mixed_data(setup, tmp_path_factory):
-    """A test file with an empty article (record 1) and non-UTF-8 text (record 3) among
-    good records, and an experiment with a checkpoint to evaluate."""
-    d = tmp_path_factory.mktemp("mixed_test")
-    records = [
-        ("w1 w2 w3 .", "<s> w1 w2 . </s>"),
-        ("", "<s> w3 . </s>"),
-        ("w4 w5 w6 .", "<s> w5 . </s>"),
-    ]
-    data = b"".join(binfile.encode_record(a, b) for a, b in records)
-    data += _record(
-        binfile.encode_example({"article": b"w7 \xff\xfe w8 .", "abstract": b"<s> w7 \xc3 . </s>"})
-    )
-    data += binfile.encode_record("w9 w10 .", "<s> w9 . </s>")
-    path = d / "test_000.bin"
-    path.write_bytes(data)
-    exp = Experiment(os.path.join(setup.log_root, "mixed"))
-    trainer = pg.Trainer(helpers.hparams(), 100)
-    trainer.step.assign(4)
-    checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step).save()
-    return str(path), exp
+    return bad_input.mixed_data(setup, tmp_path_factory.mktemp("mixed_test"))
 
 
 def test_closed_stdin_help_truncated_gzip_and_a_huge_beam(

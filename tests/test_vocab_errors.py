@@ -17,32 +17,13 @@ import pointer_generator as pg
 from pointer_generator.errors import VocabError
 from pointer_generator.runtime import checkpointing
 from pointer_generator.runtime.experiment import Experiment
-from tests import helpers
-
-
-def _errors(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+from tests import bad_input, helpers
+from tests.bad_input import run_mode as _run
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bad_input")
-    return helpers.tiny_setup(root, n_train=8, n_val=6)
-
-
-def _run(capture, setup, mode="train", **flags):
-    values = dict(
-        data_path=setup.train_path,
-        vocab_path=setup.vocab_path,
-        log_root=setup.log_root,
-        exp_name=setup.exp_name,
-        max_steps=1,
-    )
-    values.update(flags)
-    status = helpers.run_main_in_process(helpers.cli_args(mode=mode, **values))
-    captured = capture.readouterr()
-    assert "Traceback" not in captured.err, captured.err[-3000:]
-    return status, _errors(captured.err), captured.err, captured.out
+    return bad_input.tiny(tmp_path_factory)
 
 
 def _vocab_file(tmp_path, lines, name="vocab") -> str:
