@@ -2,9 +2,10 @@
 ended a command to it.
 
   0    done
-  1    a checking command ran and found a problem: `python -m pointer_generator.data.binfile`
-       found a malformed file, `python -m pointer_generator.cli.inspect_checkpoint` found
-       non-finite values (it prints `CHECK FAILED`)
+  1    a checking command ran and found a problem: `python -m
+       pointer_generator.cli.check_bin_files` found a malformed file, `python -m
+       pointer_generator.cli.inspect_checkpoint` found non-finite values (it prints
+       `CHECK FAILED`)
   2    bad input, flags or environment: one `error: ...` line names the file or flag and
        the fix (argparse's usage errors use 2 as well)
   3    internal error, a bug: one `internal error: ...` line names the exception and a file

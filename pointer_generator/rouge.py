@@ -1,10 +1,10 @@
 """`python -m pointer_generator.rouge`, the name earlier docs gave the ROUGE command: it
-lives in `pointer_generator.evaluation.rouge` now (`python -m
-pointer_generator.evaluation.rouge`), and this name keeps running it."""
+is `pointer_generator.cli.score_rouge` now (`python -m pointer_generator.cli.score_rouge`),
+and this name keeps running it."""
 
 import sys
 
-from pointer_generator.evaluation.rouge import main
+from pointer_generator.cli.score_rouge import main
 
 if __name__ == "__main__":
     sys.exit(main())

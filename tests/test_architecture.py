@@ -99,6 +99,39 @@ def test_only_the_command_line_reads_flags():
             assert not target.startswith("absl"), (module, target)
 
 
+# Where a command's argv `main()` and `if __name__ == "__main__"` may be: cli/ and the
+# top-level shims that keep older command names (rank 9 above).
+COMMAND_PARTS = {"cli"} | {part for part, rank in RANK.items() if rank == 9}
+
+
+def _is_main_guard(node) -> bool:
+    """`if __name__ == "__main__":` (either side)."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)):
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    texts = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return names == {"__name__"} and texts == {"__main__"}
+
+
+def test_commands_live_in_cli_and_the_library_holds_no_main():
+    """Issue 43, item 5: a command's argument parsing and `main()` are in cli/ (or a
+    top-level shim); library modules hold only library code (no `def main(`, no
+    `if __name__ == "__main__"`)."""
+    found = []
+    for module, path in _modules():
+        if _part(module) in COMMAND_PARTS:
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "main":
+                found.append(f"{module}:{node.lineno}: def main(")
+            elif _is_main_guard(node):
+                found.append(f"{module}:{node.lineno}: if __name__ == '__main__'")
+    assert found == [], "move these commands to pointer_generator/cli/: " + ", ".join(found)
+
+
 def test_the_library_never_imports_data_tools_or_experiments():
     for module, path in _modules():
         for target in _imports(path):

@@ -93,7 +93,7 @@ def test_resume_after_kill_continues_from_the_newest_checkpoint(killed_run, data
         save_checkpoint_secs=3600,
     )
     caplog.set_level(logging.INFO)
-    train.main(
+    train.run_train_mode(
         configs.hparams(flags),
         Vocab(flags.vocab_path, flags.vocab_size),
         configs.train_config(flags),

@@ -400,7 +400,7 @@ def test_a_stopped_rouge_run_stops_perl_and_leaves_no_temporary_folder(tmp_path,
     monkeypatch.setenv("PERL5OPT", "-MSlowRouge")
     monkeypatch.setenv("TMPDIR", str(tmp))  # where pyrouge's folders go
     monkeypatch.setenv("POINTER_GENERATOR_CACHE", str(tmp_path / "cache"))
-    cmd = [sys.executable, "-m", "pointer_generator.evaluation.rouge",
+    cmd = [sys.executable, "-m", "pointer_generator.cli.score_rouge",
            f"--reference_dir={ref}", f"--decoded_dir={dec}"]  # fmt: skip
     with _session(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         _wait_for(lambda: _rouge_script_of(proc.pid), "ROUGE-1.5.5.pl to start", proc)

@@ -87,14 +87,14 @@ def test_a_bug_is_one_line_with_status_3_and_its_traceback_in_a_file(
     assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
-def test_every_mode_has_its_main():
+def test_every_mode_has_its_job():
     from pointer_generator.decoding import job
     from pointer_generator.evaluation import evaluate
     from pointer_generator.training import train
 
-    assert run_summarization.mode_main("train") is train.main
-    assert run_summarization.mode_main("eval") is evaluate.main
-    assert run_summarization.mode_main("decode") is job.main
+    assert run_summarization.mode_job_of("train") is train.run_train_mode
+    assert run_summarization.mode_job_of("eval") is evaluate.run_eval_mode
+    assert run_summarization.mode_job_of("decode") is job.run_decode_mode
 
 
 def test_eval_single_pass_from_the_command_line(tmp_path, capsys):

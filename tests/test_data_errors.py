@@ -18,6 +18,7 @@ import struct
 import pytest
 
 import pointer_generator as pg
+from pointer_generator.cli import check_bin_files
 from pointer_generator.data import binfile
 from tests import bad_input
 from tests.bad_input import record as _record
@@ -167,7 +168,7 @@ def test_whitespace_only_articles_are_skipped_and_the_checker_names_them(
     status, errors, err, _ = _run(capfd, setup, data_path=str(path), exp_name="blank")
     assert status == 0 and errors == [], err[-2000:]
     assert "skipped 1 example(s) with an empty article (no words)" in err
-    assert binfile.main([str(path)]) == 1
+    assert check_bin_files.main([str(path)]) == 1
     out = capfd.readouterr().out
     assert out.strip() == (
         f"{path}: 5 records; CHECK FAILED: 1 with an article of no words (first: record 3; "

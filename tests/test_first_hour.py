@@ -213,10 +213,10 @@ def test_every_flag_is_in_exactly_one_help_group():
         (["-m", "data_tools.convert", "--help"], "--format"),
         (["-m", "data_tools.make_datafiles", "--help"], "--url_lists_dir"),
         (["-m", "data_tools.toy_data", "--help"], "--num_train"),
-        (["-m", "pointer_generator.evaluation.rouge", "--help"], "--decoded_dir"),
+        (["-m", "pointer_generator.cli.score_rouge", "--help"], "--decoded_dir"),
         (["-m", "pointer_generator.cli", "--help"], "data flags:"),
-        (["-m", "pointer_generator.data.binfile", "--help"], "FILE_OR_GLOB"),
-        (["-m", "pointer_generator.data.ptb_tokenizer", "--help"], "standard input"),
+        (["-m", "pointer_generator.cli.check_bin_files", "--help"], "FILE_OR_GLOB"),
+        (["-m", "pointer_generator.cli.ptb_tokenize", "--help"], "standard input"),
         (["-m", "experiments.benchmarks.padding", "--help"], "python -m experiments.benchmarks"),
     ],
 )

@@ -189,8 +189,8 @@ def test_tensorflow_reader_parses_or_raises_data_error(data):
         # A file as the writers make it: the TensorFlow reader gives the same texts.
         assert got == [(a.encode("utf-8"), b.encode("utf-8")) for a, b in want]
     if got is None:
-        # Its errors point users to `python -m pointer_generator.data.binfile` when TensorFlow
-        # cannot name the file: that checker must find every problem too.
+        # Its errors point users to `python -m pointer_generator.cli.check_bin_files` when
+        # TensorFlow cannot name the file: that checker must find every problem too.
         assert want is None
 
 

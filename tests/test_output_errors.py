@@ -118,8 +118,8 @@ def _bin_file(tmp_path) -> str:
 )
 def test_a_full_standard_output_is_one_error(tmp_path, command):
     args = {
-        "binfile": ["-m", "pointer_generator.data.binfile", _bin_file(tmp_path)],
-        "ptb_tokenizer": ["-m", "pointer_generator.data.ptb_tokenizer"],
+        "binfile": ["-m", "pointer_generator.cli.check_bin_files", _bin_file(tmp_path)],
+        "ptb_tokenizer": ["-m", "pointer_generator.cli.ptb_tokenize"],
         "argparse_help": ["-m", "data_tools.toy_data", "--help"],
         "cli_help": ["-m", "pointer_generator.cli", "--help"],  # ends through process_exit
     }[command]
@@ -149,9 +149,9 @@ def test_summarize_and_inspect_checkpoint_into_a_full_standard_output(trained, t
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly():
-    # `python -m pointer_generator.data.ptb_tokenizer < big.txt | head -c 10`
+    # `python -m pointer_generator.cli.ptb_tokenize < big.txt | head -c 10`
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pointer_generator.data.ptb_tokenizer"],
+        [sys.executable, "-m", "pointer_generator.cli.ptb_tokenize"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

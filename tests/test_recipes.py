@@ -136,7 +136,7 @@ def test_dry_run_commands_have_the_papers_settings(name, data_dir, tmp_path, cap
     assert _flags(train[1]).mode == "train"
     assert _flags(by_name["restore_best_model"][3][0][1]).restore_best_model
     score = by_name["score_test"][3]
-    assert [m for m, _ in score] == ["pointer_generator.evaluation.rouge", "experiments.analysis"]
+    assert [m for m, _ in score] == ["pointer_generator.cli.score_rouge", "experiments.analysis"]
     assert any("decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-" in a for a in score[0][1])
     if name == "pointer_generator_coverage":
         assert [s[0] for s in stages[8:]] == [
@@ -291,7 +291,7 @@ if module == "pointer_generator.run_summarization":
                           ("decoded", "000000_decoded.txt")):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
             open(os.path.join(d, sub, name), "w").close()
-elif module == "pointer_generator.evaluation.rouge":
+elif module == "pointer_generator.cli.score_rouge":
     with open(os.path.join(flags["out_dir"], "ROUGE_results.txt"), "w") as f:
         for x, v in (("1", 0.39), ("2", 0.17), ("l", 0.36)):
             f.write("rouge_%s_f_score: %.4f with confidence interval (%.4f, %.4f)\n"
@@ -362,13 +362,13 @@ def test_full_run_then_nothing_left(fake, data_dir, tmp_path, capsys, monkeypatc
         "train+restore_best_model",
         "eval+single_pass",
         "decode",
-        "pointer_generator.evaluation.rouge",
+        "pointer_generator.cli.score_rouge",
         "experiments.analysis",
         "train+convert_to_coverage_model",
         "train",
         "eval+single_pass",
         "decode",
-        "pointer_generator.evaluation.rouge",
+        "pointer_generator.cli.score_rouge",
         "experiments.analysis",
     ]
     with open(os.path.join(logs, "pointer_generator", run_recipe.STATE_FILE)) as f:
@@ -423,7 +423,7 @@ def test_failure_stops_and_a_rerun_resumes_at_the_failed_stage(
     assert _run(fake_python, data_dir, logs, recipe="pointer_generator") == 0
     assert [_mode(c) for c in commands()[n:]] == [
         "decode",
-        "pointer_generator.evaluation.rouge",
+        "pointer_generator.cli.score_rouge",
         "experiments.analysis",
     ]
 

@@ -17,6 +17,7 @@ import tempfile
 import pytest
 
 from pointer_generator import exit_codes
+from pointer_generator.cli import score_rouge
 from pointer_generator.decoding.folder import write_for_rouge
 from pointer_generator.evaluation import rouge
 from tests.conftest import REPO_ROOT
@@ -188,7 +189,9 @@ def test_cli_scores_a_directory_pair(rouge_home, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("POINTER_GENERATOR_CACHE", os.path.dirname(rouge_home))
     ref, dec = _write_pairs(tmp_path, [(["the cat sat"], ["the cat sat"])])
     out = tmp_path / "out"
-    assert rouge.main(["--reference_dir", ref, "--decoded_dir", dec, "--out_dir", str(out)]) == 0
+    assert (
+        score_rouge.main(["--reference_dir", ref, "--decoded_dir", dec, "--out_dir", str(out)]) == 0
+    )
     printed = capsys.readouterr().out
     assert printed.startswith(
         "ROUGE-1:\nrouge_1_f_score: 1.0000 with confidence interval (1.0000, 1.0000)\n"
@@ -199,7 +202,9 @@ def test_cli_scores_a_directory_pair(rouge_home, tmp_path, monkeypatch, capsys):
 
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     assert (
-        rouge.main(["--reference_dir", str(tmp_path / "nope"), "--decoded_dir", str(tmp_path)])
+        score_rouge.main(
+            ["--reference_dir", str(tmp_path / "nope"), "--decoded_dir", str(tmp_path)]
+        )
         == exit_codes.BAD_INPUT
     )
     err = capsys.readouterr().err

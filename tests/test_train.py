@@ -244,7 +244,7 @@ def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
     os.makedirs(exp.train_dir, exist_ok=True)
     vocab = Vocab(flags.vocab_path, flags.vocab_size)
     with pytest.raises(NonFiniteLossError) as err:
-        train.main(configs.hparams(flags), vocab, configs.train_config(flags))
+        train.run_train_mode(configs.hparams(flags), vocab, configs.train_config(flags))
     message = str(err.value)
     newest = checkpointing.latest_checkpoint(exp.train_dir)
     assert "loss is not finite at training step 2" in message

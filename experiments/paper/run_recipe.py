@@ -281,7 +281,7 @@ class Runner:
                 [
                     self.python,
                     "-m",
-                    "pointer_generator.evaluation.rouge",
+                    "pointer_generator.cli.score_rouge",
                     f"--reference_dir={os.path.join(decode_dir, 'reference')}",
                     f"--decoded_dir={os.path.join(decode_dir, 'decoded')}",
                     f"--out_dir={decode_dir}",

@@ -3,9 +3,10 @@
 Start-up follows spec 1.2: flags are checked (unknown or contradictory ones end the run
 with one `error: ...` line and exit status 2), the experiment directory
 `<log_root>/<exp_name>` is created in train mode (and must exist otherwise), the
-vocabulary is read, decode mode uses `batch_size = beam_size`, and the mode runs:
-train (`train.main`), eval (`evaluate.main`) or decode (`decode.main`). TensorFlow is
-imported only after the flags passed these checks.
+vocabulary is read, decode mode uses `batch_size = beam_size`, and the mode's job runs:
+train (`training/train.py: run_train_mode`), eval (`evaluation/evaluate.py: run_eval_mode`)
+or decode (`decoding/job.py: run_decode_mode`). TensorFlow is imported only after the
+flags passed these checks.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> None:
 
 
 def run_mode(argv: list[str]) -> None:
-    """Start-up (spec 1.2) and dispatch to the mode's `main(hps, vocab, config)`."""
+    """Start-up (spec 1.2) and dispatch to the mode's job `run_<mode>_mode(hps, vocab, config)`."""
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.runtime.experiment import check_writable, open_experiment, output_dir
 
@@ -67,7 +68,7 @@ def run_mode(argv: list[str]) -> None:
     check_writable(output_dir(exp, FLAGS.mode))
     vocab = Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
     console.import_tensorflow()  # before the mode's modules import it
-    main_fn = mode_main(FLAGS.mode)
+    mode_job = mode_job_of(FLAGS.mode)
     # Devices are fixed before TensorFlow starts using them (GPU selection, memory growth,
     # logical CPU devices for mirrored training).
     from pointer_generator.training import distribution
@@ -81,18 +82,23 @@ def run_mode(argv: list[str]) -> None:
             "batched search, which drops finished articles (same summaries; "
             "docs/beam_search.md)"
         )
-    main_fn(hps, vocab, configs.mode_config(FLAGS))
+    mode_job(hps, vocab, configs.mode_config(FLAGS))
 
 
-def mode_main(mode: str):
-    """The `main(hps, vocab, config)` of a mode (its module is imported only when used)."""
+def mode_job_of(mode: str):
+    """The job `run_<mode>_mode(hps, vocab, config)` of a mode (its module is imported only
+    when used)."""
     if mode == "train":
-        from pointer_generator.training.train import main
-    elif mode == "eval":
-        from pointer_generator.evaluation.evaluate import main
-    else:
-        from pointer_generator.decoding.job import main
-    return main
+        from pointer_generator.training.train import run_train_mode
+
+        return run_train_mode
+    if mode == "eval":
+        from pointer_generator.evaluation.evaluate import run_eval_mode
+
+        return run_eval_mode
+    from pointer_generator.decoding.job import run_decode_mode
+
+    return run_decode_mode
 
 
 def print_help(kind: str) -> int:

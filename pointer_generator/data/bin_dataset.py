@@ -41,7 +41,9 @@ MAX_FILE_BYTES = 2**31 - 1 - _PREFIX_SIZE
 _MARK_OPEN, _MARK_CLOSE = "PGDataError<<", ">>"
 _MARK_RE = re.compile(re.escape(_MARK_OPEN) + "(.*?)" + re.escape(_MARK_CLOSE), re.DOTALL)
 # tf.io.parse_example's errors do not name the file: this finds it.
-_FIND_IT = "`python -m pointer_generator.data.binfile '<--data_path>'` names the file and record"
+_FIND_IT = (
+    "`python -m pointer_generator.cli.check_bin_files '<--data_path>'` names the file and record"
+)
 # tf.io.parse_example's error for a feature of another type than declared.
 _WRONG_TYPE_RE = re.compile(r"Key: (\w+), Index: (\d+)\.\s+Data types don't match")
 

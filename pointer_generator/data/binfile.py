@@ -18,7 +18,6 @@ import struct
 import tempfile
 from collections.abc import Iterable, Iterator
 
-from pointer_generator import exit_codes
 from pointer_generator.errors import DataError
 
 _LEN_FMT = "q"  # native, as the original wrote it
@@ -268,46 +267,10 @@ def write_chunked(
     return paths
 
 
-@exit_codes.command
-def main(argv: list[str] | None = None) -> int:
-    """`python -m pointer_generator.data.binfile FILE_OR_GLOB...`: check `.bin` files record by
-    record; prints one line per file and exits with status 1 if any file is malformed."""
-    import argparse
-    import glob
-    import sys
-
-    parser = argparse.ArgumentParser(
-        prog="python -m pointer_generator.data.binfile",
-        description="Check .bin files (the original's format) record by record: one line "
-        "per file; status 1 when a file is malformed or holds examples the pipeline cannot "
-        "use as meant, 2 when a file does not exist.",
-    )
-    parser.add_argument("files", nargs="+", metavar="FILE_OR_GLOB", help="e.g. 'chunked/*.bin'")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    missing = [p for p in args.files if not glob.glob(p)]
-    if missing:
-        print(
-            f"error: {missing[0]}: no such file (give .bin files or a glob that matches some)",
-            file=sys.stderr,
-        )
-        return exit_codes.BAD_INPUT
-    bad = 0
-    for pattern in args.files:
-        for path in sorted(glob.glob(pattern)):
-            try:
-                line, problems = _check_file(path)
-            except DataError as e:
-                print(f"error: {e}", flush=True)
-                bad += 1
-            else:
-                print(line, flush=True)
-                bad += bool(problems)
-    return exit_codes.CHECK_FAILED if bad else exit_codes.OK
-
-
-def _check_file(path: str) -> tuple[str, int]:
+def check_file(path: str) -> tuple[str, int]:
     """(the report line of one file, the number of examples the pipeline cannot use as
-    meant). Raises DataError for a malformed file."""
+    meant). Raises DataError for a malformed file. The checker of
+    `python -m pointer_generator.cli.check_bin_files`."""
     n = no_words = untagged = 0
     first: dict[str, int] = {}
     for index, (article, abstract) in enumerate(read_records(path)):
@@ -332,7 +295,3 @@ def _check_file(path: str) -> tuple[str, int]:
     if notes:
         return f"{path}: {n} records; CHECK FAILED: " + "; ".join(notes), no_words + untagged
     return f"{path}: {n} records, all valid", 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

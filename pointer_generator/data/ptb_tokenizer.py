@@ -14,15 +14,14 @@ matched, and scanning resumes right after what was emitted ("push-back"). Plain 
 cannot start any longer token take a fast path.
 
 Known differences from CoreNLP are listed in docs/data.md; the table-driven tests in
-tests/test_ptb_tokenizer.py pin the behaviour rule by rule.
+tests/test_ptb_tokenizer.py pin the behaviour rule by rule. Its command line (standard
+input to standard output) is `python -m pointer_generator.cli.ptb_tokenize`.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 
-from pointer_generator import exit_codes
 from pointer_generator.data.ptb_lexicon import (
     ALNUM,
     LETTER,
@@ -145,26 +144,3 @@ def tokenize(text: str) -> list[list[str]]:
 def tokenize_text(text: str) -> str:
     """`text` tokenized, one output line per input line, tokens joined by single spaces."""
     return _DEFAULT.tokenize_text(text)
-
-
-@exit_codes.command
-def main(argv: list[str] | None = None) -> int:
-    """`python -m pointer_generator.data.ptb_tokenizer < in.txt > out.txt`: tokenize stdin
-    to stdout."""
-    import argparse
-
-    argparse.ArgumentParser(
-        prog="python -m pointer_generator.data.ptb_tokenizer",
-        description="Tokenize standard input to standard output as the data tools do "
-        "(Stanford PTBTokenizer's rules, in Python): python -m "
-        "pointer_generator.data.ptb_tokenizer < in.txt > out.txt",
-    ).parse_args(sys.argv[1:] if argv is None else argv)
-    if sys.stdin.isatty():
-        print("(reading the text to tokenize from standard input; Ctrl-D ends it)", file=sys.stderr)
-    sys.stdout.write(tokenize_text(sys.stdin.read()))
-    sys.stdout.write("\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

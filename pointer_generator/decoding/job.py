@@ -211,7 +211,7 @@ def log_example(strings: dict, summary: Summary, vocab: Vocab, copies_words: boo
     return text
 
 
-# ----------------------------------------------------------------------------- mode main
+# ------------------------------------------------------------------------------ mode job
 RELOAD_SECS = 60  # the original reloads the newest checkpoint every 60 s of decoding
 WAIT_SECS = 10  # and retries every 10 s while there is none
 
@@ -254,7 +254,7 @@ def decode_forever(
     return count
 
 
-def main(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
+def run_decode_mode(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     """Decode mode (`--mode=decode`): single-pass files + ROUGE, or concurrent decoding."""
     from pointer_generator.data.input_pipeline import data_errors, make_dataset
     from pointer_generator.runtime.experiment import open_experiment

@@ -130,7 +130,7 @@ class Evaluator:
         return result
 
 
-def main(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
+def run_eval_mode(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
     """Eval mode: concurrent validation, or --single_pass evaluation."""
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
     owned_files.make_dir(exp.eval_dir)

@@ -12,24 +12,22 @@ summaries and configuration go to one temporary folder of the run: SIGTERM or Ct
 while scoring stops and reaps the Perl process, removes that folder, and the command
 ends with its `interrupted` line and status 143 / 130.
 
-Command line (scores any two directories in the decode layout):
+Its command line, which scores any two directories in the decode layout, is
+`cli/score_rouge.py`:
 
-    python -m pointer_generator.evaluation.rouge --reference_dir D/reference \
+    python -m pointer_generator.cli.score_rouge --reference_dir D/reference \
         --decoded_dir D/decoded [--out_dir D]
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
-from pointer_generator import exit_codes
 from pointer_generator.evaluation.rouge_install import (  # noqa: F401 (this module's API too)
     ROUGE_DIR_NAME,
     ROUGE_SCRIPT,
@@ -293,35 +291,3 @@ def rouge_log(results: dict, dir_to_write: str | None) -> str:
         log.info("Writing final ROUGE results to %s...", path)
         owned_files.replace_file(path, text)  # never through a link planted there
     return text
-
-
-@exit_codes.command
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pointer_generator.evaluation.rouge",
-        description="Score NNNNNN_decoded.txt files against NNNNNN_reference.txt files with "
-        "official ROUGE-1.5.5 (pyrouge defaults, as the original release).",
-    )
-    parser.add_argument("--reference_dir", required=True)
-    parser.add_argument("--decoded_dir", required=True)
-    parser.add_argument("--out_dir", default=None, help="also write ROUGE_results.txt here")
-    parser.add_argument(
-        "--style",
-        choices=list(STYLES),
-        default="original",
-        help="original: the pointer-generator release's arguments; duc: recall of the first "
-        "75 bytes against every NNNNNN_reference_K.txt (-m -b 75 -n 2 -w 1.2 -a), as ABS "
-        "and RAS were scored on DUC-2004; gigaword: full-length F1 (-m -n 2 -w 1.2 -a)",
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    results = rouge_eval(args.reference_dir, args.decoded_dir, style=args.style)
-    if args.out_dir:
-        os.makedirs(args.out_dir, exist_ok=True)
-    text = rouge_log(results, args.out_dir)
-    print(text.lstrip("\n"), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -136,7 +136,7 @@ def _remove_scratch(directory: str) -> None:
 
 
 # ------------------------------------------------------------------------------ modes
-def main(hps: HParams, vocab, cfg: TrainConfig) -> None:
+def run_train_mode(hps: HParams, vocab, cfg: TrainConfig) -> None:
     """Train mode: a one-off conversion, or the training loop."""
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
     try:
