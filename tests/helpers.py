@@ -147,16 +147,25 @@ def search(hps=None, **overrides):
     return SearchSettings(**fields)
 
 
+# The modes that run no search: they refuse a search flag (cli/flag_checks.check_no_search).
+NO_SEARCH_MODES = ("train", "eval")
+
+
 def cli_args(**flags) -> list[str]:
-    """`--name=value` arguments (booleans as 0/1), TINY sizes first."""
+    """`--name=value` arguments (booleans as 0/1), TINY sizes first: for `mode` train
+    or eval, which refuse the search flags, without TINY's search (`TINY_SEARCH`; a
+    search flag in `flags` is still given)."""
     values = dict(TINY)
+    if flags.get("mode") in NO_SEARCH_MODES:
+        values = {k: v for k, v in values.items() if k not in TINY_SEARCH}
     values.update(flags)
     return [f"--{k}={int(v) if isinstance(v, bool) else v}" for k, v in values.items()]
 
 
 def run_args(data, exp_name: str, mode: str = "train", **flags) -> list[str]:
     """`cli_args` of a tiny run on `data` (a `tiny_setup`) in experiment `exp_name`:
-    the training split for train mode, the validation split otherwise; no timed saves."""
+    the training split for train mode, the validation split otherwise; no timed saves;
+    the TINY search for decode mode only."""
     values = dict(
         data_path=data.train_path if mode == "train" else data.val_path,
         vocab_path=data.vocab_path,
@@ -279,9 +288,12 @@ def run_cli(args: list[str], timeout: float = 120, **env) -> subprocess.Complete
 
 def run_main_in_process(args: list[str]) -> int:
     """run_summarization's flag parsing and main in this process (no TensorFlow import
-    cost); returns the exit status. The global flags are reset afterwards."""
+    cost); returns the exit status. The global flags are reset before (a subcommand run
+    in this process may have left them parsed: its flags would count as given) and
+    afterwards."""
     from pointer_generator.cli import run_summarization
 
+    run_summarization.FLAGS.unparse_flags()
     try:
         try:
             run_summarization.main(run_summarization.parse_flags(["prog", *args]))

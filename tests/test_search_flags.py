@@ -7,8 +7,10 @@ The search flags are the fields of `SearchSettings`, built from the flags in one
 family every search option applies to, ABS+'s features included) with every search flag
 set away from its default, and stopped where it builds its search: the settings that
 search receives must carry every value. `serve --saved_model`, whose search was fixed at
-export, must refuse each flag. And end to end: `serve` with --trigram_blocking and
---length_penalty gives the summary `summarize` gives with them (before, it ignored both).
+export, must refuse each flag, and so must train and eval mode, which run no search
+(--max_dec_steps excepted: it is also the summary length they train and evaluate on).
+And end to end: `serve` with --trigram_blocking and --length_penalty gives the summary
+`summarize` gives with them (before, it ignored both).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import os
 import pytest
 
 import pointer_generator as pg
-from pointer_generator.cli import configs, entry, serve, summarize
+from pointer_generator.cli import configs, entry, flag_checks, serve, stored_settings, summarize
 from pointer_generator.cli import flags as flags_lib
 from pointer_generator.cli import help as help_lib
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime import experiment_settings
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from pointer_generator.search.extractive_features import read_weights
 from pointer_generator.search.settings import SEARCH_FLAGS
@@ -195,6 +198,88 @@ def test_serve_of_an_exported_model_refuses_each_search_flag(flag, data, tmp_pat
     assert errors[0] == (
         f"error: --{flag}: an exported model's search settings were fixed when it was "
         "exported; export it again with them (pointer-generator export)"
+    )
+
+
+# ------------------------------------------------------- the modes that run no search
+# The search flags train and eval mode refuse: all but --max_dec_steps, which is also a
+# hyper-parameter (the length of the summaries they train and evaluate on).
+NOT_IN_TRAINING = [name for name in SEARCH if name != "max_dec_steps"]
+
+
+def _refusal(flag: str, mode: str) -> str:
+    return (
+        f"error: --{flag} sets the search, which --mode={mode} does not run (it is for "
+        "--mode=decode, summarize, export, serve, tune_features); drop it"
+    )
+
+
+def _mode_args(data, mode: str) -> list[str]:
+    """A run of `mode` that would end soon if it ran at all: training a new experiment
+    for one step; one pass of eval over the trained experiment."""
+    if mode == "train":
+        return helpers.run_args(data, "never_made", max_steps=1)
+    return helpers.run_args(data, EXPERIMENT, "eval", single_pass=True)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+@pytest.mark.parametrize("flag", NOT_IN_TRAINING)
+def test_train_and_eval_mode_refuse_each_search_flag(flag, mode, data, capfd):
+    """Before, train and eval mode took every search flag and ignored it."""
+    status = helpers.run_main_in_process([*_mode_args(data, mode), *_flags(data, [flag])])
+    errors = _errors(capfd.readouterr().err)
+    assert status == 2 and errors == [_refusal(flag, mode)], errors
+    assert not os.path.exists(os.path.join(data.log_root, "never_made"))  # nothing started
+
+
+def test_a_search_flag_set_off_is_refused_too(data, capfd):
+    """A flag given is refused whatever its value: train mode would ignore it all the same."""
+    args = [*_mode_args(data, "train"), "--notrigram_blocking", "--length_penalty=0"]
+    status = helpers.run_main_in_process(args)
+    errors = _errors(capfd.readouterr().err)
+    assert status == 2 and errors == [_refusal("trigram_blocking", "train")], errors
+
+
+def test_the_command_line_refuses_a_search_flag_of_train_mode_in_one_line(data):
+    """The console command: one line and status 2, before TensorFlow is imported."""
+    proc = helpers.run_cli([*_mode_args(data, "train"), "--beam_size=3"], timeout=60)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and lines == [_refusal("beam_size", "train")], proc.stderr
+
+
+def test_stored_search_values_are_not_refused_and_max_dec_steps_is_a_training_flag(data, capfd):
+    """The experiment's stored values (settings.json; last_decode.json, which the
+    commands that search read) are not given on the command line: eval mode runs with
+    them, and with --max_dec_steps, the length it evaluates on."""
+    root = os.path.join(data.log_root, EXPERIMENT)
+    experiment_settings.write_decode_settings(
+        root, {"beam_size": 3, "min_dec_steps": 1, "max_dec_steps": 5}
+    )
+    try:
+        fv = flags_lib.FLAGS
+        fv(["prog", "--mode=eval", *data.experiment])
+        try:
+            stored_settings.apply(fv, "eval", last_decode=True)
+            assert (fv.beam_size, fv.min_dec_steps, fv.max_dec_steps) == (3, 1, 5)
+            assert [n for n in SEARCH_FLAGS if fv[n].present] == []
+            flag_checks.check_no_search(fv)  # nothing refused
+        finally:
+            fv.unparse_flags()
+        args = [*_mode_args(data, "eval"), "--max_dec_steps=6"]
+        assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
+    finally:
+        os.remove(os.path.join(root, experiment_settings.DECODE_FILE))
+
+
+def test_run_args_gives_the_tiny_search_to_decode_mode_only(data):
+    """The test helpers' command lines follow the rule: no search flag for train and eval
+    unless a test asks for one."""
+    for mode in ("train", "eval"):
+        args = helpers.run_args(data, EXPERIMENT, mode)
+        assert not [a for a in args if a.split("=")[0][2:] in NOT_IN_TRAINING], args
+        assert "--max_dec_steps=8" in args
+    assert {"--beam_size=2", "--min_dec_steps=2"} <= set(
+        helpers.run_args(data, EXPERIMENT, "decode")
     )
 
 

@@ -10,8 +10,9 @@ from pointer_generator.cli import family_flags
 from pointer_generator.cli.flag_bounds import check_numbers
 from pointer_generator.cli.flags import experiment_dir, strategy_name
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES
+from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES, HParams
 from pointer_generator.runtime.experiment import check_exp_name
+from pointer_generator.search.settings import SEARCH_FLAGS
 
 
 def validate(fv, argv: list[str] | None = None) -> None:
@@ -63,6 +64,28 @@ def _validate_mode_options(fv) -> None:
             "one-off operations; run them one at a time"
         )
     family_flags.check_conversion(fv)
+    check_no_search(fv)
+
+
+# The search flags that are no hyper-parameter of the model: only a command that searches
+# reads them (--max_dec_steps is also the summary length training and eval read).
+SEARCH_ONLY_FLAGS = tuple(n for n in SEARCH_FLAGS if n not in HParams.__dataclass_fields__)
+# The commands that search, as the refusal names them.
+SEARCHING_COMMANDS = "--mode=decode, summarize, export, serve, tune_features"
+
+
+def check_no_search(fv) -> None:
+    """Train and eval mode run no search: a search flag given on the command line would be
+    ignored, so it is one error naming it. A value the experiment stored, or a plain
+    namespace's (which cannot say what was given), is not refused."""
+    if fv.mode not in ("train", "eval"):
+        return
+    for name in SEARCH_ONLY_FLAGS:
+        if given(fv, name, unknown=False):
+            raise FlagError(
+                f"--{name} sets the search, which --mode={fv.mode} does not run "
+                f"(it is for {SEARCHING_COMMANDS}); drop it"
+            )
 
 
 def _validate_paths(fv) -> None:
@@ -175,12 +198,13 @@ def _validate_distribution(fv) -> None:
         raise FlagError(f"--num_gpus must be -1 (all), 0 or positive, got {fv.num_gpus}")
 
 
-def given(fv, name: str) -> bool:
-    """Whether flag `name` was given on the command line (True for a plain namespace)."""
+def given(fv, name: str, unknown: bool = True) -> bool:
+    """Whether flag `name` was given on the command line (`unknown` for a plain
+    namespace, which cannot say)."""
     try:
         return bool(fv[name].present)
     except (TypeError, KeyError, AttributeError):
-        return True
+        return unknown
 
 
 def check_decode_lengths(fv) -> None:
