@@ -61,6 +61,12 @@ def print_error(message) -> int:
     return BAD_INPUT
 
 
+def command_moved(module: str) -> None:
+    """End a `python -m <old module>` whose command moved to `module` (into cli/): one
+    error line saying where, exit status 2 (not a silent exit 0)."""
+    sys.exit(print_error(f"this command moved: run python -m {module} (same arguments)"))
+
+
 def report_internal_error(error: BaseException) -> int:
     """One line about an unexpected exception, its traceback saved to a file (or printed
     with POINTER_GENERATOR_TRACEBACK=1); returns INTERNAL_ERROR."""

@@ -7,6 +7,7 @@ after the marked line are this implementation's additions.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pointer_generator.errors import FlagError
@@ -90,23 +91,13 @@ class HParams:
     # ---- the earlier families (models/family_registry.py) ------------------------------
     # Which model: the name of a registered family (models/family_registry.py: the
     # pointer-generator, ABS, RAS-Elman, RAS-LSTM, or one registered), which checks the
-    # fields below and says what it fixes (ABS and RAS have no pointer and no coverage).
+    # settings and says what it fixes (ABS and RAS have no pointer and no coverage).
     model: str = "pointer_generator"
-    abs_encoder: str = "attention"  # ABS's encoder: bag of words, convolutional, attention
-    context_window: int = 5  # ABS: C, the summary words its language model sees [R]
-    smoothing_window: int = 2  # ABS: Q, the ±Q smoothing (enc3) and conv width 2Q+1 (enc2)
-    conv_width: int = 5  # RAS: q, its encoder's convolution width (odd) [R]
-    max_positions: int = 400  # RAS: input positions with an embedding (>= max_enc_steps)
-    abs_namas: bool = False  # ABS: the official code's departures (spec §2.9), not the paper's
-    # ABS / RAS weights drawn as the papers' Torch code drew them ("torch": N(0, 1) lookup
-    # tables, U(±1/√fan_in) linear maps; layers/torch_init.py) or with Keras' defaults.
-    family_init: str = "torch"
-    # RAS: h_0 (and m_0) zeros (the paper is silent) or learned vectors (docs/families.md)
-    ras_initial_state: str = "zeros"
-    # RAS: scale * cosine attention (the default: the paper's dot product saturates onto
-    # one input position in training), or "dot", the paper's (docs/families.md)
-    ras_attention: str = "cosine"
-    ras_attention_scale: float = 10.0
+    # The family's own settings ({name: value}, e.g. ABS's {"abs_encoder": "conv"}): its
+    # `FamilyOption`s, which say their defaults, types and flags
+    # (`ModelFamily.option_values` fills the defaults). Kept as sorted (name, value) pairs
+    # so that HParams stays hashable; give a dict.
+    options: tuple = ()
     # ---- how the earlier families were trained (training/optimizers.py, epochs.py) -----
     optimizer: str = "adagrad"  # "sgd": plain SGD (ABS, RAS) with an annealed rate
     lr_decay: str = "none"  # annealing on validation perplexity, see LR_DECAYS
@@ -117,6 +108,8 @@ class HParams:
     loss_reduction: str = "mean"
 
     def __post_init__(self):
+        pairs = self.options.items() if isinstance(self.options, Mapping) else self.options
+        object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in pairs)))
         for name, allowed in _CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise FlagError(
@@ -142,5 +135,15 @@ class HParams:
         """Size of the attention features: the encoder state size, 2 * hidden_dim."""
         return 2 * self.hidden_dim
 
+    def option(self, name: str):
+        """The value of the family option `name` held here (KeyError if none is)."""
+        return dict(self.options)[name]
+
     def replace(self, **changes) -> HParams:
+        """A copy with `changes`; a name that is no field is a family option."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        options = {k: v for k, v in changes.items() if k not in fields}
+        if options:
+            changes = {k: v for k, v in changes.items() if k in fields}
+            changes["options"] = {**dict(changes.get("options", self.options)), **options}
         return dataclasses.replace(self, **changes)

@@ -128,12 +128,13 @@ TINY_SEARCH = ("beam_size", "min_dec_steps")
 
 
 def hparams(**overrides):
-    """HParams with the TINY sizes (and overrides)."""
+    """HParams with the TINY sizes (and overrides; a name that is no field is a model
+    family's option, `HParams.options`)."""
     from pointer_generator.hparams import HParams
 
     fields = {k: v for k, v in TINY.items() if k not in TINY_SEARCH}
     fields.update(overrides)
-    return HParams(**fields)
+    return HParams().replace(**fields)
 
 
 def search(hps=None, **overrides):

@@ -206,6 +206,14 @@ def _vocab(data):
     return Vocab(data.vocab_path, 100)
 
 
+def _to_coverage(hps, vocab, exp):
+    """The pointer-generator's --convert_to_coverage_model (its family's conversion)."""
+    from pointer_generator.models.pointer_generator_family import TO_COVERAGE
+    from pointer_generator.training.conversions import convert
+
+    return convert(TO_COVERAGE, hps, vocab, exp)
+
+
 def test_convert_to_coverage_model(data, tmp_path):
     exp = Experiment(str(tmp_path / "exp"))
     source = _trainer(coverage=False)
@@ -215,7 +223,7 @@ def test_convert_to_coverage_model(data, tmp_path):
     ckpts = checkpointing.TrainCheckpoints(exp.train_dir, source.checkpoint(), source.step)
     original = ckpts.save()
 
-    path = train.convert_to_coverage_model(helpers.hparams(coverage=True), _vocab(data), exp)
+    path = _to_coverage(helpers.hparams(coverage=True), _vocab(data), exp)
 
     assert path == original + "_cov_init"
     assert checkpointing.latest_checkpoint(exp.train_dir) == path
@@ -238,14 +246,12 @@ def test_convert_to_coverage_model(data, tmp_path):
     assert helpers.checkpoint_steps(exp.train_dir) == [42, 44, 45, 46]
     assert tf.io.gfile.exists(path + ".index")
     with pytest.raises(CheckpointError, match="already has coverage"):
-        train.convert_to_coverage_model(helpers.hparams(coverage=True), _vocab(data), exp)
+        _to_coverage(helpers.hparams(coverage=True), _vocab(data), exp)
 
 
 def test_convert_without_a_checkpoint_is_a_clear_error(data, tmp_path):
     with pytest.raises(CheckpointError, match="no checkpoint in .* to convert"):
-        train.convert_to_coverage_model(
-            helpers.hparams(coverage=True), _vocab(data), Experiment(str(tmp_path))
-        )
+        _to_coverage(helpers.hparams(coverage=True), _vocab(data), Experiment(str(tmp_path)))
 
 
 def test_restore_best_model(data, tmp_path):

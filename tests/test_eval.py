@@ -84,7 +84,10 @@ def test_concurrent_eval_waits_then_evaluates_and_keeps_best_models(setup, tmp_p
     for loss in losses[1:]:
         want = 0.99 * want + 0.01 * loss
     assert running[-1][1] == pytest.approx(want, rel=1e-6) and avg == pytest.approx(want)
-    assert tensorboard.COVERAGE_LOSS in scalars and tensorboard.TOTAL_LOSS in scalars
+    assert (
+        "seq2seq/loss/coverage_loss/coverage_loss" in scalars
+        and "seq2seq/loss/total_loss" in scalars
+    )
     best = checkpointing.latest_checkpoint(exp.eval_dir, checkpointing.BEST_STATE_FILE)
     assert best == os.path.join(exp.eval_dir, "bestmodel-5")
     assert os.path.isfile(os.path.join(exp.eval_dir, "checkpoint_best"))

@@ -149,8 +149,10 @@ def test_bad_training_recipes_are_one_error_line(data, capfd, flags, message):
 
 def _preset(name: str, **overrides):
     from pointer_generator.hparams import HParams
+    from pointer_generator.models import family_registry
 
-    fields = {f.name for f in __import__("dataclasses").fields(HParams)}
+    options = family_registry.option_table()
+    fields = {f.name for f in __import__("dataclasses").fields(HParams)} | set(options)
     values = {}
     with open(os.path.join(PRESETS, name + ".flags"), encoding="utf-8") as f:
         for line in f:
@@ -161,7 +163,7 @@ def _preset(name: str, **overrides):
     hps = helpers.hparams()
     typed = {}
     for key, value in values.items():
-        kind = type(getattr(hps, key))
+        kind = options[key].type if key in options else type(getattr(hps, key))
         typed[key] = value.lower() == "true" if kind is bool else kind(value)
     return hps.replace(**{"pointer_gen": False, **typed, **overrides})
 
@@ -173,7 +175,8 @@ def test_the_paper_presets_have_the_closed_form_parameter_counts():
 
     v = 69_000
     hps = _preset("abs_paper")
-    assert (hps.emb_dim, hps.hidden_dim, hps.context_window, hps.lr, hps.batch_size) == (
+    window = hps.option("context_window")
+    assert (hps.emb_dim, hps.hidden_dim, window, hps.lr, hps.batch_size) == (
         200,
         400,
         5,

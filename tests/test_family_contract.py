@@ -119,7 +119,14 @@ _ASKS_NAME = re.compile(
 _READS_SWITCH = re.compile(
     r"\b(hps|fv|cfg|self\.hps|FLAGS)\.(pointer_gen|coverage|loss_reduction|cov_loss_wt"
     r"|abs_\w+|ras_\w+|context_window|smoothing_window|conv_width|max_positions|family_init)\b"
+    # ... or by its name: compared, looked up, or in a parameter named after it
+    r"|([!=]=|\bin)\s*[(\[{]?\s*[\"'](pointer_gen|coverage|cov_loss_wt)[\"']"
+    r"|(\[|getattr\(\w+,\s*|\.get\()[\"'](pointer_gen|coverage|cov_loss_wt)[\"']"
 )
+# ... or names a code path after a switch (the layers, which the families are built
+# from, may: `CoverageAttention(use_coverage=...)` is eq. 11, not a family question).
+_NAMES_SWITCH = re.compile(r"\w+_coverage\b(?!_model)|\bCOVERAGE_\w+")
+BUILDING_BLOCKS = ("layers",)
 
 
 def test_nothing_outside_models_asks_which_family():
@@ -136,11 +143,33 @@ def test_nothing_outside_models_asks_which_family():
             with open(os.path.join(dirpath, name), encoding="utf-8") as f:
                 for number, line in enumerate(f, start=1):
                     code = line.split("#", 1)[0]
-                    if _ASKS_NAME.search(code) or (
-                        _READS_SWITCH.search(code) and rel not in SWITCH_READERS
+                    if (
+                        _ASKS_NAME.search(code)
+                        or (_READS_SWITCH.search(code) and rel not in SWITCH_READERS)
+                        or (
+                            _NAMES_SWITCH.search(code)
+                            and part.split(os.sep)[0] not in BUILDING_BLOCKS
+                        )
                     ):
                         found.append(f"{rel}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'and not (mode == "train" and name == "coverage")',  # the resolver's, before
+        'x = fv["coverage"].value',
+        'if name in ("pointer_gen", "coverage"):',
+        'getattr(hps, "coverage")',
+        "trainer.load_tf1(path, allow_missing_coverage=True)",  # the trainer's, before
+        "prefix + checkpointing.COVERAGE_INIT_SUFFIX",  # runtime's, before
+        "if hps.pointer_gen:",
+        'if hps.model == "abs":',
+    ],
+)
+def test_the_guard_sees_the_leaks_it_is_for(code):
+    assert _ASKS_NAME.search(code) or _READS_SWITCH.search(code) or _NAMES_SWITCH.search(code)
 
 
 def test_one_search_settings_dataclass_and_hparams_without_mode():
@@ -227,3 +256,26 @@ def test_the_families_load_without_tensorflow():
     )
     proc = helpers.run_python(["-c", code], timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_model_that_lacks_a_method_of_the_contract_is_one_error():
+    """A registered family whose model has no `search_start` is refused when it is built,
+    naming what it lacks, not at the first decode's AttributeError."""
+    from pointer_generator.errors import FlagError
+    from pointer_generator.models.family import ModelFamily
+
+    class NoSearch(ModelFamily):
+        name = "no_search"
+
+        def build(self, hps, vocab_size):
+            model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+            model.checkpoint_mismatches = lambda shapes: []
+            model.parameter_summary = lambda: "a model"
+            return model
+
+    family_registry.register(NoSearch())
+    try:
+        with pytest.raises(FlagError, match="--model=no_search: .* lacks search_start"):
+            family_registry.build_model(helpers.hparams(model="no_search"), VOCAB)
+    finally:
+        family_registry.unregister("no_search")

@@ -4,8 +4,10 @@ model, registered through the public contract (`ModelFamily`, `family_registry.r
 summarized, exported and served through the command line and `pg`, touching no other
 file of the project. docs/architecture.md walks the same example.
 
-The model: log P(y_t | y_<t, x) = log_softmax(W tanh(E y_{t-1} + mean_j F x_j) + b), the
-article read as the mean of its word embeddings (its "attention" is uniform over it).
+The model: log P(y_t | y_<t, x) = log_softmax(W tanh(E y_{t-1} + a mean_j F x_j) + b), the
+article read as the mean of its word embeddings (its "attention" is uniform over it),
+weighted by a, the family's own option --article_weight (a `FamilyOption`: a flag,
+stored with the experiment, read back by every command).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pointer_generator as pg
 from pointer_generator.models import family_registry
 from pointer_generator.models.family import (
     EXAMPLES,
+    FamilyOption,
     ModelFamily,
     SearchStart,
     embedding_mismatches,
@@ -44,12 +47,10 @@ TEXT = "W3 w4 w5 w6 said . w7 w8 w9 w10 and w4 . w11 w12 w13 w3 w4 ."
 class BagOfWordsLM(keras.Model):
     """E (previous word), F (article words) [V, D]; the output layer W, b [D, V]."""
 
-    SEARCH_OPTIONS = frozenset()
-    search_option_note = "is not something a bag-of-words language model does"
-
-    def __init__(self, emb_dim: int, vocab_size: int, **kwargs):
+    def __init__(self, emb_dim: int, vocab_size: int, article_weight: float = 1.0, **kwargs):
         super().__init__(**kwargs)
         self.emb_dim, self.vocab_size = emb_dim, vocab_size
+        self.article_weight = article_weight
         self.prev_words = keras.layers.Embedding(vocab_size, emb_dim, name="prev_words")
         self.article_words = keras.layers.Embedding(vocab_size, emb_dim, name="article_words")
         self.out = keras.layers.Dense(vocab_size, name="out")
@@ -58,7 +59,7 @@ class BagOfWordsLM(keras.Model):
         """The mean of the article's word embeddings [B, D]."""
         mask = tf.cast(enc_padding_mask, tf.float32)[..., None]
         total = tf.reduce_sum(self.article_words(enc_batch) * mask, axis=1)
-        return total / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+        return self.article_weight * total / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
 
     def _log_probs(self, prev, article):
         return tf.nn.log_softmax(self.out(tf.tanh(self.prev_words(prev) + article)), -1)
@@ -105,9 +106,20 @@ class BagOfWordsFamily(ModelFamily):
     name = NAME
     summary = "a bag-of-words language model (a test's family; --emb_dim is its D)"
     model_class = BagOfWordsLM
+    search_option_note = "is not something a bag-of-words language model does"
+    options = (
+        FamilyOption(
+            "article_weight",
+            1.0,
+            f"--model={NAME}: a, the article's weight in the hidden state (0 = a language "
+            "model that ignores it).",
+            low=0.0,
+        ),
+    )
 
     def build(self, hps, vocab_size: int):
-        return BagOfWordsLM(hps.emb_dim, vocab_size).build_weights()
+        weight = self.option_values(hps)["article_weight"]
+        return BagOfWordsLM(hps.emb_dim, vocab_size, weight).build_weights()
 
     def loss_terms(self, hps, out, batch):
         # The default loss, and a scalar of its own: the first summary word's NLL, a
@@ -145,7 +157,14 @@ def trained(registered, tmp_path_factory):
     """A tiny experiment of the family, trained through the command line."""
     data = helpers.tiny_setup(tmp_path_factory.mktemp("bow_lm"), n_train=40, n_val=8)
     run = helpers.run_args(
-        data, "exp", model=NAME, max_steps=150, lr=0.5, batch_size=8, max_dec_steps=6
+        data,
+        "exp",
+        model=NAME,
+        max_steps=150,
+        lr=0.5,
+        batch_size=8,
+        max_dec_steps=6,
+        article_weight=2.0,
     )
     assert helpers.run_main_in_process(run) == 0
     data.experiment = [f"--log_root={data.log_root}", "--exp_name=exp"]
@@ -175,6 +194,28 @@ def test_the_family_is_a_model_choice_once_registered(registered):
     # A loss reduction the family does not declare is refused, not ignored.
     with pytest.raises(pg.PointerGeneratorError, match="--loss_reduction=sum is not one of"):
         FAMILY.check(pg.HParams(model=NAME, pointer_gen=False, loss_reduction="sum"))
+    # Its option is checked by the family: another family's option, a value out of range.
+    with pytest.raises(pg.PointerGeneratorError, match="abs_encoder is no setting of"):
+        FAMILY.check(pg.HParams(model=NAME, options={"abs_encoder": "bow"}))
+    with pytest.raises(pg.PointerGeneratorError, match="--article_weight must be >= 0"):
+        FAMILY.check(pg.HParams(model=NAME, options={"article_weight": -1.0}))
+    assert FAMILY.option_values(pg.HParams(model=NAME)) == {"article_weight": 1.0}
+
+
+def test_its_option_is_a_flag_with_its_range(registered, tmp_path, capfd):
+    data = helpers.tiny_setup(tmp_path)
+    for value, problem in (("-1", "must be >= 0, got -1.0"), ("nan", "finite")):
+        run = helpers.run_args(data, "bad", model=NAME, max_steps=1, article_weight=value)
+        assert helpers.run_main_in_process(run) == 2
+        err = capfd.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: --article_weight ") and problem in err[0]
+    # Another family's option is refused for this one, and this one's for another family.
+    run = helpers.run_args(data, "bad", model=NAME, max_steps=1, abs_encoder="bow")
+    assert helpers.run_main_in_process(run) == 2
+    assert "--abs_encoder" in capfd.readouterr().err
+    run = helpers.run_args(data, "bad", model="abs", max_steps=1, article_weight=2.0)
+    assert helpers.run_main_in_process(run) == 2
+    assert "--article_weight" in capfd.readouterr().err
 
 
 def test_it_learns_and_reads_its_input_through_train_and_eval(trained):
@@ -198,6 +239,10 @@ def test_it_learns_and_reads_its_input_through_train_and_eval(trained):
     model = summarizer.decoder.model
     hps = summarizer.decoder.hps.replace(max_dec_steps=6, batch_size=4)
     assert hps.model == NAME and not hps.pointer_gen  # its fixed settings
+    # Its option, given to training, was stored with the experiment and read back.
+    with open(os.path.join(trained.log_root, "exp", "settings.json"), encoding="utf-8") as f:
+        assert json.load(f)["flags"]["article_weight"] == 2.0
+    assert hps.option("article_weight") == 2.0 and model.article_weight == 2.0
     vocab = pg.Vocab(trained.vocab_path, hps.vocab_size)
     nll, tokens = 0.0, 0.0
     for batch in pg.make_dataset(trained.val_path, vocab, hps, "eval", single_pass=True):

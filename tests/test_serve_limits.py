@@ -345,9 +345,10 @@ def _read_export_info(path):
 
 
 def _read_settings(path):
+    from pointer_generator.models import family_registry
     from pointer_generator.runtime import experiment_settings
 
-    return experiment_settings.read(str(path.parent))
+    return experiment_settings.read(str(path.parent), family_registry)
 
 
 def _read_last_decode(path):

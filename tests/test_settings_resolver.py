@@ -112,7 +112,7 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
     api = pg.Summarizer.from_experiment(older.log_root, "old")
 
     decoded, summarized, exported, serving, python = opened
-    assert python.ras_attention == "dot" and python.ras_initial_state == "zeros"
+    assert python.option("ras_attention") == "dot" and python.option("ras_initial_state") == "zeros"
     *_, python_search = opened.searches
     assert {k: getattr(python_search, k) for k in SEARCH} == SEARCH
     assert all(search == python_search for search in opened.searches), opened.searches
@@ -137,7 +137,11 @@ def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(ol
     assert "beam_size" not in resolved.values  # given: the caller's
     assert resolved.vocab_path == os.path.join(older.root, "vocab")  # its own copy
     hps, search, vocab = trained.stored_settings(older.root, beam_size=3)
-    assert (hps.ras_attention, search["beam_size"], vocab) == ("dot", 3, resolved.vocab_path)
+    assert (hps.option("ras_attention"), search["beam_size"], vocab) == (
+        "dot",
+        3,
+        resolved.vocab_path,
+    )
     # A model flag that contradicts the experiment is one error, for the API as well.
     with pytest.raises(FlagError, match="--ras_attention=cosine contradicts this experiment's"):
         experiment_settings.resolve(
@@ -146,6 +150,6 @@ def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(ol
 
 
 def test_a_stored_value_is_never_replaced_by_a_before_value(older):
-    stored = experiment_settings.read(older.root)
+    stored = experiment_settings.read(older.root, family_registry)
     stored["flags"]["ras_attention"] = "cosine"
     assert experiment_settings.stored_values(stored, family_registry)["ras_attention"] == "cosine"

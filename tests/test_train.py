@@ -191,10 +191,10 @@ def test_checkpoints_are_named_by_step_and_the_newest_3_kept(trained):
 
 def test_summaries_have_the_expected_tags_at_every_step(trained):
     scalars = helpers.read_scalars(trained.train_dir)
-    for tag in (tensorboard.LOSS, tensorboard.GLOBAL_NORM, tensorboard.P_GEN):
+    for tag in (tensorboard.LOSS, tensorboard.GLOBAL_NORM, "seq2seq/p_gen_mean"):
         assert [s for s, _ in scalars[tag]] == list(range(1, 8)), tag
     assert tensorboard.STEPS_PER_SEC in scalars and tensorboard.EXAMPLES_PER_SEC in scalars
-    assert tensorboard.COVERAGE_LOSS not in scalars  # written only with coverage
+    assert "seq2seq/loss/coverage_loss/coverage_loss" not in scalars  # written only with coverage
     assert all(np.isfinite(v) and v > 0 for _, v in scalars[tensorboard.LOSS])
 
 
@@ -254,8 +254,8 @@ def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
     assert "trainable parameters" in capsys.readouterr().out  # parameter summary shown
     # Coverage runs also write the coverage and total loss (step 1 was finite).
     scalars = helpers.read_scalars(exp.train_dir)
-    assert [s for s, _ in scalars[tensorboard.COVERAGE_LOSS]] == [1]
-    assert [s for s, _ in scalars[tensorboard.TOTAL_LOSS]] == [1]
+    assert [s for s, _ in scalars["seq2seq/loss/coverage_loss/coverage_loss"]] == [1]
+    assert [s for s, _ in scalars["seq2seq/loss/total_loss"]] == [1]
 
 
 def test_training_starts_from_an_original_tf1_checkpoint(trainer, data, caplog):

@@ -49,30 +49,37 @@ def hparams_of(family: str):
     from pointer_generator.hparams import HParams
 
     name = "abs_paper" if family == "abs" else f"{family}_paper"
-    fields = {f for f in HParams.__dataclass_fields__}
+    from pointer_generator.models import family_registry
+
+    options = family_registry.option_table()
+    fields = set(HParams.__dataclass_fields__) | set(options)
     base = HParams(pointer_gen=False)
     typed = {}
     for key, value in preset(name).items():
         if key in fields:
-            kind = type(getattr(base, key))
+            kind = options[key].type if key in options else type(getattr(base, key))
             typed[key] = value.lower() == "true" if kind is bool else kind(value)
     return base.replace(**{**typed, "max_enc_steps": ENC_LEN, "max_dec_steps": DEC_LEN})
 
 
 def train_flops(hps, vocab: int, batch: int, enc: int, dec: int) -> float:
     """Matrix-product FLOPs of one training step (2 per multiply-add; backward 2x)."""
+    from pointer_generator.models import family_registry
+
     rows = batch * dec  # one output distribution per target word
+    options = family_registry.of(hps).option_values(hps)
     if hps.model == "abs":
-        d, h, c, q = hps.emb_dim, hps.hidden_dim, hps.context_window, hps.smoothing_window
+        d, h = hps.emb_dim, hps.hidden_dim
+        c, q = options["context_window"], options["smoothing_window"]
         per_row = c * d * h + 2 * h * vocab  # U, and V h + W enc
         per_article = 0
-        if hps.abs_encoder == "attention":
+        if options["abs_encoder"] == "attention":
             per_row += c * d * h + 2 * enc * h  # P, scores, p^T x-bar
-        elif hps.abs_encoder == "conv":
+        elif options["abs_encoder"] == "conv":
             per_article = 3 * (2 * q + 1) * h * h * enc
         forward = 2 * (rows * per_row + batch * per_article)
     else:
-        d, q = hps.hidden_dim, hps.conv_width
+        d, q = hps.hidden_dim, options["conv_width"]
         cell = 3 * d * d if hps.model == "ras_elman" else 12 * d * d
         per_row = 2 * enc * d + cell + 2 * d * vocab
         forward = 2 * (rows * per_row + batch * q * d * d * enc)

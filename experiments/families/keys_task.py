@@ -125,7 +125,7 @@ def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
 
     keras.utils.set_random_seed(seed)
     _, defaults = family_registry.settings({**base, **overrides})
-    hps = HParams(**{**base, **defaults, "seed": seed, **overrides})
+    hps = HParams().replace(**{**base, **defaults, "seed": seed, **overrides})
     trainer = Trainer(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
     return trainer, iter(batches.map(input_pipeline.model_inputs))
@@ -204,7 +204,7 @@ def first_gradients(corpus: dict, seed: int = 1, **overrides) -> dict:
     from pointer_generator.models.family_registry import build_model
 
     keras.utils.set_random_seed(seed)
-    hps = HParams(**{**TINY, "seed": seed, **overrides})
+    hps = HParams().replace(**{**TINY, "seed": seed, **overrides})
     model = build_model(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
     batch = next(iter(batches.map(input_pipeline.model_inputs)))

@@ -30,8 +30,10 @@ def _fields(cls, fv, **computed):
 def hparams(fv) -> HParams:
     """The model and data hyper-parameters of the flags, checked by their model family
     (`ModelFamily.check`) before anything runs."""
-    hps = _fields(HParams, fv)
-    family_registry().of(hps).check(hps)
+    family = family_registry().get(fv.model)
+    options = {o.name: fv[o.name].value for o in family.options if o.name in fv}
+    hps = _fields(HParams, fv, options=options)
+    family.check(hps)
     return hps
 
 

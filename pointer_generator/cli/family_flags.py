@@ -1,7 +1,8 @@
 """`--model`, whose choices are the registered model families (`models/family_registry.py`),
-and the flags of the earlier families (ABS, ABS+, RAS; docs/families.md): their sizes
-and switches, the papers' training (SGD, annealing, epochs, renormalisation) and ABS+'s
-features and tuning. Part of `flags.define_flags`."""
+a flag for each family's own options (`ModelFamily.options`, declared with the family:
+ABS's encoder, RAS's attention, ...), and the flags the earlier families (ABS, ABS+, RAS;
+docs/families.md) brought to every model: the papers' training (SGD, annealing, epochs,
+renormalisation) and ABS+'s features and tuning. Part of `flags.define_flags`."""
 
 from __future__ import annotations
 
@@ -77,78 +78,7 @@ def define(fv: flags.FlagValues) -> None:
         _ModelFlag(_FamilyParser(), flags.ArgumentSerializer(), "model", DEFAULT_MODEL, MODEL_HELP),
         flag_values=fv,
     )
-    flags.DEFINE_enum(
-        "abs_encoder",
-        "attention",
-        ("bow", "conv", "attention"),
-        "--model=abs: the encoder (enc1 bag of words, enc2 convolutional, enc3 attention).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "context_window",
-        5,
-        "--model=abs: C, the summary words its language model sees.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "smoothing_window",
-        2,
-        "--model=abs: Q, the attention encoder's +-Q smoothing and the convolutional "
-        "encoder's width 2Q+1.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "conv_width",
-        5,
-        "--model=ras_*: q, the encoder's convolution width (odd).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "max_positions",
-        400,
-        "--model=ras_*: input positions with a learned embedding (at least --max_enc_steps).",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean(
-        "abs_namas",
-        False,
-        "--model=abs: the official NAMAS code's departures from the paper's equations "
-        "(biases, learned smoothing, extra linear layers) instead of the printed forms.",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "family_init",
-        "torch",
-        ("torch", "keras"),
-        "--model=abs|ras_*: draw the weights as the papers' Torch code did (N(0, 1) lookup "
-        "tables, U(+-1/sqrt(fan_in)) linear maps; the default), or with Keras' defaults "
-        "(U(+-0.05) embeddings, Glorot kernels: the models then learn to ignore the input).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "ras_initial_state",
-        "zeros",
-        ("zeros", "learned"),
-        "--model=ras_*: the decoder's initial state h_0 (and m_0): zeros (the paper is "
-        "silent), or learned vectors, so that the first summary word can attend to the input "
-        "(with zeros its attention is uniform).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "ras_attention",
-        "cosine",
-        ("cosine", "dot"),
-        "--model=ras_*: the attention scores: cosine, --ras_attention_scale times the "
-        "cosine of z_j and h_{t-1} (bounded; the default), or dot, the paper's z_j . h_{t-1}, "
-        "which saturates onto one input position early in training (docs/families.md).",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "ras_attention_scale",
-        10.0,
-        "--model=ras_* --ras_attention=cosine: s in s * cos(z_j, h_{t-1}).",
-        flag_values=fv,
-    )
+    define_options(fv)
     flags.DEFINE_enum(
         "optimizer",
         "adagrad",
@@ -248,12 +178,24 @@ def define(fv: flags.FlagValues) -> None:
     )
 
 
-def check_conversion(fv) -> None:
-    """What a family's one-off conversion needs of its flags: the pointer-generator's
-    --convert_to_coverage_model makes a coverage model (`ModelFamily.conversions` says
-    which families have it: cli/flag_checks.apply_model_family)."""
-    if fv.convert_to_coverage_model and not fv.coverage:
-        raise FlagError(
-            "--convert_to_coverage_model needs --coverage=1 (it makes a "
-            "coverage model from a checkpoint trained without coverage)"
-        )
+def define_options(fv: flags.FlagValues) -> None:
+    """A flag for every option of the registered families (`FamilyOption`) that has none
+    yet: called when the flags are defined, and again before they are parsed, so that a
+    family registered in between has its flags too."""
+    for option in family_registry().option_table().values():
+        if option.name in fv:
+            continue
+        if option.type is bool:
+            define = flags.DEFINE_boolean
+        elif option.type is int:
+            define = flags.DEFINE_integer
+        elif option.type is float:
+            define = flags.DEFINE_float
+        elif option.choices:
+            flags.DEFINE_enum(
+                option.name, option.default, option.choices, option.help, flag_values=fv
+            )
+            continue
+        else:
+            define = flags.DEFINE_string
+        define(option.name, option.default, option.help, flag_values=fv)

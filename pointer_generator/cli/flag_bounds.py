@@ -72,11 +72,6 @@ BOUNDS: dict[str, Bound] = {
     "vocab_size": Bound(0, note="0 = the whole file"),
     "max_oovs": POSITIVE,
     "length_buckets": POSITIVE,
-    "context_window": POSITIVE,
-    "smoothing_window": NON_NEGATIVE,
-    "conv_width": POSITIVE,
-    "max_positions": POSITIVE,
-    "ras_attention_scale": ABOVE_ZERO,
     # optimisation
     "lr": ABOVE_ZERO,
     "adagrad_init_acc": ABOVE_ZERO,
@@ -116,12 +111,26 @@ BOUNDS: dict[str, Bound] = {
 }
 
 
+def all_bounds() -> dict[str, Bound]:
+    """`BOUNDS`, and the range of every numeric option of the model families (their
+    `FamilyOption.low`: models/family.py), which are flags too."""
+    from pointer_generator.cli.family_flags import family_registry
+
+    options = {
+        option.name: Bound(option.low, open_low=option.open_low)
+        for option in family_registry().option_table().values()
+        if option.type in (int, float)
+    }
+    return {**BOUNDS, **options}
+
+
 def check_numbers(fv, names=None) -> None:
     """FlagError for the first numeric flag of `fv` outside its range (`names`: only
     these). `fv`: absl FlagValues, or any object with the flag attributes."""
-    for name in names or BOUNDS:
-        if not hasattr(fv, name):
+    bounds = all_bounds()
+    for name in names or bounds:
+        if name not in bounds or not hasattr(fv, name):
             continue
-        problem = BOUNDS[name].problem(getattr(fv, name))
+        problem = bounds[name].problem(getattr(fv, name))
         if problem:
             raise FlagError(f"--{name} {problem}")

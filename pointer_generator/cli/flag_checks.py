@@ -63,7 +63,7 @@ def _validate_mode_options(fv) -> None:
             "--convert_to_coverage_model and --restore_best_model are separate "
             "one-off operations; run them one at a time"
         )
-    family_flags.check_conversion(fv)
+    _check_conversion_targets(fv)
     check_no_search(fv)
 
 
@@ -234,31 +234,50 @@ def apply_model_family(fv) -> None:
         if name not in fv:  # (a setting that is no flag: HParams' default)
             continue
         if fv[name].present and fv[name].value != value:
-            raise FlagError(_contradicts_family(fv.model, name, value))
+            raise FlagError(family.fixed_setting_message(name, value))
         fv[name].value = value
-    for name in CONVERSIONS:
-        if getattr(fv, name) and name not in family.conversions:
-            raise FlagError(_lacks_conversion(registry, fv.model, name))
+    _check_options(fv, registry, family)
+    for name in registry.conversion_flags():
+        if name in fv and fv[name].value and name not in family.conversions:
+            having = [f.name for f in registry.all_families() if name in f.conversions]
+            raise FlagError(
+                f"--{name} is for --model={'|'.join(having)}; --model={fv.model} has no "
+                "such conversion"
+            )
 
 
-# The one-off checkpoint conversions, by flag (`ModelFamily.conversions`).
-CONVERSIONS = ("tf1_checkpoint", "convert_to_coverage_model")
-# What a switch a family may fix off is called in "--model=abs has no pointer".
-_SWITCH_NOUNS = {"pointer_gen": "pointer"}
+def _check_options(fv, registry, family) -> None:
+    """The family's own options in range (they are checked with the flags, as every
+    number is), and no option of another family given (it would be ignored)."""
+    mine = {o.name: o for o in family.options}
+    for name, option in registry.option_table().items():
+        if name in mine or name not in fv or not fv[name].present:
+            continue
+        owners = [f.name for f in registry.all_families() if option in f.options]
+        raise FlagError(
+            f"--{name} is a setting of --model={'|'.join(owners)}, not of --model={fv.model}: "
+            "drop it"
+        )
+    for name, option in mine.items():
+        problem = option.problem(fv[name].value) if name in fv else None
+        if problem:
+            raise FlagError(f"--{name} {problem}")
 
 
-def _contradicts_family(model: str, name: str, value) -> str:
-    if value is False:
-        return f"--model={model} has no {_SWITCH_NOUNS.get(name, name)}: drop --{name}"
-    shown = int(value) if isinstance(value, bool) else value
-    return f"--model={model} always has --{name}={shown}: drop --{name}"
-
-
-def _lacks_conversion(registry, model: str, name: str) -> str:
-    if name == "tf1_checkpoint":
-        return "--tf1_checkpoint holds a pointer-generator; it cannot start --model=" + model
-    having = [f.name for f in registry.all_families() if name in f.conversions]
-    return (
-        f"--{name} converts checkpoints of --model={'|'.join(having) or '(none)'}; "
-        f"--model={model} has no such conversion"
-    )
+def _check_conversion_targets(fv) -> None:
+    """A family's conversion makes a model with its target settings, which must be the
+    flags' (the pointer-generator's --convert_to_coverage_model needs --coverage=1)."""
+    family = family_flags.family_registry().get(fv.model)
+    for flag in family.conversions:
+        conversion = family.conversion(flag)
+        if conversion is None or not getattr(fv, flag, False):
+            continue
+        wrong = {k: v for k, v in conversion.target.items() if getattr(fv, k) != v}
+        if wrong:
+            needed = " ".join(
+                f"--{k}={int(v) if isinstance(v, bool) else v}" for k, v in wrong.items()
+            )
+            raise FlagError(
+                f"--{flag} needs {needed} (it makes a model with {conversion.what_is_added} "
+                "from a checkpoint trained without them)"
+            )

@@ -453,6 +453,7 @@ def after_parsing(fv=FLAGS) -> None:
 def parse_subcommand(name: str, argv: list[str], positional: bool = False) -> list[str]:
     """Parse `pointer-generator <name> argv...` into FLAGS; returns the positional
     arguments (an error when the subcommand takes none). FlagError for a bad flag."""
+    family_flags.define_options(FLAGS)  # (a family registered since the flags were defined)
     try:
         rest = FLAGS([f"pointer-generator {name}"] + list(argv))[1:]
     except flags.Error as e:

@@ -38,7 +38,6 @@ _GROUPS = {
         "safe_numerics",
         "fused_recurrence",
         "mixed_precision",
-        "family_init",
     ),
     "training": (
         "batch_size",

@@ -32,6 +32,9 @@ def fail(message) -> None:
 
 def parse_flags(argv: list[str]) -> list[str]:
     """absl flag parsing whose errors (unknown flag, bad value) are one line + exit 2."""
+    from pointer_generator.cli import family_flags
+
+    family_flags.define_options(FLAGS)  # (a family registered since the flags were defined)
     try:
         rest = FLAGS(argv)
         flags_lib.after_parsing(FLAGS)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from pointer_generator.cli.family_flags import family_registry
-from pointer_generator.cli.flag_bounds import BOUNDS, check_numbers
+from pointer_generator.cli.flag_bounds import check_numbers
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import experiment_settings
 
@@ -92,7 +92,7 @@ def read(fv) -> dict | None:
     it (`runtime.experiment_settings.read`)."""
     if not fv.log_root or not fv.exp_name:
         return None
-    return experiment_settings.read(_root(fv))
+    return experiment_settings.read(_root(fv), family_registry())
 
 
 def apply(fv, mode: str, last_decode: bool = False) -> dict | None:
@@ -117,8 +117,17 @@ def apply(fv, mode: str, last_decode: bool = False) -> dict | None:
     if resolved.stored is None:
         return None
     fv.vocab_path = resolved.vocab_path
-    check_numbers(fv, [n for n in resolved.stored["flags"] if n in BOUNDS])  # hand-edited
+    check_numbers(fv, list(resolved.stored["flags"]))  # (a hand-edited file)
     return resolved.stored
+
+
+def _family_flags(model: str) -> tuple[str, ...]:
+    """The model flags of family `model` an experiment stores: its own (`model_flags`),
+    and the settings it fixes (ABS's pointer_gen=false, as a reader of the file expects)."""
+    family = family_registry().get(model)
+    return family.model_flags() + tuple(
+        n for n in family.fixed_settings if n not in family.model_flags()
+    )
 
 
 def content(fv) -> dict:
@@ -127,8 +136,11 @@ def content(fv) -> dict:
     return {
         "flags": {
             name: getattr(fv, name)
-            for name in model_flags() + LENGTH_FLAGS + PADDING_FLAGS
-            if hasattr(fv, name)  # (a family's own setting need not be a flag)
+            for name in experiment_settings.GENERIC_MODEL_FLAGS
+            + _family_flags(fv.model)
+            + LENGTH_FLAGS
+            + PADDING_FLAGS
+            if hasattr(fv, name)
         },
         "vocab": {
             "path": os.path.abspath(fv.vocab_path),

@@ -295,3 +295,9 @@ def check_file(path: str) -> tuple[str, int]:
     if notes:
         return f"{path}: {n} records; CHECK FAILED: " + "; ".join(notes), no_words + untagged
     return f"{path}: {n} records, all valid", 0
+
+
+if __name__ == "__main__":  # (the command moved: say where instead of exiting 0 silently)
+    from pointer_generator.exit_codes import command_moved
+
+    command_moved("pointer_generator.cli.check_bin_files")

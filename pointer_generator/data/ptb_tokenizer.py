@@ -144,3 +144,9 @@ def tokenize(text: str) -> list[list[str]]:
 def tokenize_text(text: str) -> str:
     """`text` tokenized, one output line per input line, tokens joined by single spaces."""
     return _DEFAULT.tokenize_text(text)
+
+
+if __name__ == "__main__":  # (the command moved: say where instead of exiting 0 silently)
+    from pointer_generator.exit_codes import command_moved
+
+    command_moved("pointer_generator.cli.ptb_tokenize")

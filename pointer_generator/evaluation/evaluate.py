@@ -170,11 +170,11 @@ def concurrent(
     from pointer_generator.data.input_pipeline import data_errors
 
     hps = evaluator.hps
-    reports_coverage = "coverage_loss" in evaluator.family.scalars(hps)
+    logged = evaluator.family.logged(hps)
     # One eval job per experiment: two would race to rewrite the best models.
     locks.acquire(exp.eval_dir, "eval job", "give this run another --exp_name")
     best_models = checkpointing.BestModels(exp.eval_dir, evaluator.checkpoint)
-    writer = tensorboard.ScalarWriter(exp.eval_dir)
+    writer = tensorboard.ScalarWriter(exp.eval_dir, tags=evaluator.family.scalar_tags)
     batches = iter(_dataset(data_path, vocab, hps, single_pass=False))
     running_avg, best, loaded, done = None, None, None, 0
     waiting_logged = False
@@ -210,7 +210,7 @@ def concurrent(
                 train_step,
                 os.path.basename(loaded),
                 metrics["loss"],
-                f", coverage loss {metrics['coverage_loss']:.4f}" if reports_coverage else "",
+                "".join(f", {n.replace('_', ' ')} {metrics[n]:.4f}" for n in logged),
                 running_avg,
                 time.time() - t0,
             )
@@ -329,8 +329,7 @@ def single_pass(
     sums = dataset_sums(evaluator, vocab, data_path)
     values = evaluator.values(sums)
     loss = values["loss"]
-    # As the original wrote them: coverage_loss and total_loss only for a coverage model.
-    with_coverage = "coverage_loss" in evaluator.family.scalars(evaluator.hps)
+    family = evaluator.family
     result = {
         "checkpoint": path,
         "step": int(evaluator.step.numpy()),
@@ -339,9 +338,8 @@ def single_pass(
         "loss": loss,
         "perplexity": perplexity(sums),
     }
-    if with_coverage:
-        result["coverage_loss"] = values["coverage_loss"]
-        result["total_loss"] = values["total_loss"]
+    # The scalars the family reports (the coverage and total loss of a coverage model).
+    result.update({name: values[name] for name in family.scalars(evaluator.hps)})
     if input_gap:
         if sums["examples"] < 2:
             raise DataError(
@@ -360,8 +358,9 @@ def single_pass(
         f"Single-pass eval of {os.path.basename(path)} (step {result['step']}) over "
         f"{result['examples']} examples in {time.time() - t0:.1f}s: loss {loss:.6f}"
     )
-    if with_coverage:
-        line += f", coverage loss {result['coverage_loss']:.6f}"
+    line += "".join(
+        f", {name.replace('_', ' ')} {result[name]:.6f}" for name in family.logged(evaluator.hps)
+    )
     print(line, flush=True)
     if input_gap:
         print(input_gap_line(result["loss_other_articles"], result["input_gap"]), flush=True)

@@ -84,15 +84,19 @@ class ABSModel(SentenceSummarizer):
 
     @classmethod
     def from_hparams(cls, hps, vocab_size: int) -> ABSModel:
-        """ABS as the flags give it: hidden_dim is H, emb_dim is D."""
+        """ABS as the flags give it: hidden_dim is H, emb_dim is D; its own settings are
+        its family's options (models/sentence_family.py), defaults filled."""
+        from pointer_generator.models.sentence_family import ABS
+
+        options = ABS.option_values(hps)
         config = ABSConfig(
-            encoder=hps.abs_encoder,
-            window=hps.context_window,
+            encoder=options["abs_encoder"],
+            window=options["context_window"],
             emb_dim=hps.emb_dim,
             hidden_dim=hps.hidden_dim,
-            smoothing=hps.smoothing_window,
-            namas=hps.abs_namas,
-            init=hps.family_init,
+            smoothing=options["smoothing_window"],
+            namas=options["abs_namas"],
+            init=options["family_init"],
             init_seed=hps.seed,
         )
         return cls(config, vocab_size)

@@ -5,8 +5,10 @@ A family is a `ModelFamily` object registered under its `--model` name
 (`models/family_registry.py`: the built-in ones, `family_registry.register`, or a plugin named by
 `POINTER_GENERATOR_FAMILIES`). It says:
 
-* its settings: `own_flags` (the HParams fields only it reads: stored with the
-  experiment, shown under its name in --help), `fixed_settings` (what it cannot change:
+* its settings: `options`, its own settings (`FamilyOption`s: each a command-line flag,
+  stored with the experiment, shown in --help's model group, in `HParams.options`; read
+  them with `option_values(hps)`, defaults filled), `own_flags` (HParams fields only it
+  reads: the pointer-generator's switches), `fixed_settings` (what it cannot change:
   a family without a pointer has `pointer_gen=False, coverage=False`), `defaults(values)`
   (where its defaults differ from the flags'), `check(hps)` (settings it refuses);
 * its model: `build(hps, vocab_size)`, a built Keras model (every weight created) that
@@ -15,12 +17,14 @@ A family is a `ModelFamily` object registered under its `--model` name
     word) and whatever the family's `loss_terms` reads;
   - the search: `search_start(inputs: SearchInputs, beam_size, full_final_dist)` ->
     `SearchStart` (its step function with one signature for every family, the initial
-    carry and the per-article tensors), `SEARCH_OPTIONS` / `search_option_note`;
+    carry and the per-article tensors);
   - checkpoints: `checkpoint_mismatches(shapes)`; `parameter_summary()`;
 * its loss: `loss_terms(hps, out, batch)` -> `LossTerms`, sums and what each is divided by
   (examples or target tokens), which the trainer and the eval job only add up;
   `objective(hps, means, sums)`, what training minimises; `scalars(hps)`, the metrics
   beyond `loss` it reports (TensorBoard, logs);
+* its search: `SEARCH_OPTIONS`, the options beyond the common ones its models support
+  ([UNK] blocked, ABS+'s features, n-best lists), `search_option_note`;
 * its decode output: `copies_words(hps)` (summaries may hold article words outside the
   vocabulary, and p_gen means something);
 * its checkpoints: `implied_settings(shapes)`, `embedding_key(shapes)` (None when a
@@ -30,10 +34,51 @@ A family is a `ModelFamily` object registered under its `--model` name
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from pointer_generator.errors import FlagError
+
+OPTION_TYPES = (bool, int, float, str)
+
+
+class FamilyOption(NamedTuple):
+    """One setting of a model family's own: the flag `--<name>`, a key of
+    `HParams.options`, stored with the experiment like every model flag.
+
+    default: its value when not given (its type, one of bool, int, float, str, is the
+      option's); help: the flag's help; choices: the values allowed (strings), if only
+      some; low: the smallest value allowed (numbers), excluded when `open_low`.
+    """
+
+    name: str
+    default: bool | int | float | str
+    help: str
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    open_low: bool = False
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+    def problem(self, value) -> str | None:
+        """Why `value` is not one of this option's ("must be ..."), or None."""
+        want = self.type
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            return f"must be {want.__name__}, got {value!r}"
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(self.choices)}, got {value!r}"
+        if want is float and not math.isfinite(value):
+            return f"must be a finite number, got {value}"
+        if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
+            if self.low == 1 and not self.open_low:
+                return f"must be positive, got {value}"
+            return f"must be {'>' if self.open_low else '>='} {self.low:g}, got {value}"
+        return None
 
 
 class SearchInputs(NamedTuple):
@@ -96,6 +141,30 @@ def embedding_mismatches(shape, vocab_size: int, emb_dim: int) -> list[str]:
     return problems
 
 
+class Conversion(NamedTuple):
+    """A one-off conversion (train mode, `--<flag>`): a model of the family with the
+    `target` settings starts from the newest checkpoint of one with the `source`
+    settings; the weights only the target has (`added(key)`, on checkpoint keys) keep
+    their initial values. The converted checkpoint is written beside its source with
+    `suffix`, and training resumes from it. The original's --convert_to_coverage_model
+    is one (training/conversions.py runs it).
+
+    what_is_added: the added weights in words ("coverage weights (w_c)"); then: what to
+    run next, for the log ("now run training with --coverage=1").
+    """
+
+    flag: str
+    source: Mapping
+    target: Mapping
+    added: Callable[[str], bool]
+    what_is_added: str
+    suffix: str
+    then: str
+
+
+# What a switch a family may fix off is called in "--model=abs has no pointer".
+SWITCH_NOUNS = {"pointer_gen": "pointer"}
+
 # What a loss term's sum is divided by (`LossTerms.per`).
 EXAMPLES = "examples"
 TOKENS = "tokens"
@@ -139,7 +208,10 @@ class ModelFamily(abc.ABC):
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    # The HParams fields that only this family reads (its model flags).
+    # Its own settings: flags, stored with the experiment, `HParams.options` (read them
+    # with `option_values`).
+    options: ClassVar[tuple[FamilyOption, ...]] = ()
+    # HParams fields that only this family reads (the original's switches).
     own_flags: ClassVar[tuple[str, ...]] = ()
     # Settings the family cannot change: the command line and the settings resolver apply
     # them over whatever was given (an HParams made in Python must hold them itself).
@@ -147,12 +219,34 @@ class ModelFamily(abc.ABC):
     # What an experiment whose settings predate one of its flags ran with, where the
     # flag's default has changed since ({field: value}).
     predating: ClassVar[Mapping] = {}
-    # The one-off checkpoint conversions it supports, by flag (e.g. "tf1_checkpoint").
+    # Model flags a training run may change on an existing experiment (the others must
+    # agree with what the experiment stored).
+    changed_in_training: ClassVar[tuple[str, ...]] = ()
+    # The one-off checkpoint conversions it supports, by flag: "tf1_checkpoint" (it can
+    # start from the original release's checkpoints: `load_original`) and its
+    # `Conversion`s' flags.
     conversions: ClassVar[frozenset] = frozenset()
     # The --loss_reduction values it trains with (the mean per target token by default).
     reductions: ClassVar[tuple[str, ...]] = ("mean",)
-    # Its model class, where it has one (the search options it supports are read there).
+    # {scalar: TensorBoard tag} for those of its `scalars` not written under their names.
+    scalar_tags: ClassVar[Mapping] = {}
+    # Its model class, where it has one.
     model_class: ClassVar[type | None] = None
+    # The search options its models support beyond the common ones: "block_unk" (never
+    # [UNK]), "features" (ABS+'s), "nbest" (n-best lists, for ABS+'s tuning); and what
+    # the refusal of another says after the flag ("is not ...").
+    SEARCH_OPTIONS: ClassVar[frozenset] = frozenset()
+    search_option_note: ClassVar[str] = "is not a search option of this model family"
+
+    def model_flags(self) -> tuple[str, ...]:
+        """Its model flags, stored with an experiment: its HParams fields and options."""
+        return tuple(self.own_flags) + tuple(o.name for o in self.options)
+
+    def option_values(self, hps) -> dict:
+        """{option: value} of every option of this family: the one `hps` holds (its
+        `options`), else the option's default."""
+        given = dict(hps.options)
+        return {o.name: given.get(o.name, o.default) for o in self.options}
 
     def defaults(self, values: Mapping) -> dict:
         """{field: value} where this family's defaults differ from the flags', given the
@@ -161,8 +255,19 @@ class ModelFamily(abc.ABC):
         return {}
 
     def check(self, hps) -> None:
-        """Raise FlagError for settings this family cannot run with (here: a
-        --loss_reduction it does not have). A subclass calls it first."""
+        """Raise FlagError for settings this family cannot run with (here: an option
+        of another family or outside its range, a --loss_reduction it does not have). A
+        subclass calls it first."""
+        mine = {o.name: o for o in self.options}
+        for name, value in hps.options:
+            if name not in mine:
+                raise FlagError(
+                    f"{name} is no setting of --model={self.name} (its own: "
+                    f"{', '.join(mine) or 'none'})"
+                )
+            problem = mine[name].problem(value)
+            if problem:
+                raise FlagError(f"--{name} {problem}")
         if hps.loss_reduction not in self.reductions:
             raise FlagError(
                 f"--loss_reduction={hps.loss_reduction} is not one of --model={self.name}'s "
@@ -187,11 +292,16 @@ class ModelFamily(abc.ABC):
         sums, or `total_loss`, the objective)."""
         return ()
 
+    def logged(self, hps) -> tuple[str, ...]:
+        """Those of its `scalars` shown beside the loss in the progress and eval log
+        lines."""
+        return ()
+
     # ------------------------------------------------------------------ search and output
     def search_options(self) -> frozenset:
-        """The search options its models support beyond the common ones (the model's
-        `SEARCH_OPTIONS`: "block_unk", "features", "nbest")."""
-        return getattr(self.model_class, "SEARCH_OPTIONS", frozenset())
+        """The search options its models support beyond the common ones
+        (`SEARCH_OPTIONS`)."""
+        return frozenset(self.SEARCH_OPTIONS)
 
     def copies_words(self, hps) -> bool:
         """Whether summaries can hold article words outside the vocabulary (shown with
@@ -207,6 +317,28 @@ class ModelFamily(abc.ABC):
     def embedding_key(self, shapes: Mapping) -> str | None:
         """The checkpoint key of the word embedding (TensorBoard's projector), if any."""
         return None
+
+    def conversion(self, flag: str) -> Conversion | None:
+        """Its `Conversion` run by `--<flag>`, if it has one."""
+        return None
+
+    def fixed_setting_message(self, name: str, value) -> str:
+        """The error for a flag given against one of its `fixed_settings`."""
+        if value is False:
+            return f"--model={self.name} has no {SWITCH_NOUNS.get(name, name)}: drop --{name}"
+        shown = int(value) if isinstance(value, bool) else value
+        return f"--model={self.name} always has --{name}={shown}: drop --{name}"
+
+    def load_original(self, model, path: str, *, with_optimizer: bool, converting: bool):
+        """Load the original release's checkpoint at `path` into the built `model` (a
+        family with "tf1_checkpoint" in `conversions`); returns what was loaded
+        (`models/tf1_checkpoint.Tf1Checkpoint`: global_step, adagrad_slots, ...).
+        with_optimizer: also its Adagrad slots where it has them; converting: the model
+        is a `Conversion`'s target, whose added weights the checkpoint lacks."""
+        raise FlagError(
+            f"--tf1_checkpoint holds a model of the original release; --model={self.name} "
+            "cannot start from it"
+        )
 
     def __repr__(self) -> str:
         return f"<model family {self.name!r}>"

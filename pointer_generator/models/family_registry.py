@@ -57,8 +57,38 @@ def register(family: ModelFamily) -> ModelFamily:
     known = _registered.get(name)
     if known is not None and known is not family and type(known) is not type(family):
         raise FlagError(f"a model family named {name!r} is registered already ({known!r})")
+    _check_options(family)
     _registered[name] = family
     return family
+
+
+def _check_options(family: ModelFamily) -> None:
+    """FlagError where `family`'s options cannot be flags: a name taken by a setting that
+    is not an option, or by another family's option of another default or type (families
+    may share an option, as ABS and RAS share --family_init)."""
+    import dataclasses
+
+    from pointer_generator.hparams import HParams
+    from pointer_generator.models.family import OPTION_TYPES
+
+    fields = {f.name for f in dataclasses.fields(HParams)}
+    for option in family.options:
+        if option.type not in OPTION_TYPES or not option.name.isidentifier():
+            raise FlagError(
+                f"{family!r}'s option {option.name!r} must be a name with a bool, int, float "
+                f"or str default (got {option.default!r})"
+            )
+        if option.name in fields:
+            raise FlagError(
+                f"{family!r}'s option {option.name!r} is a setting of every model already: "
+                "give it another name"
+            )
+        known = option_table(exclude=family.name).get(option.name)
+        if known is not None and (known.type, known.default) != (option.type, option.default):
+            raise FlagError(
+                f"{family!r}'s option {option.name!r} is another family's option with "
+                f"default {known.default!r}: give it another name"
+            )
 
 
 def unregister(name: str) -> None:
@@ -117,11 +147,24 @@ def all_families() -> list[ModelFamily]:
     return [get(n) for n in names()]
 
 
+# What every family's model provides besides `model(batch)` (models/family.py).
+MODEL_METHODS = ("search_start", "checkpoint_mismatches", "parameter_summary")
+
+
 def build_model(hps, vocab_size: int):
-    """The built model of `hps.model` (checked by its family), every weight created."""
+    """The built model of `hps.model` (checked by its family), every weight created;
+    FlagError when it lacks a method of the contract (`MODEL_METHODS`)."""
     family = of(hps)
     family.check(hps)
-    return family.build(hps, vocab_size)
+    model = family.build(hps, vocab_size)
+    missing = [m for m in MODEL_METHODS if not callable(getattr(model, m, None))]
+    if missing or not callable(model):
+        raise FlagError(
+            f"--model={family.name}: its build() returned {type(model).__name__}, which "
+            f"lacks {', '.join(missing or ['__call__'])} (models/family.py says what a "
+            "family's model provides)"
+        )
+    return model
 
 
 def family_class(name: str) -> type | None:
@@ -137,11 +180,42 @@ def settings(values: Mapping) -> tuple[dict, dict]:
 
 
 def model_flags() -> tuple[str, ...]:
-    """Every family's own model flags (`ModelFamily.own_flags`), each once."""
+    """Every family's own model flags (`ModelFamily.model_flags`: its HParams fields and
+    options), each once."""
     seen: list[str] = []
     for family in all_families():
-        seen += [f for f in family.own_flags if f not in seen]
+        seen += [f for f in family.model_flags() if f not in seen]
     return tuple(seen)
+
+
+def option_table(exclude: str = "") -> dict:
+    """{name: FamilyOption} of every registered family's options (one per name: families
+    that share an option declare it alike), but those of the family `exclude`."""
+    table: dict = {}
+    for name in names():
+        if name != exclude and (name in _registered or name in FAMILIES):
+            for option in get(name).options:
+                table.setdefault(option.name, option)
+    return table
+
+
+def option_types() -> dict:
+    """{name: type} of every family option (how settings.json's values are checked)."""
+    return {name: option.type for name, option in option_table().items()}
+
+
+def conversion_flags() -> tuple[str, ...]:
+    """The flags of every family's one-off conversions (`ModelFamily.conversions`)."""
+    seen: list[str] = []
+    for family in all_families():
+        seen += sorted(f for f in family.conversions if f not in seen)
+    return tuple(seen)
+
+
+def changed_in_training(values: Mapping) -> tuple[str, ...]:
+    """The model flags a training run may change on an experiment of the family
+    `values["model"]` names (`ModelFamily.changed_in_training`)."""
+    return tuple(get(values.get("model", DEFAULT)).changed_in_training)
 
 
 def predating() -> dict:

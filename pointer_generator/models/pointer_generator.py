@@ -47,14 +47,6 @@ class PointerGeneratorModel(PointerGeneratorSearch, keras.Model):
       vocab_size: number of words including the 4 special tokens (`Vocab.size()`).
     """
 
-    # The search options of models/family.py it supports: [UNK] blocked (its candidates
-    # keep a spare for it, final_candidates.candidate_count); ABS+'s features are not.
-    SEARCH_OPTIONS = frozenset({"block_unk"})
-    search_option_note = (
-        "is for --model=abs|ras_*: ABS+'s extractive features and their n-best lists are "
-        "not defined for the pointer-generator, which copies through its pointer"
-    )
-
     @classmethod
     def from_hparams(cls, hps: HParams, vocab_size: int) -> PointerGeneratorModel:
         return cls(hps, vocab_size)

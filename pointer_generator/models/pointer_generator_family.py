@@ -8,7 +8,24 @@ from __future__ import annotations
 
 from pointer_generator.errors import FlagError
 from pointer_generator.models import pointer_generator_checkpoints as checkpoints
-from pointer_generator.models.family import EXAMPLES, TOKENS, LossTerms, ModelFamily
+from pointer_generator.models.family import (
+    EXAMPLES,
+    TOKENS,
+    Conversion,
+    LossTerms,
+    ModelFamily,
+)
+
+# Spec 1.6: a model trained without coverage made into a coverage model, w_c new.
+TO_COVERAGE = Conversion(
+    flag="convert_to_coverage_model",
+    source={"coverage": False},
+    target={"coverage": True},
+    added=checkpoints.is_coverage_key,
+    what_is_added="coverage weights (w_c)",
+    suffix="_cov_init",
+    then="now run training with --coverage=1",
+)
 
 
 class PointerGeneratorFamily(ModelFamily):
@@ -16,6 +33,21 @@ class PointerGeneratorFamily(ModelFamily):
     summary = "the pointer-generator (See et al. 2017)"
     own_flags = ("pointer_gen", "coverage")
     fixed_settings = {}
+    # [UNK] blocked (its candidates keep a spare for it, final_candidates.candidate_count);
+    # ABS+'s features are not.
+    SEARCH_OPTIONS = frozenset({"block_unk"})
+    search_option_note = (
+        "is for --model=abs|ras_*: ABS+'s extractive features and their n-best lists are "
+        "not defined for the pointer-generator, which copies through its pointer"
+    )
+    # Its scalars under the original's tags.
+    scalar_tags = {
+        "coverage_loss": "seq2seq/loss/coverage_loss/coverage_loss",
+        "total_loss": "seq2seq/loss/total_loss",
+        "p_gen_mean": "seq2seq/p_gen_mean",
+    }
+    # The paper converts a model to coverage half way: training may turn it on.
+    changed_in_training = ("coverage",)
     conversions = frozenset({"tf1_checkpoint", "convert_to_coverage_model"})
     reductions = ("mean", "sum")  # the sum only without the pointer (`check`)
 
@@ -70,17 +102,34 @@ class PointerGeneratorFamily(ModelFamily):
             ("p_gen_mean",) if hps.pointer_gen else ()
         )
 
+    def logged(self, hps) -> tuple[str, ...]:
+        return ("coverage_loss",) if hps.coverage else ()
+
     def copies_words(self, hps) -> bool:
         return bool(hps.pointer_gen)
-
-    def search_options(self) -> frozenset:
-        return frozenset({"block_unk"})
 
     def implied_settings(self, shapes):
         return checkpoints.implied_settings(shapes)
 
     def embedding_key(self, shapes):
         return checkpoints.embedding_key(shapes)
+
+    def conversion(self, flag: str) -> Conversion | None:
+        return TO_COVERAGE if flag == TO_COVERAGE.flag else None
+
+    def load_original(self, model, path: str, *, with_optimizer: bool, converting: bool):
+        from pointer_generator.models import tf1_checkpoint
+
+        arrays = tf1_checkpoint.read_tf1_checkpoint(path)
+        has_slots = any(n.endswith(tf1_checkpoint.ADAGRAD_SUFFIX) for n in arrays)
+        return tf1_checkpoint.tf1_arrays_to_model(
+            model,
+            arrays,
+            include_optimizer=with_optimizer and has_slots,
+            # The coverage conversion's target: w_c keeps its initial value.
+            allow_missing_coverage=converting,
+            path=path,
+        )
 
 
 FAMILY = PointerGeneratorFamily()

@@ -82,17 +82,22 @@ class RASModel(SentenceSummarizer):
 
     @classmethod
     def from_hparams(cls, hps, vocab_size: int) -> RASModel:
-        """RAS as the flags give it: hidden_dim is d (embeddings and state)."""
+        """RAS as the flags give it: hidden_dim is d (embeddings and state); its own
+        settings are its family's options (models/sentence_family.py), defaults filled."""
+        from pointer_generator.models import family_registry
+
+        family = family_registry.of(hps)
+        options = family.option_values(hps)
         config = RASConfig(
-            decoder=hps.model.split("_", 1)[1],
+            decoder=family.decoder,
             dim=hps.hidden_dim,
-            width=hps.conv_width,
-            max_positions=hps.max_positions,
-            init=hps.family_init,
+            width=options["conv_width"],
+            max_positions=options["max_positions"],
+            init=options["family_init"],
             init_seed=hps.seed,
-            initial_state=hps.ras_initial_state,
-            attention=hps.ras_attention,
-            attention_scale=hps.ras_attention_scale,
+            initial_state=options["ras_initial_state"],
+            attention=options["ras_attention"],
+            attention_scale=options["ras_attention_scale"],
         )
         return cls(config, vocab_size)
 

@@ -5,21 +5,13 @@ before it starts TensorFlow."""
 
 from __future__ import annotations
 
-from pointer_generator.errors import FlagError
-from pointer_generator.models.family import ModelFamily
+from pointer_generator.models.family import FamilyOption, ModelFamily
 
 ENCODERS = ("bow", "conv", "attention")  # ABS: enc1, enc2, enc3
 DECODERS = ("elman", "lstm")  # RAS
 INITIAL_STATES = ("zeros", "learned")  # RAS: h_0 (and m_0)
 ATTENTIONS = ("dot", "cosine")  # RAS: the paper's dot product, or scaled cosine
 INITS = ("torch", "keras")  # how their weights are drawn (layers/torch_init.SCHEMES)
-
-
-def _choice(hps, field: str, allowed) -> None:
-    if getattr(hps, field) not in allowed:
-        raise FlagError(
-            f"--{field} must be one of {', '.join(allowed)}, got {getattr(hps, field)!r}"
-        )
 
 
 class SentenceFamily(ModelFamily):
@@ -35,13 +27,24 @@ class SentenceFamily(ModelFamily):
     # (docs/families.md).
     DEFAULTS = {"adagrad_init_acc": 1e-4}
     reductions = ("mean", "sum")
+    # Never generate [UNK] (the papers' search), ABS+'s features and their n-best lists:
+    # the search step is a plain distribution over the vocabulary.
+    SEARCH_OPTIONS = frozenset({"block_unk", "features", "nbest"})
+    search_option_note = ""
+    options = (
+        FamilyOption(
+            "family_init",
+            "torch",
+            "--model=abs|ras_*: draw the weights as the papers' Torch code did (N(0, 1) "
+            "lookup tables, U(+-1/sqrt(fan_in)) linear maps; the default), or with Keras' "
+            "defaults (U(+-0.05) embeddings, Glorot kernels: the models then learn to "
+            "ignore the input).",
+            choices=INITS,
+        ),
+    )
 
     def defaults(self, values) -> dict:
         return dict(self.DEFAULTS)
-
-    def check(self, hps) -> None:
-        super().check(hps)
-        _choice(hps, "family_init", INITS)
 
     def build(self, hps, vocab_size: int):
         return self.model_class.from_hparams(hps, vocab_size).build_weights()
@@ -50,10 +53,6 @@ class SentenceFamily(ModelFamily):
         # RAS's printed objective, L = -sum_i sum_t log P: the NLL summed over the batch's
         # target words (the reported loss stays the mean per word).
         return sums["loss"] if hps.loss_reduction == "sum" else means["loss"]
-
-    def search_options(self) -> frozenset:
-        # Never generate [UNK] (the papers' search), ABS+'s features and their n-best lists.
-        return frozenset({"block_unk", "features", "nbest"})
 
     def implied_settings(self, shapes):
         return self.model_class.implied_settings(shapes)
@@ -65,7 +64,33 @@ class SentenceFamily(ModelFamily):
 class ABSFamily(SentenceFamily):
     name = "abs"
     summary = "abs (Rush et al. 2015; --hidden_dim is its H, --emb_dim its D)"
-    own_flags = ("abs_encoder", "context_window", "smoothing_window", "abs_namas")
+    options = SentenceFamily.options + (
+        FamilyOption(
+            "abs_encoder",
+            "attention",
+            "--model=abs: the encoder (enc1 bag of words, enc2 convolutional, enc3 attention).",
+            choices=ENCODERS,
+        ),
+        FamilyOption(
+            "context_window",
+            5,
+            "--model=abs: C, the summary words its language model sees.",
+            low=1,
+        ),
+        FamilyOption(
+            "smoothing_window",
+            2,
+            "--model=abs: Q, the attention encoder's +-Q smoothing and the convolutional "
+            "encoder's width 2Q+1.",
+            low=0,
+        ),
+        FamilyOption(
+            "abs_namas",
+            False,
+            "--model=abs: the official NAMAS code's departures from the paper's equations "
+            "(biases, learned smoothing, extra linear layers) instead of the printed forms.",
+        ),
+    )
     # The convolutional encoder (tanh units, max over time): Adagrad's first steps move
     # every kernel element by about the rate, and the kernels start at U(+-1/sqrt(width *
     # D)), so the safe rate falls as the encoder grows. Too high, its units saturate at
@@ -84,20 +109,46 @@ class ABSFamily(SentenceFamily):
         encoder = values.get("abs_encoder", "attention")
         return {**super().defaults(values), **self.ENCODER_DEFAULTS.get(encoder, {})}
 
-    def check(self, hps) -> None:
-        super().check(hps)
-        _choice(hps, "abs_encoder", ENCODERS)
-
 
 class RASFamily(SentenceFamily):
     """RAS with the Elman or the LSTM decoder (`decoder`)."""
 
-    own_flags = (
-        "conv_width",
-        "max_positions",
-        "ras_initial_state",  # a weight more or less: older experiments have zeros
-        "ras_attention",  # no weight of its own: only the settings say (`predating`)
-        "ras_attention_scale",
+    options = SentenceFamily.options + (
+        FamilyOption(
+            "conv_width", 5, "--model=ras_*: q, the encoder's convolution width (odd).", low=1
+        ),
+        FamilyOption(
+            "max_positions",
+            400,
+            "--model=ras_*: input positions with a learned embedding (at least --max_enc_steps).",
+            low=1,
+        ),
+        # A weight more or less: older experiments have zeros.
+        FamilyOption(
+            "ras_initial_state",
+            "zeros",
+            "--model=ras_*: the decoder's initial state h_0 (and m_0): zeros (the paper is "
+            "silent), or learned vectors, so that the first summary word can attend to the "
+            "input (with zeros its attention is uniform).",
+            choices=INITIAL_STATES,
+        ),
+        # No weight of its own: only the settings say (`predating`).
+        FamilyOption(
+            "ras_attention",
+            "cosine",
+            "--model=ras_*: the attention scores: cosine, --ras_attention_scale times the "
+            "cosine of z_j and h_{t-1} (bounded; the default), or dot, the paper's "
+            "z_j . h_{t-1}, which saturates onto one input position early in training "
+            "(docs/families.md).",
+            choices=ATTENTIONS,
+        ),
+        FamilyOption(
+            "ras_attention_scale",
+            10.0,
+            "--model=ras_* --ras_attention=cosine: s in s * cos(z_j, h_{t-1}).",
+            low=0.0,
+            open_low=True,
+        ),
     )
     # RAS attended with the paper's dot product before --ras_attention existed.
     predating = {"ras_attention": "dot"}
@@ -112,11 +163,6 @@ class RASFamily(SentenceFamily):
         from pointer_generator.models.ras_model import RASModel
 
         return RASModel
-
-    def check(self, hps) -> None:
-        super().check(hps)
-        _choice(hps, "ras_initial_state", INITIAL_STATES)
-        _choice(hps, "ras_attention", ATTENTIONS)
 
 
 ABS = ABSFamily()

@@ -49,10 +49,6 @@ class SentenceSummarizer(keras.Model):
     FAMILY = ""  # its --model value(s), for messages
     # (checkpoint key of the summary-word embedding [V, width], the flag of its width)
     EMBEDDING: tuple[str, str] = ("", "")
-    # Never generate [UNK] (the ABS papers' search), ABS+'s features and their n-best
-    # lists: the search step is a plain distribution over the vocabulary.
-    SEARCH_OPTIONS = frozenset({"block_unk", "features", "nbest"})
-    search_option_note = ""
 
     def __init__(self, config, vocab_size: int, **kwargs):
         super().__init__(**kwargs)

@@ -34,7 +34,6 @@ TRAIN_CHECKPOINT_NAME = "model.ckpt"
 BEST_CHECKPOINT_NAME = "bestmodel"
 TRAIN_STATE_FILE = "checkpoint"
 BEST_STATE_FILE = "checkpoint_best"
-COVERAGE_INIT_SUFFIX = "_cov_init"
 MAX_TO_KEEP = 3
 
 # Errors that mean "this checkpoint is being written or deleted right now": readers

@@ -59,9 +59,10 @@ def settings_path(root: str) -> str:
     return os.path.join(root, SETTINGS_FILE)
 
 
-def read(root: str) -> dict | None:
+def read(root: str, families: FamilyQuestions) -> dict | None:
     """The checked settings of the experiment at `root`, or None when it has no
-    settings.json (an experiment of an older version, or none yet).
+    settings.json (an experiment of an older version, or none yet). `families`: the
+    family registry, which says the types of the families' options.
 
     Raises FlagError naming the file and what is wrong with it: not JSON, no "flags" or
     "vocab" object, a flag that is not a model setting or whose value has the wrong
@@ -84,7 +85,7 @@ def read(root: str) -> dict | None:
         raise _bad(path, '"vocab"."sha256" must be a SHA-256 digest (64 hex digits)')
     if "copy" in vocab and vocab["copy"] != VOCAB_COPY:
         raise _bad(path, f'"vocab"."copy" must be "{VOCAB_COPY}"')
-    types = _field_types()
+    types = {**_field_types(), **families.option_types()}
     nullable = _nullable_fields()
     for name, value in flags.items():
         if name not in types:
@@ -117,7 +118,8 @@ def _bad(path: str, why: str) -> FlagError:
 def _field_types() -> dict[str, type]:
     from pointer_generator.hparams import HParams
 
-    return {f.name: _TYPES[str(f.type)] for f in dataclasses.fields(HParams)}
+    # (`options`, the family's own settings, are stored one by one: `option_types`.)
+    return {f.name: _TYPES[str(f.type)] for f in dataclasses.fields(HParams) if f.name != "options"}
 
 
 def _nullable_fields() -> set[str]:
@@ -287,6 +289,13 @@ class FamilyQuestions(Protocol):
     def predating(self) -> dict:
         """{flag: value} an experiment whose settings predate the flag ran with."""
 
+    def option_types(self) -> dict:
+        """{option: type} of the families' own settings (`HParams.options`)."""
+
+    def changed_in_training(self, values: Mapping) -> tuple[str, ...]:
+        """The model flags a training run may change on the experiment of family
+        `values["model"]` (the pointer-generator's coverage, turned on half way)."""
+
 
 def model_flags(families: FamilyQuestions) -> tuple[str, ...]:
     """The flags that decide the model's shape: the generic ones and every family's own
@@ -329,15 +338,17 @@ def resolve(
     settings predate, the value the experiment ran with (`families.predating()`); with
     `last_decode`, the last `--mode=decode` run's search (summarize, export, serve and
     the API; decode mode writes it); and the model family's own defaults.
-    FlagError: a given model flag contradicts the stored one (in train mode --coverage
-    may change), a vocabulary that is gone or changed, an unreadable file.
+    FlagError: a given model flag contradicts the stored one (but, in train mode, those
+    the family lets training change: `families.changed_in_training`), a vocabulary that
+    is gone or changed, an unreadable file.
     """
     given = given or {}
-    stored = read(root)
+    stored = read(root, families)
     values: dict = {}
     if stored is not None:
         values = stored_values(stored, families)
-        _check_agreement(root, values, given, mode, model_flags(families))
+        changeable = families.changed_in_training(values) if mode == "train" else ()
+        _check_agreement(root, values, given, model_flags(families), changeable)
         vocab_path = _checked_vocabulary(root, stored, vocab_path)
     if last_decode:
         values.update(read_decode_settings(root))
@@ -354,17 +365,18 @@ def stored_values(stored: dict, families: FamilyQuestions) -> dict:
 
 
 def _check_agreement(
-    root: str, values: dict, given: dict, mode: str, shape_flags: tuple[str, ...]
+    root: str,
+    values: dict,
+    given: dict,
+    shape_flags: tuple[str, ...],
+    changeable: tuple[str, ...] = (),
 ) -> None:
-    """One FlagError listing every given model flag that contradicts the experiment."""
+    """One FlagError listing every given model flag that contradicts the experiment
+    (but those in `changeable`, which a training run may change)."""
     contradictions = [
         f"--{name}={_show(given[name])} contradicts this experiment's {name}={_show(value)}"
         for name, value in values.items()
-        if name in given
-        and name in shape_flags
-        # The paper converts a model to coverage half way: training may turn it on.
-        and not (mode == "train" and name == "coverage")
-        and given[name] != value
+        if name in given and name in shape_flags and name not in changeable and given[name] != value
     ]
     if contradictions:
         raise FlagError(

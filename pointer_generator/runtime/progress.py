@@ -123,10 +123,11 @@ class Progress:
     def line(self, step: int, metrics: dict, speed: dict | None = None) -> str:
         speed = speed or self.speed()
         parts = [f"step {step}" + (f"/{self.max_steps}" if self.max_steps else "")]
-        if metrics.get("loss") is not None:
-            parts.append(f"loss {metrics['loss']:.4f}")
-        if metrics.get("coverage_loss") is not None:
-            parts.append(f"coverage loss {metrics['coverage_loss']:.4f}")
+        # The loss, then whatever else the model's family shows (`ModelFamily.logged`:
+        # the coverage loss), each named in words.
+        for name, value in metrics.items():
+            if value is not None:
+                parts.append(f"{name.replace('_', ' ')} {value:.4f}")
         if speed.get("steps_per_sec"):
             parts.append(f"{speed['steps_per_sec']:.2f} steps/s")
             parts.append(f"{speed['examples_per_sec']:.1f} examples/s")

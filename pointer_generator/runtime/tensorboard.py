@@ -5,15 +5,17 @@ what `tf.summary.scalar` produces, so they need no TensorBoard installation to w
 show up in TensorBoard's Scalars tab.
 
 Tags (the original's where it had them; TF1 prefixed the loss tags with the name scope
-`seq2seq/loss/`, kept here explicitly), see METRIC_TAGS: loss, coverage loss, total loss,
-global_norm (before clipping), mean p_gen, global_step/sec, examples/sec (train/) and
-running_avg_loss/decay=0.990000 (eval/).
+`seq2seq/loss/`, kept here explicitly), see METRIC_TAGS: loss, global_norm (before
+clipping), global_step/sec, examples/sec (train/) and running_avg_loss/decay=0.990000
+(eval/); a model family's own scalars under the tags it gives (`ModelFamily.scalar_tags`:
+the pointer-generator's coverage loss, total loss and mean p_gen).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
@@ -23,10 +25,7 @@ from pointer_generator.runtime import staging
 from pointer_generator.runtime.checkpointing import write_failure_reason
 
 LOSS = "seq2seq/loss/loss"
-COVERAGE_LOSS = "seq2seq/loss/coverage_loss/coverage_loss"
-TOTAL_LOSS = "seq2seq/loss/total_loss"
 GLOBAL_NORM = "global_norm"
-P_GEN = "seq2seq/p_gen_mean"
 STEPS_PER_SEC = "global_step/sec"  # the original Supervisor's tag
 EXAMPLES_PER_SEC = "examples/sec"
 RUNNING_AVG_LOSS = "running_avg_loss/decay=0.990000"
@@ -35,13 +34,11 @@ VALID_PERPLEXITY = "valid/perplexity"
 VALID_LOSS = "valid/loss"
 LEARNING_RATE = "learning_rate"
 
-# Metric name (as the train/eval steps return them) -> tag.
+# Metric name (as the train/eval steps return them) -> tag; a model family's own scalars
+# are written under the tags it gives (`ModelFamily.scalar_tags`), else their names.
 METRIC_TAGS = {
     "loss": LOSS,
-    "coverage_loss": COVERAGE_LOSS,
-    "total_loss": TOTAL_LOSS,
     "global_norm": GLOBAL_NORM,
-    "p_gen_mean": P_GEN,
     "steps_per_sec": STEPS_PER_SEC,
     "examples_per_sec": EXAMPLES_PER_SEC,
     "running_avg_loss": RUNNING_AVG_LOSS,
@@ -57,8 +54,7 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 
 def model_metrics(metrics: dict, names) -> dict:
     """The metrics that exist only for some models, those in `names`: the scalars the
-    model's family reports beyond `loss` (`ModelFamily.scalars`: coverage_loss and
-    total_loss with coverage, as the original wrote them, p_gen_mean in pointer mode)."""
+    model's family reports beyond `loss` (`ModelFamily.scalars`)."""
     return {name: metrics[name] for name in names}
 
 
@@ -68,26 +64,28 @@ class ScalarWriter:
     Args:
       logdir: directory of the event files (train/ or eval/).
       enabled: False makes every call a no-op (non-chief workers).
+      tags: {metric name: tag} beyond METRIC_TAGS (`ModelFamily.scalar_tags`).
 
     Writing errors (a full disk, a read-only file system) raise OutputError naming the
     directory and the reason.
     """
 
-    def __init__(self, logdir: str, enabled: bool = True):
+    def __init__(self, logdir: str, enabled: bool = True, tags: Mapping | None = None):
         self.logdir = logdir
+        self.tags = {**METRIC_TAGS, **(tags or {})}
         self._writer = None
         if enabled:
             with self._output_errors():
                 self._writer = tf.summary.create_file_writer(logdir)
 
     def write(self, metrics: dict, step: int) -> None:
-        """Write every metric (None: skipped) under its tag in METRIC_TAGS, or under its own
-        name: a model family's own scalars (`ModelFamily.scalars`) need no line here."""
+        """Write every metric (None: skipped) under its tag (METRIC_TAGS and the `tags`
+        given: a model family's `scalar_tags`), or under its own name."""
         if self._writer is None:
             return
         with self._output_errors(), self._writer.as_default(step=int(step)):
             for name, value in metrics.items():
-                tag = METRIC_TAGS.get(name, name)
+                tag = self.tags.get(name, name)
                 if value is not None:
                     tf.summary.write(
                         tag, tf.constant(float(value), tf.float32), metadata=_SCALAR_METADATA

@@ -83,13 +83,14 @@ class BeamSearchDecoder:
                 f"{vocab.size()} words: beam search takes the top 2*beam_size words each "
                 f"step; use --beam_size <= {vocab.size() // 2}"
             )
+        # What the search may do, and whether summaries hold article words outside the
+        # vocabulary and p_gen means something: the family says (models/family.py).
+        self.family = family_registry.of(hps)
         for option, flag in settings.search_options():
-            if option not in model.SEARCH_OPTIONS:
-                raise FlagError(f"{flag} {model.search_option_note}")
+            if option not in self.family.search_options():
+                raise FlagError(f"{flag} {self.family.search_option_note}")
         self.model, self.vocab, self.hps, self.settings = model, vocab, hps, settings
-        # Whether summaries hold article words outside the vocabulary, and p_gen means
-        # something (the family says: models/family.py).
-        self.copies_words = family_registry.of(hps).copies_words(hps)
+        self.copies_words = self.family.copies_words(hps)
         self.jit_compile = jit_compile
         self.min_compact_size = min_compact_size
         self.top_k = top_k
@@ -170,8 +171,8 @@ class BeamSearchDecoder:
         """The earlier families' final hypotheses of every article of a pipeline batch
         (`batched_beam_search` with n_best, as numpy arrays: nbest_tokens [B, K, M],
         nbest_lengths, nbest_sums, nbest_valid [B, K]); for ABS+'s tuning."""
-        if "nbest" not in self.model.SEARCH_OPTIONS:
-            raise FlagError(f"n-best lists {self.model.search_option_note}")
+        if "nbest" not in self.family.search_options():
+            raise FlagError(f"n-best lists {self.family.search_option_note}")
         if self._nbest is None:
 
             def graph(enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs):

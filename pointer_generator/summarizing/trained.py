@@ -119,7 +119,12 @@ def stored_settings(root: str, vocab_path: str | None = None, **given) -> tuple[
         )
     values = {**resolved.values, **given}
     model_fields = {f.name for f in dataclasses.fields(HParams)}
+    family = family_registry.get(values.get("model", HParams.model))
+    own = {o.name for o in family.options}
     hps = HParams(**{k: v for k, v in values.items() if k in model_fields})
+    # Every option of the family, as the command line holds them (its flags' values).
+    hps = hps.replace(options={k: v for k, v in values.items() if k in own})
+    hps = hps.replace(options=family.option_values(hps))
     search = {k: v for k, v in values.items() if k in SEARCH_FLAGS}
     return hps, search, resolved.vocab_path
 

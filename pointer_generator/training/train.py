@@ -35,7 +35,7 @@ from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
 from pointer_generator.runtime.progress import Progress
 from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
-from pointer_generator.training.conversions import convert_to_coverage_model, restore_best_model
+from pointer_generator.training.conversions import convert, restore_best_model
 from pointer_generator.training.epochs import Epochs
 from pointer_generator.training.trainer import Trainer
 
@@ -142,7 +142,8 @@ def run_train_mode(hps: HParams, vocab, cfg: TrainConfig) -> None:
     try:
         if cfg.convert_to_coverage_model:
             lock_train_dir(exp)
-            path = convert_to_coverage_model(hps, vocab, exp, cfg.tf1_checkpoint)
+            conversion = family_registry.of(hps).conversion("convert_to_coverage_model")
+            path = convert(conversion, hps, vocab, exp, cfg.tf1_checkpoint)
         elif cfg.restore_best_model:
             lock_train_dir(exp)
             path = restore_best_model(hps, vocab, exp)
@@ -282,7 +283,7 @@ def _train_from(trainer, vocab, exp, cfg, iterator, ckpts, fresh: bool, epochs) 
         if not chief:
             _remove_scratch(ckpts.directory)
         return
-    writer = tensorboard.ScalarWriter(exp.train_dir, enabled=chief)
+    writer = tensorboard.ScalarWriter(exp.train_dir, enabled=chief, tags=trainer.family.scalar_tags)
     epochs.start()
     reason = _guarded_steps(trainer, iterator, ckpts, writer, cfg, epochs)
     path = _final_save(trainer, ckpts, writer, chief)
@@ -383,7 +384,7 @@ def _run_steps(
 ) -> str:
     """The step loop; returns why it ended. Raises NonFiniteLossError."""
     hps = trainer.hps
-    reported = trainer.family.scalars(hps)
+    reported, logged = trainer.family.scalars(hps), trainer.family.logged(hps)
     step = int(trainer.step.numpy())
     progress = Progress(step, cfg.max_steps, hps.batch_size, cfg.log_every_n_steps)
     log.info("Compiling the training step: %s", _shape_note(hps))
@@ -393,10 +394,7 @@ def _run_steps(
         if not metrics["finite"]:
             raise _non_finite(metrics, step + 1, ckpts.latest)
         step = int(trainer.step.numpy())
-        shown = {
-            "loss": metrics["loss"],
-            "coverage_loss": metrics["coverage_loss"] if "coverage_loss" in reported else None,
-        }
+        shown = {"loss": metrics["loss"], **{name: metrics[name] for name in logged}}
         metrics.update(progress.update(step, shown, metrics["batch_shape"]))
         writer.write(_summary_metrics(metrics, reported), step)
         if step % FLUSH_EVERY_STEPS == 0:
@@ -439,8 +437,7 @@ def _check_numerics_summary(message: str) -> str:
 
 def _summary_metrics(metrics: dict, reported) -> dict:
     """The metrics the original wrote, plus the speed, and those the model's family
-    reports (`reported`, `ModelFamily.scalars`: coverage/total loss only with coverage,
-    p_gen in pointer mode)."""
+    reports (`reported`, `ModelFamily.scalars`)."""
     out = {k: metrics.get(k) for k in ("loss", "global_norm", "steps_per_sec", "examples_per_sec")}
     return {**out, **tensorboard.model_metrics(metrics, reported)}
 

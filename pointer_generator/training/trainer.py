@@ -230,20 +230,12 @@ class Trainer:
         """Model and step only (eval's best models; restores that reset Adagrad)."""
         return tf.train.Checkpoint(model=self.model, step=self.step)
 
-    def load_tf1(
-        self, path: str, *, allow_missing_coverage: bool = False, with_optimizer: bool = True
-    ) -> None:
-        """Start from an original TF1 checkpoint: weights, step, Adagrad slots if present."""
-        from pointer_generator.models import tf1_checkpoint
-
-        arrays = tf1_checkpoint.read_tf1_checkpoint(path)
-        has_slots = any(n.endswith(tf1_checkpoint.ADAGRAD_SUFFIX) for n in arrays)
-        result = tf1_checkpoint.tf1_arrays_to_model(
-            self.model,
-            arrays,
-            include_optimizer=with_optimizer and has_slots,
-            allow_missing_coverage=allow_missing_coverage,
-            path=path,
+    def load_tf1(self, path: str, *, converting: bool = False, with_optimizer: bool = True) -> None:
+        """Start from an original TF1 checkpoint: weights, step, Adagrad slots if present
+        (`converting`: the model is a conversion's target, whose added weights the
+        checkpoint lacks; the family loads it: `ModelFamily.load_original`)."""
+        result = self.family.load_original(
+            self.model, path, with_optimizer=with_optimizer, converting=converting
         )
         if result.adagrad_slots:
             self.optimizer.assign_accumulators(result.adagrad_slots)
