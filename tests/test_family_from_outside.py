@@ -118,7 +118,7 @@ class BagOfWordsFamily(ModelFamily):
     )
 
     def build(self, hps, vocab_size: int):
-        weight = self.option_values(hps)["article_weight"]
+        weight = self.config(hps).article_weight
         return BagOfWordsLM(hps.emb_dim, vocab_size, weight).build_weights()
 
     def loss_terms(self, hps, out, batch):
@@ -200,6 +200,10 @@ def test_the_family_is_a_model_choice_once_registered(registered):
     with pytest.raises(pg.PointerGeneratorError, match="--article_weight must be >= 0"):
         FAMILY.check(pg.HParams(model=NAME, options={"article_weight": -1.0}))
     assert FAMILY.option_values(pg.HParams(model=NAME)) == {"article_weight": 1.0}
+    config = FAMILY.config(pg.HParams(model=NAME, options={"article_weight": 0.5}))
+    assert type(config).__name__ == "BagOfWordsLmConfig" and config.article_weight == 0.5
+    with pytest.raises(AttributeError):  # frozen
+        config.article_weight = 2.0
 
 
 def test_its_option_is_a_flag_with_its_range(registered, tmp_path, capfd):

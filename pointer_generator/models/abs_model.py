@@ -88,15 +88,15 @@ class ABSModel(SentenceSummarizer):
         its family's options (models/sentence_family.py), defaults filled."""
         from pointer_generator.models.sentence_family import ABS
 
-        options = ABS.option_values(hps)
+        own = ABS.config(hps)
         config = ABSConfig(
-            encoder=options["abs_encoder"],
-            window=options["context_window"],
+            encoder=own.abs_encoder,
+            window=own.context_window,
             emb_dim=hps.emb_dim,
             hidden_dim=hps.hidden_dim,
-            smoothing=options["smoothing_window"],
-            namas=options["abs_namas"],
-            init=options["family_init"],
+            smoothing=own.smoothing_window,
+            namas=own.abs_namas,
+            init=own.family_init,
             init_seed=hps.seed,
         )
         return cls(config, vocab_size)

@@ -34,6 +34,7 @@ A family is a `ModelFamily` object registered under its `--model` name
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
@@ -247,6 +248,23 @@ class ModelFamily(abc.ABC):
         `options`), else the option's default."""
         given = dict(hps.options)
         return {o.name: given.get(o.name, o.default) for o in self.options}
+
+    def config_class(self) -> type:
+        """Its settings as a frozen dataclass, a field per option (with its type and
+        default): `<Name>Config`."""
+        cls = self.__dict__.get("_config_class")
+        if cls is None:
+            title = "".join(part.title() for part in self.name.split("_")) + "Config"
+            fields = [
+                (o.name, o.type, dataclasses.field(default=o.default)) for o in self.options
+            ]
+            cls = dataclasses.make_dataclass(title, fields, frozen=True)
+            self.__dict__["_config_class"] = cls
+        return cls
+
+    def config(self, hps):
+        """Its settings of `hps` as its `config_class`, defaults filled."""
+        return self.config_class()(**self.option_values(hps))
 
     def defaults(self, values: Mapping) -> dict:
         """{field: value} where this family's defaults differ from the flags', given the

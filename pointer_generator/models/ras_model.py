@@ -87,17 +87,17 @@ class RASModel(SentenceSummarizer):
         from pointer_generator.models import family_registry
 
         family = family_registry.of(hps)
-        options = family.option_values(hps)
+        own = family.config(hps)
         config = RASConfig(
             decoder=family.decoder,
             dim=hps.hidden_dim,
-            width=options["conv_width"],
-            max_positions=options["max_positions"],
-            init=options["family_init"],
+            width=own.conv_width,
+            max_positions=own.max_positions,
+            init=own.family_init,
             init_seed=hps.seed,
-            initial_state=options["ras_initial_state"],
-            attention=options["ras_attention"],
-            attention_scale=options["ras_attention_scale"],
+            initial_state=own.ras_initial_state,
+            attention=own.ras_attention,
+            attention_scale=own.ras_attention_scale,
         )
         return cls(config, vocab_size)
 
