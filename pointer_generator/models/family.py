@@ -255,9 +255,7 @@ class ModelFamily(abc.ABC):
         cls = self.__dict__.get("_config_class")
         if cls is None:
             title = "".join(part.title() for part in self.name.split("_")) + "Config"
-            fields = [
-                (o.name, o.type, dataclasses.field(default=o.default)) for o in self.options
-            ]
+            fields = [(o.name, o.type, dataclasses.field(default=o.default)) for o in self.options]
             cls = dataclasses.make_dataclass(title, fields, frozen=True)
             self.__dict__["_config_class"] = cls
         return cls
