@@ -12,6 +12,8 @@ pointer_generator` does not start TensorFlow:
     Summarizer, SummaryResult                          a trained experiment, for raw texts
     SavedModelSummarizer                               the same over an exported model
     rouge_eval, rouge_log                              official ROUGE-1.5.5
+    ModelFamily, FamilyOption, SearchStart,            a model family of your own
+    register_family                                    (docs/architecture.md)
     PointerGeneratorError                              the base of every error raised
 """
 
@@ -42,10 +44,19 @@ _API = {
     "rouge_eval": "pointer_generator.evaluation.rouge",
     "rouge_log": "pointer_generator.evaluation.rouge",
     "PointerGeneratorError": "pointer_generator.errors",
+    "ModelFamily": "pointer_generator.models.family",
+    "FamilyOption": "pointer_generator.models.family",
+    "SearchStart": "pointer_generator.models.family",
+    "register_family": "pointer_generator.models.family_registry",
 }
 __all__ = sorted(_API)
 # Modules that do not import TensorFlow.
-_WITHOUT_TENSORFLOW = ("pointer_generator.hparams", "pointer_generator.errors")
+_WITHOUT_TENSORFLOW = (
+    "pointer_generator.hparams",
+    "pointer_generator.errors",
+    "pointer_generator.models.family",
+    "pointer_generator.models.family_registry",
+)
 
 
 def __getattr__(name: str):

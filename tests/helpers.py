@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+import pointer_generator as pg
 from pointer_generator.data import binfile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -129,23 +130,24 @@ TINY_SEARCH = ("beam_size", "min_dec_steps")
 
 def hparams(**overrides):
     """HParams with the TINY sizes (and overrides; a name that is no field is a model
-    family's option, `HParams.options`)."""
-    from pointer_generator.hparams import HParams
+    family's option, `HParams.options`), and what the model family fixes (ABS: no
+    pointer), as the command line applies it."""
+    from pointer_generator.models import family_registry
 
     fields = {k: v for k, v in TINY.items() if k not in TINY_SEARCH}
+    fields.update(family_registry.get(overrides.get("model", pg.HParams.model)).fixed_settings)
     fields.update(overrides)
-    return HParams().replace(**fields)
+    return pg.HParams().replace(**fields)
 
 
 def search(hps=None, **overrides):
     """SearchSettings with the TINY search (beam 2, min 2; the max of `hps`, else TINY's),
     and overrides."""
-    from pointer_generator.search.settings import SearchSettings
 
     fields = {k: TINY[k] for k in TINY_SEARCH}
     fields["max_dec_steps"] = hps.max_dec_steps if hps is not None else TINY["max_dec_steps"]
     fields.update(overrides)
-    return SearchSettings(**fields)
+    return pg.SearchSettings(**fields)
 
 
 # The modes that run no search: they refuse a search flag (cli/flag_checks.check_no_search).
@@ -352,7 +354,6 @@ class StoppedServer:
 def stop_serve_before_listening(monkeypatch) -> list:
     """Make `serve` build its service, skip the warm-up compiles and stop where it would
     listen (`StoppedServer`). Returns the list the built services are appended to."""
-    import pointer_generator as pg
     from pointer_generator.serving import http_server
 
     services = []

@@ -2,9 +2,9 @@
 
 import pytest
 
+import pointer_generator as pg
 from experiments import analysis, lead3
 from pointer_generator.data.binfile import write_bin
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.decoding.folder import write_for_rouge
 
 
@@ -81,7 +81,7 @@ def test_the_unknown_token_spelling_is_configurable(tmp_path):
 def _vocab(tmp_path, words):
     path = tmp_path / "vocab"
     path.write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(words)))
-    return Vocab(str(path), 0)
+    return pg.Vocab(str(path), 0)
 
 
 def test_copied_oovs_counts_article_oovs_only(tmp_path):

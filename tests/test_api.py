@@ -14,7 +14,7 @@ API_DOC = os.path.join(ROOT, "docs", "api.md")
 
 
 def test_every_public_name_resolves_and_has_a_docstring():
-    assert len(pg.__all__) <= 20  # a short list
+    assert len(pg.__all__) <= 24  # a short list (20, and the family contract's 4)
     for name in pg.__all__:
         obj = getattr(pg, name)
         assert (obj.__doc__ or "").strip(), name

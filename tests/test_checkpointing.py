@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.cli import configs
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import CheckpointError
 from pointer_generator.runtime import checkpointing
 from pointer_generator.runtime.experiment import Experiment
@@ -95,7 +95,7 @@ def test_resume_after_kill_continues_from_the_newest_checkpoint(killed_run, data
     caplog.set_level(logging.INFO)
     train.run_train_mode(
         configs.hparams(flags),
-        Vocab(flags.vocab_path, flags.vocab_size),
+        pg.Vocab(flags.vocab_path, flags.vocab_size),
         configs.train_config(flags),
     )
 
@@ -174,7 +174,7 @@ def test_an_existing_checkpoint_is_never_overwritten(tmp_path):
 
 
 def test_data_position_is_restored_only_for_unchanged_data_settings(data, tmp_path, caplog):
-    vocab = Vocab(data.vocab_path, 100)
+    vocab = pg.Vocab(data.vocab_path, 100)
     stub = types.SimpleNamespace(
         hps=helpers.hparams(batch_size=2),
         num_workers=1,
@@ -203,7 +203,7 @@ def test_data_position_is_restored_only_for_unchanged_data_settings(data, tmp_pa
 
 # ------------------------------------------------------------------------------ one-offs
 def _vocab(data):
-    return Vocab(data.vocab_path, 100)
+    return pg.Vocab(data.vocab_path, 100)
 
 
 def _to_coverage(hps, vocab, exp):

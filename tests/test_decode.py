@@ -10,11 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.data.input_pipeline import make_dataset
+import pointer_generator as pg
 from pointer_generator.data.vocab import START_ID, STOP_ID, UNK_ID, Vocab, outputids2words
 from pointer_generator.decoding import folder, job
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
-from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from pointer_generator.search.beam_search import tile_beams
 from tests import helpers
 from tests.reference_search import beam_search_single
@@ -27,7 +25,7 @@ def _model(setup, min_dec_steps=2, **hp):
     search = helpers.search(hps, beam_size=3, min_dec_steps=min_dec_steps)
     vocab = Vocab(setup.vocab_path, hps.vocab_size)
     tf.keras.utils.set_random_seed(3)
-    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    model = pg.PointerGeneratorModel(hps, vocab.size()).build_weights()
     # Larger random weights than the initialisers give, so that the search has real choices.
     for v in model.trainable_variables:
         v.assign(tf.random.uniform(v.shape, -0.5, 0.5, seed=7))
@@ -113,9 +111,9 @@ def test_batched_search_equals_one_article_search_for_the_model(
     hps, vocab, model, search = _model(
         setup, coverage=coverage, decode_attention=attention, pointer_gen=pointer
     )
-    decoder = BeamSearchDecoder(model, vocab, hps, search.replace(full_final_dist=full))
+    decoder = pg.BeamSearchDecoder(model, vocab, hps, search.replace(full_final_dist=full))
     batch = next(
-        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
+        iter(pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )
     _assert_equals_one_article_search(model, search, vocab, batch, decoder.decode_batch(batch))
 
@@ -130,12 +128,12 @@ def test_block_unk_keeps_unk_out_of_the_pointer_generators_summaries(setup, full
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[UNK_ID]], [5.0]))
     batch = next(
-        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
+        iter(pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )
     summaries = {}
     for block in (False, True):
         settings = search.replace(full_final_dist=full, block_unk=block)
-        summaries[block] = BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
+        summaries[block] = pg.BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
     assert any("[UNK]" in s.words for s in summaries[False])
     assert not any("[UNK]" in s.words for s in summaries[True])
     _assert_equals_one_article_search(model, search, vocab, batch, summaries[True], block_unk=True)
@@ -148,7 +146,7 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
     hps, vocab, model, search = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.8]))  # most end at once
-    decoder = BeamSearchDecoder(
+    decoder = pg.BeamSearchDecoder(
         model,
         vocab,
         hps,
@@ -156,7 +154,7 @@ def test_compacting_decoder_equals_one_article_search(setup, full):
         min_compact_size=1,
     )
     batch = next(
-        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=7), "decode", True))
+        iter(pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=7), "decode", True))
     )
     batched = decoder.decode_batch(batch)
     lengths = [len(s.p_gens) for s in batched]
@@ -171,8 +169,8 @@ def test_decode_stream_equals_decode_batch(setup, skip):
     hps, vocab, model, search = _model(setup, coverage=True, max_dec_steps=12, min_dec_steps=1)
     bias = model.output_projection.bias
     bias.assign(tf.tensor_scatter_nd_add(bias, [[STOP_ID]], [2.7]))  # ends at 2 or 12
-    decoder = BeamSearchDecoder(model, vocab, hps, search)
-    dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
+    decoder = pg.BeamSearchDecoder(model, vocab, hps, search)
+    dataset = pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     expected = [
         (job.example_strings(b, i), s)
         for b in dataset
@@ -192,10 +190,10 @@ def test_decode_stream_equals_decode_batch(setup, skip):
 
 def test_single_pass_writes_files_and_resumes_identically(setup):
     hps, vocab, model, search = _model(setup)
-    decoder = BeamSearchDecoder(model, vocab, hps, search)
+    decoder = pg.BeamSearchDecoder(model, vocab, hps, search)
 
     def dataset():
-        return make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
+        return pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
 
     full = os.path.join(setup.log_root, "full")
     job.decode_single_pass(decoder, dataset(), full, total=7, attention_pages=2, run_rouge=False)
@@ -228,7 +226,7 @@ def test_single_pass_writes_files_and_resumes_identically(setup):
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setup, monkeypatch):
     hps, vocab, model, search = _model(setup)
-    decoder = BeamSearchDecoder(model, vocab, hps, search)
+    decoder = pg.BeamSearchDecoder(model, vocab, hps, search)
     real_write = folder.write_for_rouge
     written = []
 
@@ -240,7 +238,7 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_single_pass_decode(setu
 
     monkeypatch.setattr(folder, "write_for_rouge", write_then_press)
     out = os.path.join(setup.log_root, "ctrl_c")
-    dataset = make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
+    dataset = pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=3), "decode", True)
     with helpers.ctrl_c_remembered(), pytest.raises(KeyboardInterrupt):
         job.decode_single_pass(decoder, dataset, out, run_rouge=False, attention_pages=0)
     # It stopped before the next example: two complete ones for a rerun to resume after.
@@ -322,10 +320,10 @@ def test_trigram_blocking_decodes_the_model_over_the_whole_distribution(setup):
     """Trigram blocking needs the whole distribution: the decoder switches to it."""
     hps, vocab, model, search = _model(setup)
     hps = hps.replace(max_dec_steps=12)
-    decoder = BeamSearchDecoder(model, vocab, hps, search.replace(trigram_blocking=True))
+    decoder = pg.BeamSearchDecoder(model, vocab, hps, search.replace(trigram_blocking=True))
     assert decoder.settings.whole_distribution
     batch = next(
-        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
+        iter(pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=4), "decode", True))
     )
     for s in decoder.decode_batch(batch):
         trigrams = [tuple(s.words[i : i + 3]) for i in range(len(s.words) - 2)]

@@ -4,11 +4,9 @@ import os
 
 import pytest
 
-from pointer_generator.data.vocab import Vocab
+import pointer_generator as pg
 from pointer_generator.decoding import folder as do
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import HParams
-from pointer_generator.search.settings import SearchSettings
 
 
 @pytest.mark.parametrize(
@@ -101,8 +99,8 @@ def test_count_complete(tmp_path):
 
 
 def test_decode_dir_name_matches_original_layout():
-    hps = HParams()  # 400 maxenc
-    search = SearchSettings()  # 4 beam, 35 mindec, 100 maxdec
+    hps = pg.HParams()  # 400 maxenc
+    search = pg.SearchSettings()  # 4 beam, 35 mindec, 100 maxdec
     assert (
         do.decode_dir_name(
             "/data/finished_files/chunked/test_*", hps, search, "/log/myexp/train/model.ckpt-238410"
@@ -121,7 +119,7 @@ def test_decode_dir_name_matches_original_layout():
 
 
 def test_decode_dir_name_keeps_original_substring_rule():
-    hps, search = HParams(), SearchSettings()
+    hps, search = pg.HParams(), pg.SearchSettings()
     # "train" is tested first, then "val", then "test", anywhere in the path.
     name = do.decode_dir_name("/x/test_from_train/test_*", hps, search, "m-1")
     assert name.startswith("decode_train_")
@@ -133,7 +131,7 @@ def test_decode_dir_name_keeps_original_substring_rule():
 
 
 def test_decode_dir_name_suffixes_for_options_the_original_lacked():
-    hps, search = HParams(), SearchSettings()
+    hps, search = pg.HParams(), pg.SearchSettings()
     base = "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5"
 
     def name(hps=hps, **options):
@@ -151,7 +149,7 @@ def test_decode_dir_name_suffixes_for_options_the_original_lacked():
 def small_vocab(tmp_path):
     path = tmp_path / "vocab"
     path.write_text("the 10\ncat 5\nsat 4\n. 3\n")
-    return Vocab(str(path), 0)
+    return pg.Vocab(str(path), 0)
 
 
 def test_mark_oovs(small_vocab):

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.data import binfile
-from pointer_generator.data.input_pipeline import make_dataset, model_inputs
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError
 from pointer_generator.evaluation import evaluate
 from pointer_generator.runtime import checkpointing, tensorboard
@@ -47,7 +46,7 @@ def setup(tmp_path_factory):
     trainer = train.Trainer(hps, 100)  # only writes "training" checkpoints
     ckpts = checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step)
     evaluator = evaluate.Evaluator(hps, 100)
-    return data, exp, trainer, ckpts, evaluator, Vocab(data.vocab_path, 100)
+    return data, exp, trainer, ckpts, evaluator, pg.Vocab(data.vocab_path, 100)
 
 
 def _save_train_checkpoint(trainer, ckpts, step, seed):
@@ -163,7 +162,7 @@ def test_the_input_gap_is_the_loss_on_rotated_articles_minus_the_loss(tmp_path, 
     binfile.write_chunked(str(tmp_path / "data"), "val", pairs, 1000)
     binfile.write_chunked(str(tmp_path / "data"), "rot", rotated, 1000)
     binfile.write_chunked(str(tmp_path / "data"), "one", pairs[:1], 1000)
-    vocab = Vocab(str(tmp_path / "vocab"), 100)
+    vocab = pg.Vocab(str(tmp_path / "vocab"), 100)
     exp = Experiment(str(tmp_path / "exp"))
     os.makedirs(exp.eval_dir)
     hps = helpers.hparams(batch_size=2)
@@ -194,7 +193,7 @@ def test_the_input_gap_line_warns_when_the_model_ignores_its_input(gap, verdict)
 def test_single_pass_loss_is_exact_over_a_partial_final_batch(tmp_path, pointer_gen):
     words = helpers.write_vocab(str(tmp_path / "vocab"))
     data_path = helpers.write_data(str(tmp_path / "data"), "val", 5, words, seed=4)
-    vocab = Vocab(str(tmp_path / "vocab"), 100)
+    vocab = pg.Vocab(str(tmp_path / "vocab"), 100)
     exp = Experiment(str(tmp_path / "exp"))
     os.makedirs(exp.eval_dir)
     hps = helpers.hparams(pointer_gen=pointer_gen, coverage=pointer_gen, batch_size=2)
@@ -212,9 +211,9 @@ def test_single_pass_loss_is_exact_over_a_partial_final_batch(tmp_path, pointer_
     # The same 5 examples as one batch give the reference values.
     whole = next(
         iter(
-            make_dataset(data_path, vocab, hps.replace(batch_size=5), "eval", single_pass=True).map(
-                model_inputs
-            )
+            pg.make_dataset(
+                data_path, vocab, hps.replace(batch_size=5), "eval", single_pass=True
+            ).map(pg.model_inputs)
         )
     )
     out = trainer.model(whole, training=False)

@@ -11,6 +11,7 @@ import re
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.cli import entry
 from pointer_generator.data.vocab import UNK_TOKEN
 from pointer_generator.runtime import checkpointing
@@ -80,12 +81,11 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     """A model whose output bias makes [UNK] the likeliest word everywhere writes it,
     unless --block_unk."""
     from pointer_generator.data import input_pipeline
-    from pointer_generator.data.vocab import UNK_ID, Vocab
+    from pointer_generator.data.vocab import UNK_ID
     from pointer_generator.models.abs_model import ABSConfig, ABSModel
-    from pointer_generator.search.beam_decoder import BeamSearchDecoder
 
     hps = helpers.hparams(model="abs", pointer_gen=False)
-    vocab = Vocab(data.vocab_path, 100)
+    vocab = pg.Vocab(data.vocab_path, 100)
     config = ABSConfig(window=3, emb_dim=8, hidden_dim=8, namas=True)  # an output bias
     model = ABSModel(config, vocab.size()).build_weights()
     model.out.bias.assign(tf.one_hot(UNK_ID, vocab.size()) * 50.0)
@@ -95,7 +95,7 @@ def test_block_unk_keeps_unk_out_of_the_families_summaries(data):
     batch = next(iter(ds))
     for block in (False, True):
         settings = helpers.search(hps, block_unk=block)
-        decoder = BeamSearchDecoder(model, vocab, hps, settings)
+        decoder = pg.BeamSearchDecoder(model, vocab, hps, settings)
         words = [w for summary in decoder.decode_batch(batch) for w in summary.words]
         assert words and (UNK_TOKEN in words) != block, words
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.training import epochs
 from pointer_generator.training.optimizers import SGD
 from tests import helpers
@@ -148,11 +149,10 @@ def test_bad_training_recipes_are_one_error_line(data, capfd, flags, message):
 
 
 def _preset(name: str, **overrides):
-    from pointer_generator.hparams import HParams
     from pointer_generator.models import family_registry
 
     options = family_registry.option_table()
-    fields = {f.name for f in __import__("dataclasses").fields(HParams)} | set(options)
+    fields = {f.name for f in __import__("dataclasses").fields(pg.HParams)} | set(options)
     values = {}
     with open(os.path.join(PRESETS, name + ".flags"), encoding="utf-8") as f:
         for line in f:
@@ -198,7 +198,6 @@ def test_the_paper_presets_have_the_closed_form_parameter_counts():
 def test_a_summed_loss_has_the_mean_losss_gradient_times_the_words():
     """--loss_reduction=sum (RAS's printed objective): one SGD step moves every weight by
     `tokens` times the step of the mean loss; the reported loss is the mean either way."""
-    from pointer_generator.training.trainer import Trainer
 
     batch = helpers.numpy_batch(3, 40, enc_len=6, dec_len=5, pointer_gen=False)
     tokens = float(np.sum(batch["dec_padding_mask"]))
@@ -208,7 +207,7 @@ def test_a_summed_loss_has_the_mean_losss_gradient_times_the_words():
         hps = helpers.hparams(model="ras_elman", pointer_gen=False, conv_width=3,
                               max_positions=10, optimizer="sgd", lr=1.0,
                               loss_reduction=reduction, max_grad_norm=1e9)  # fmt: skip
-        trainer = Trainer(hps, 40)
+        trainer = pg.Trainer(hps, 40)
         before = [v.numpy().copy() for v in trainer.model.trainable_variables]
         losses[reduction] = trainer.train_step(helpers.repeat_iterator(batch))["loss"]
         moves[reduction] = [

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.models import family_registry
 from pointer_generator.models.family import SearchInputs
 from pointer_generator.runtime import checkpointing
-from pointer_generator.search.beam_decoder import BeamSearchDecoder
-from pointer_generator.search.settings import SearchSettings
 from tests import helpers
 
 VOCAB = 30
@@ -90,18 +89,17 @@ def test_ras_checkpoints_tell_elman_from_lstm(tmp_path):
 
 
 def test_search_options_a_family_lacks_are_refused_by_the_family(tmp_path):
-    from pointer_generator.data.vocab import Vocab
     from pointer_generator.errors import FlagError
 
     hps, model = _model("pointer_generator")
     helpers.write_vocab(str(tmp_path / "vocab"), VOCAB - 4)
-    vocab = Vocab(str(tmp_path / "vocab"), VOCAB)
+    vocab = pg.Vocab(str(tmp_path / "vocab"), VOCAB)
     assert vocab.size() == VOCAB
     with pytest.raises(FlagError, match=r"^--feature_weights \(ABS\+\) is for --model=abs"):
-        settings = SearchSettings.from_hparams(hps, feature_weights={"lm": 1.0})
-        BeamSearchDecoder(model, vocab, hps, settings)
+        settings = pg.SearchSettings.from_hparams(hps, feature_weights={"lm": 1.0})
+        pg.BeamSearchDecoder(model, vocab, hps, settings)
     # [UNK] blocking is the decoder's, for every family (its candidates keep a spare).
-    BeamSearchDecoder(model, vocab, hps, SearchSettings.from_hparams(hps, block_unk=True))
+    pg.BeamSearchDecoder(model, vocab, hps, pg.SearchSettings.from_hparams(hps, block_unk=True))
 
 
 # Where code outside models/ may still name a family's switch, and why.
@@ -175,14 +173,13 @@ def test_the_guard_sees_the_leaks_it_is_for(code):
 def test_one_search_settings_dataclass_and_hparams_without_mode():
     import dataclasses
 
-    from pointer_generator.decoding.config import DecodeConfig
-    from pointer_generator.hparams import HParams
+    import pointer_generator as pg
 
-    assert "mode" not in {f.name for f in dataclasses.fields(HParams)}
-    search_fields = {f.name for f in dataclasses.fields(SearchSettings)}
-    decode_fields = {f.name for f in dataclasses.fields(DecodeConfig)}
+    assert "mode" not in {f.name for f in dataclasses.fields(pg.HParams)}
+    search_fields = {f.name for f in dataclasses.fields(pg.SearchSettings)}
+    decode_fields = {f.name for f in dataclasses.fields(pg.DecodeConfig)}
     assert not (search_fields & decode_fields)  # the decode job holds one `search`
-    settings = SearchSettings(length_penalty=None)
+    settings = pg.SearchSettings(length_penalty=None)
     assert settings.record()["length_penalty"] == 0.0  # earlier decode folders still resume
 
 

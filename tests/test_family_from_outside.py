@@ -1,12 +1,12 @@
 """A model family defined in this file alone (issue 43, item 2): a bag-of-words language
-model, registered through the public contract (`ModelFamily`, `family_registry.register`, and
+model, registered through the public contract (`pg.ModelFamily`, `pg.register_family`, and
 `$POINTER_GENERATOR_FAMILIES` for other processes), then trained, evaluated, decoded,
 summarized, exported and served through the command line and `pg`, touching no other
 file of the project. docs/architecture.md walks the same example.
 
 The model: log P(y_t | y_<t, x) = log_softmax(W tanh(E y_{t-1} + a mean_j F x_j) + b), the
 article read as the mean of its word embeddings (its "attention" is uniform over it),
-weighted by a, the family's own option --article_weight (a `FamilyOption`: a flag,
+weighted by a, the family's own option --article_weight (a `pg.FamilyOption`: a flag,
 stored with the experiment, read back by every command).
 """
 
@@ -27,14 +27,7 @@ import tensorflow as tf
 
 import pointer_generator as pg
 from pointer_generator.models import family_registry
-from pointer_generator.models.family import (
-    EXAMPLES,
-    FamilyOption,
-    ModelFamily,
-    SearchStart,
-    embedding_mismatches,
-    parameter_summary,
-)
+from pointer_generator.models.family import EXAMPLES, embedding_mismatches, parameter_summary
 from tests import helpers
 
 NAME = "bag_of_words_lm"
@@ -90,7 +83,7 @@ class BagOfWordsLM(keras.Model):
             p_gen = tf.ones([tf.shape(tokens)[0]])
             return probs, tiled["attention"], p_gen, {"steps": carry["steps"] + 1}
 
-        return SearchStart(step, carry, articles)
+        return pg.SearchStart(step, carry, articles)
 
     def checkpoint_mismatches(self, shapes: dict) -> list[str]:
         shape = shapes.get(EMBEDDING_KEY)
@@ -102,13 +95,13 @@ class BagOfWordsLM(keras.Model):
         return parameter_summary(self, "bag-of-words language model")
 
 
-class BagOfWordsFamily(ModelFamily):
+class BagOfWordsFamily(pg.ModelFamily):
     name = NAME
     summary = "a bag-of-words language model (a test's family; --emb_dim is its D)"
     model_class = BagOfWordsLM
     search_option_note = "is not something a bag-of-words language model does"
     options = (
-        FamilyOption(
+        pg.FamilyOption(
             "article_weight",
             1.0,
             f"--model={NAME}: a, the article's weight in the hidden state (0 = a language "
@@ -147,7 +140,7 @@ FAMILY = BagOfWordsFamily()
 
 @pytest.fixture(scope="module")
 def registered():
-    family_registry.register(FAMILY)
+    pg.register_family(FAMILY)
     yield FAMILY
     family_registry.unregister(NAME)
 
@@ -180,16 +173,16 @@ def _single_pass_results(data) -> dict:
 def test_the_family_is_a_model_choice_once_registered(registered):
     assert NAME in family_registry.names() and family_registry.get(NAME) is FAMILY
     assert pg.HParams(model=NAME).model == NAME
-    assert family_registry.register(FAMILY) is FAMILY  # again: the same family, no error
+    assert pg.register_family(FAMILY) is FAMILY  # again: the same family, no error
 
     class Impostor(BagOfWordsFamily):
         pass
 
     with pytest.raises(pg.PointerGeneratorError, match="registered already"):
-        family_registry.register(Impostor())
+        pg.register_family(Impostor())
     built_in = type("Built", (BagOfWordsFamily,), {"name": "abs"})()
     with pytest.raises(pg.PointerGeneratorError, match="'abs' is a built-in model family"):
-        family_registry.register(built_in)
+        pg.register_family(built_in)
     assert family_registry.get("abs") is not built_in
     # A loss reduction the family does not declare is refused, not ignored.
     with pytest.raises(pg.PointerGeneratorError, match="--loss_reduction=sum is not one of"):

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
+import pointer_generator as pg
 from pointer_generator.cli import configs, flag_checks
 from pointer_generator.errors import FlagError
-from pointer_generator.hparams import HParams
 from tests import helpers
 
 # Spec section 1.1: every flag of the original release with its default.
@@ -82,7 +82,7 @@ def test_added_flags_and_their_defaults():
 
 def test_hparams_built_from_default_flags_are_the_hparams_defaults():
     values = helpers.flag_defaults()
-    assert configs.hparams(type("F", (), values)) == HParams()
+    assert configs.hparams(type("F", (), values)) == pg.HParams()
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import tensorflow as tf
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import pointer_generator as pg
 from pointer_generator.data import bin_dataset, binfile, ptb_tokenizer, stories
 from pointer_generator.data import input_pipeline as ip
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, VocabError
 from tests import helpers
 
@@ -198,7 +198,7 @@ def test_tensorflow_reader_parses_or_raises_data_error(data):
 def tiny_vocab(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("fuzz_vocab") / "vocab")
     helpers.write_vocab(path)
-    return Vocab(path, 100)
+    return pg.Vocab(path, 100)
 
 
 @fuzz(12)
@@ -238,7 +238,7 @@ VOCAB_LINES = st.lists(
 def test_vocab_reader_loads_or_raises_vocab_error(lines, size):
     with bin_file(b"\n".join(lines)) as path, time_limit(10):
         try:
-            vocab = Vocab(path, size)
+            vocab = pg.Vocab(path, size)
         except VocabError as e:
             assert path in str(e)
             return

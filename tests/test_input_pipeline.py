@@ -12,11 +12,10 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pointer_generator as pg
 from pointer_generator.data import bin_dataset, binfile, example_ops
 from pointer_generator.data import input_pipeline as ip
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, FlagError
-from pointer_generator.hparams import HParams
 from tests import reference_batcher as ref
 
 N_EXAMPLES = 300
@@ -50,7 +49,7 @@ def vocabs():
     from tests.conftest import shared_file
 
     path = shared_file("vocab_200k")
-    return {50000: Vocab(path, 50000), 5000: Vocab(path, 5000)}
+    return {50000: pg.Vocab(path, 50000), 5000: pg.Vocab(path, 5000)}
 
 
 def byte_pairs(pairs):
@@ -132,7 +131,7 @@ def test_single_pass_matches_reference(
     pairs, bin_dir, vocabs, vocab_size, max_enc, max_dec, pointer_gen
 ):
     # static_shapes=False: the original Batcher's padding, each batch to its longest.
-    hps = HParams(
+    hps = pg.HParams(
         batch_size=16,
         max_enc_steps=max_enc,
         max_dec_steps=max_dec,
@@ -175,8 +174,8 @@ def test_default_padding_is_length_buckets(pairs, bin_dir, vocabs):
     """By default (static_shapes=None) a batch holds the original Batcher's examples,
     padded on to the smallest bucket length that holds its longest article."""
     # Long enough that the real articles' batches end in different buckets.
-    hps = HParams(batch_size=16, max_enc_steps=2000, max_dec_steps=20, length_buckets=16)
-    assert HParams().static_shapes is None and HParams().length_buckets == 4
+    hps = pg.HParams(batch_size=16, max_enc_steps=2000, max_dec_steps=20, length_buckets=16)
+    assert pg.HParams().static_shapes is None and pg.HParams().length_buckets == 4
     vocab = vocabs[5000]
     got = collect(
         ip.make_dataset(os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=True)
@@ -194,7 +193,9 @@ def test_default_padding_is_length_buckets(pairs, bin_dir, vocabs):
 
 
 def test_static_shapes_cap_oovs_and_keep_every_example(pairs, bin_dir, vocabs):
-    hps = HParams(batch_size=16, max_enc_steps=50, max_dec_steps=20, static_shapes=True, max_oovs=3)
+    hps = pg.HParams(
+        batch_size=16, max_enc_steps=50, max_dec_steps=20, static_shapes=True, max_oovs=3
+    )
     vocab = vocabs[5000]
     repeating = ip.make_dataset(
         os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=False
@@ -238,7 +239,7 @@ def test_edge_cases_empty_articles_and_whitespace(tmp_path, vocabs, capfd):
     path = str(tmp_path / "edge_000.bin")
     binfile.write_bin(path, records)
     vocab = vocabs[5000]
-    hps = HParams(batch_size=4, max_enc_steps=400, max_dec_steps=6, static_shapes=False)
+    hps = pg.HParams(batch_size=4, max_enc_steps=400, max_dec_steps=6, static_shapes=False)
     got = collect(ip.make_dataset(path, vocab, hps, "decode", single_pass=True))
     assert "skipped 2 example(s) with an empty article (no words)" in capfd.readouterr().err
     assert len(got) == 1
@@ -258,7 +259,7 @@ def test_edge_cases_empty_articles_and_whitespace(tmp_path, vocabs, capfd):
 
 
 def test_decode_beam_copies_and_helpers(pairs, bin_dir, vocabs):
-    hps = HParams(batch_size=4, max_enc_steps=50, max_dec_steps=20)
+    hps = pg.HParams(batch_size=4, max_enc_steps=50, max_dec_steps=20)
     vocab = vocabs[5000]
     ds = ip.make_dataset(
         os.path.join(bin_dir, "train_*"), vocab, hps, "decode", single_pass=True, beam_copies=True
@@ -307,7 +308,7 @@ def bucketed(bin_dir, vocab, seed, n_batches=200):
     """First n_batches of an endless train pipeline, batch 3 (so a pool is 300 = a pass)."""
     key = (bin_dir, seed, n_batches)
     if key not in _BUCKET_CACHE:
-        hps = HParams(batch_size=3, max_enc_steps=400, max_dec_steps=100, static_shapes=False)
+        hps = pg.HParams(batch_size=3, max_enc_steps=400, max_dec_steps=100, static_shapes=False)
         ds = ip.make_dataset(
             os.path.join(bin_dir, "train_*"), vocab, hps, "train", single_pass=False, seed=seed
         )
@@ -359,7 +360,7 @@ def test_bucket_order_is_a_stable_sort_in_shuffled_groups():
 def test_sharding_by_file_through_input_context(pairs, bin_dir, vocabs):
     """3 files, 2 replicas: each replica reads whole files of its own."""
     vocab = vocabs[5000]
-    hps = HParams(batch_size=16, max_enc_steps=20, max_dec_steps=5)
+    hps = pg.HParams(batch_size=16, max_enc_steps=20, max_dec_steps=5)
     fn = ip.distributed_dataset_fn(
         os.path.join(bin_dir, "train_*"), vocab, hps, "eval", single_pass=True
     )
@@ -387,7 +388,7 @@ def test_sharding_by_file_through_input_context(pairs, bin_dir, vocabs):
 def test_endless_sharding_by_example_is_disjoint(pairs, bin_dir, vocabs):
     """1 file, 2 replicas: by example; both replicas read the same seeded order."""
     vocab = vocabs[5000]
-    hps = HParams(batch_size=10, max_enc_steps=20, max_dec_steps=5)
+    hps = pg.HParams(batch_size=10, max_enc_steps=20, max_dec_steps=5)
     one = os.path.join(bin_dir, "train_000.bin")
     shares = []
     for i in range(2):
@@ -409,10 +410,10 @@ def good_record():
 def test_glob_matching_nothing(tmp_path, vocabs):
     pattern = str(tmp_path / "nothing_*.bin")
     with pytest.raises(DataError, match="nothing_"):
-        ip.make_dataset(pattern, vocabs[5000], HParams(), "train", False)
+        ip.make_dataset(pattern, vocabs[5000], pg.HParams(), "train", False)
     (tmp_path / "nothing_dir.bin").mkdir()
     with pytest.raises(DataError, match="nothing_dir.bin.*not a file"):
-        ip.make_dataset(pattern, vocabs[5000], HParams(), "train", False)
+        ip.make_dataset(pattern, vocabs[5000], pg.HParams(), "train", False)
 
 
 @pytest.mark.parametrize(
@@ -430,7 +431,7 @@ def test_bad_framing_is_a_data_error(tmp_path, vocabs, good_record, name, make, 
         f.write(make(good_record))
     # Up front, in Python ...
     with pytest.raises(DataError, match=problem) as err:
-        ip.make_dataset(path, vocabs[5000], HParams(), "decode", True)
+        ip.make_dataset(path, vocabs[5000], pg.HParams(), "decode", True)
     assert path in str(err.value)
     # ... and by the graph's own assertions, for files that change or appear later.
     with pytest.raises(DataError, match=problem) as err, ip.data_errors():
@@ -454,7 +455,7 @@ def test_bad_records_are_data_errors_when_iterating(
     with open(path, "wb") as f:
         f.write(good_record + _record(payload) + good_record)
     with pytest.raises(DataError, match=problem) as err, ip.data_errors():
-        list(ip.make_dataset(path, vocabs[5000], HParams(batch_size=2), "decode", True))
+        list(ip.make_dataset(path, vocabs[5000], pg.HParams(batch_size=2), "decode", True))
     assert path in str(err.value)
 
 
@@ -462,9 +463,9 @@ def test_endless_pipeline_without_usable_examples(tmp_path, vocabs):
     path = str(tmp_path / "empty_articles.bin")
     binfile.write_bin(path, [("", "<s> a </s>")] * 3)
     with pytest.raises(DataError, match="no example with a non-empty article"):
-        ip.make_dataset(path, vocabs[5000], HParams(), "train", False)
+        ip.make_dataset(path, vocabs[5000], pg.HParams(), "train", False)
 
 
 def test_bad_mode(bin_dir, vocabs):
     with pytest.raises(FlagError, match="mode"):
-        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocabs[5000], HParams(), "tran", True)
+        ip.make_dataset(os.path.join(bin_dir, "train_*"), vocabs[5000], pg.HParams(), "tran", True)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.hparams import HParams
+import pointer_generator as pg
 from pointer_generator.layers import (
     CoverageAttention,
     FinalDistribution,
@@ -18,7 +18,6 @@ from pointer_generator.layers import (
     ReduceState,
     masked_softmax,
 )
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
 RNG = np.random.default_rng(1234)
 
@@ -205,10 +204,10 @@ def test_reduce_state_is_relu_of_linear():
 
 
 def test_model_config_round_trip_gives_same_loss():
-    hps = HParams(hidden_dim=4, emb_dim=3, coverage=True, decode_attention="train_consistent")
-    model = PointerGeneratorModel(hps, 20).build_weights()
+    hps = pg.HParams(hidden_dim=4, emb_dim=3, coverage=True, decode_attention="train_consistent")
+    model = pg.PointerGeneratorModel(hps, 20).build_weights()
     _randomise(model, 0.3)
-    clone = PointerGeneratorModel.from_config(model.get_config()).build_weights()
+    clone = pg.PointerGeneratorModel.from_config(model.get_config()).build_weights()
     assert clone.hps == hps and clone.vocab_size == 20
     clone.set_weights(model.get_weights())
     batch = {
@@ -237,13 +236,13 @@ def _count(model):
 def paper_model():
     """Pointer-generator + coverage at the paper's sizes (21.5M parameters)."""
     keras.utils.set_random_seed(111)
-    hps = HParams(pointer_gen=True, coverage=True, **PAPER)
-    return PointerGeneratorModel(hps, PAPER_VOCAB).build_weights()
+    hps = pg.HParams(pointer_gen=True, coverage=True, **PAPER)
+    return pg.PointerGeneratorModel(hps, PAPER_VOCAB).build_weights()
 
 
 def test_parameter_counts_match_the_paper(paper_model):
-    baseline = PointerGeneratorModel(
-        HParams(pointer_gen=False, coverage=False, **PAPER), PAPER_VOCAB
+    baseline = pg.PointerGeneratorModel(
+        pg.HParams(pointer_gen=False, coverage=False, **PAPER), PAPER_VOCAB
     ).build_weights()
     assert _count(baseline) == 21_499_600
     del baseline

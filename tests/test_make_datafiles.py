@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+import pointer_generator as pg
 from data_tools import make_datafiles as md
 from pointer_generator import exit_codes
 from pointer_generator.data.binfile import read_records
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError
 
 
@@ -139,7 +139,7 @@ def test_vocab_counts_come_from_the_training_set_only(dmqa):
     assert lines[0] == ". 14"
     values = [(-int(c), w) for w, c in (line.split(" ") for line in lines)]
     assert values == sorted(values)
-    assert Vocab(os.path.join(dmqa, "out", "vocab"), 0).size() == 4 + len(lines)
+    assert pg.Vocab(os.path.join(dmqa, "out", "vocab"), 0).size() == 4 + len(lines)
 
 
 def test_parallel_workers_keep_list_order(dmqa):

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.layers.top_k import top_of
 from pointer_generator.models import final_candidates as fc
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from tests import helpers
 
 VOCAB = 300
@@ -19,7 +19,7 @@ def _models(**hp):
     for mixed in (False, True):
         hps = helpers.hparams(mixed_precision=mixed, **hp)
         tf.keras.utils.set_random_seed(5)
-        model = PointerGeneratorModel(hps, VOCAB).build_weights()
+        model = pg.PointerGeneratorModel(hps, VOCAB).build_weights()
         for v in model.trainable_variables:  # larger weights: logits of a few units
             v.assign(tf.random.uniform(v.shape, -0.3, 0.3, seed=11))
         out.append(model)

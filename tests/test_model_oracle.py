@@ -17,9 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.data.vocab import Vocab
-from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
+import pointer_generator as pg
 from pointer_generator.models.tf1_checkpoint import load_tf1_checkpoint, save_tf1_arrays
 from tests import numpy_reference as ref
 
@@ -45,7 +43,7 @@ CONFIGS = [  # (pointer_gen, coverage, tf_version)
 @functools.lru_cache(maxsize=4)
 def _real_batch(cnndm_path: str, vocab_path: str, pointer_gen: bool) -> dict:
     """A batch built with the rules of spec 3.1/3.2 from a few JSONL examples."""
-    vocab = Vocab(vocab_path, VOCAB_SIZE)
+    vocab = pg.Vocab(vocab_path, VOCAB_SIZE)
     wanted = {line for line, _ in ROWS}
     records = {}
     with gzip.open(cnndm_path, "rt", encoding="utf-8") as f:
@@ -124,7 +122,7 @@ def _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version, seed=0, **hps_c
     params = ref.random_tf1_params(rng, VOCAB_SIZE, HIDDEN, EMB, pointer_gen, coverage, tf_version)
     prefix = save_tf1_arrays(params, os.path.join(tmp_path, f"model.ckpt-{seed}"))
     assert dict(tf.train.list_variables(prefix)) == {k: list(v.shape) for k, v in params.items()}
-    hps = HParams(
+    hps = pg.HParams(
         hidden_dim=HIDDEN,
         emb_dim=EMB,
         pointer_gen=pointer_gen,
@@ -132,7 +130,7 @@ def _model_from_tf1(tmp_path, pointer_gen, coverage, tf_version, seed=0, **hps_c
         vocab_size=VOCAB_SIZE,
         **hps_changes,
     )
-    model = PointerGeneratorModel(hps, VOCAB_SIZE).build_weights()
+    model = pg.PointerGeneratorModel(hps, VOCAB_SIZE).build_weights()
     result = load_tf1_checkpoint(model, str(tmp_path))
     assert result.tf_version == tf_version
     return model, params

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
+import pointer_generator as pg
 from pointer_generator.models.tf1_checkpoint import tf1_arrays_to_model
 from tests import numpy_reference as ref
 
@@ -41,7 +40,7 @@ def _params(pointer_gen=True, coverage=True, seed=0, **overrides):
 
 
 def _model(params, pointer_gen=True, coverage=True, safe=True, dtype="float32"):
-    hps = HParams(
+    hps = pg.HParams(
         hidden_dim=HIDDEN,
         emb_dim=EMB,
         pointer_gen=pointer_gen,
@@ -49,7 +48,7 @@ def _model(params, pointer_gen=True, coverage=True, safe=True, dtype="float32"):
         safe_numerics=safe,
     )
     with _float64() if dtype == "float64" else contextlib.nullcontext():
-        model = PointerGeneratorModel(hps, VOCAB).build_weights()
+        model = pg.PointerGeneratorModel(hps, VOCAB).build_weights()
     tf1_arrays_to_model(model, params)
     return model
 

@@ -8,12 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from experiments.benchmarks import original_decode
-from pointer_generator.data.input_pipeline import make_dataset
 from pointer_generator.data.vocab import Vocab, outputids2words
 from pointer_generator.decoding import job
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
-from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from tests import helpers
 
 
@@ -29,7 +27,7 @@ def _model(setup, **hp):
     hps = helpers.hparams(**hp)
     vocab = Vocab(setup.vocab_path, hps.vocab_size)
     tf.keras.utils.set_random_seed(3)
-    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    model = pg.PointerGeneratorModel(hps, vocab.size()).build_weights()
     for v in model.trainable_variables:  # larger than the initialisers: real choices
         v.assign(tf.random.uniform(v.shape, -0.5, 0.5, seed=11))
     return hps, vocab, model
@@ -40,10 +38,10 @@ def test_original_one_article_decoding_equals_the_batched_decoder(setup, coverag
     hps, vocab, model = _model(setup, max_dec_steps=6, coverage=coverage)
     search = helpers.search(hps, beam_size=3, min_dec_steps=2)
     batch = next(
-        iter(make_dataset(setup.test_path, vocab, hps.replace(batch_size=5), "decode", True))
+        iter(pg.make_dataset(setup.test_path, vocab, hps.replace(batch_size=5), "decode", True))
     )
     settings = search.replace(full_final_dist=True)
-    batched = BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
+    batched = pg.BeamSearchDecoder(model, vocab, hps, settings).decode_batch(batch)
     searches = {
         original: original_decode.one_at_a_time(model, vocab, hps, original, search)
         for original in (True, False)

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_generator.hparams import HParams
+import pointer_generator as pg
 from pointer_generator.layers import fused_decoder
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
 
 VOCAB = 40
 
@@ -58,7 +57,7 @@ def test_fused_recurrence_equals_keras_and_autodiff(
     pointer_gen, coverage, safe, row_chunk, monkeypatch
 ):
     monkeypatch.setattr(fused_decoder, "ROW_CHUNK", row_chunk)
-    hps = HParams(
+    hps = pg.HParams(
         hidden_dim=8,
         emb_dim=6,
         pointer_gen=pointer_gen,
@@ -68,8 +67,8 @@ def test_fused_recurrence_equals_keras_and_autodiff(
         trunc_norm_init_std=0.5,
     )
     tf.keras.utils.set_random_seed(1)
-    reference = PointerGeneratorModel(hps.replace(fused_recurrence=False), VOCAB).build_weights()
-    fused = PointerGeneratorModel(hps, VOCAB).build_weights()
+    reference = pg.PointerGeneratorModel(hps.replace(fused_recurrence=False), VOCAB).build_weights()
+    fused = pg.PointerGeneratorModel(hps, VOCAB).build_weights()
     fused.set_weights(reference.get_weights())
     batch = _batch(pointer_gen)
     out_ref, grads_ref = _run(reference, batch)

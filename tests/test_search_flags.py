@@ -25,7 +25,6 @@ from pointer_generator.cli import flags as flags_lib
 from pointer_generator.cli import help as help_lib
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import experiment_settings
-from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from pointer_generator.search.extractive_features import read_weights
 from pointer_generator.search.settings import SEARCH_FLAGS
 from tests import helpers
@@ -78,14 +77,14 @@ def searched(monkeypatch):
     """The (settings, hyper-parameters) of every search a command builds, each build
     then stopped with `_Searched` (after the decoder accepted the settings)."""
     seen = []
-    real = BeamSearchDecoder.__init__
+    real = pg.BeamSearchDecoder.__init__
 
     def recording(self, model, vocab, hps, settings=None, **options):
         real(self, model, vocab, hps, settings, **options)
         seen.append((self.settings, hps))
         raise _Searched("searched")
 
-    monkeypatch.setattr(BeamSearchDecoder, "__init__", recording)
+    monkeypatch.setattr(pg.BeamSearchDecoder, "__init__", recording)
     return seen
 
 

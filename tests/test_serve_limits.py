@@ -22,6 +22,7 @@ import urllib.request
 
 import pytest
 
+import pointer_generator as pg
 from pointer_generator.errors import DataError, FlagError
 from tests import helpers
 
@@ -36,11 +37,10 @@ class _Stub:
         self.calls = 0
 
     def summarize(self, texts):
-        from pointer_generator.summarizing.summarizer import SummaryResult
 
         self.calls += 1
         time.sleep(self.delay_s)
-        return [SummaryResult.of(t.split()[:2], t.split(), [[1.0]], [0.5], -1.0) for t in texts]
+        return [pg.SummaryResult.of(t.split()[:2], t.split(), [[1.0]], [0.5], -1.0) for t in texts]
 
 
 @contextlib.contextmanager
@@ -464,12 +464,11 @@ def _fake_export(tmp_path, info) -> str:
 )  # fmt: skip
 def test_a_hand_edited_export_info_is_one_error(tmp_path, edit, message):
     """Before: `{"encoder_lengths": "abc"}` made serve --saved_model exit 3 (TypeError)."""
-    from pointer_generator.summarizing.summarizer import SavedModelSummarizer
 
     info = edit if isinstance(edit, str) else {**VALID_INFO, **edit}
     folder = _fake_export(tmp_path, info)
     with pytest.raises(FlagError) as e:
-        SavedModelSummarizer(folder)
+        pg.SavedModelSummarizer(folder)
     text = str(e.value)
     path = os.path.join(folder, "assets", "export_info.json")
     assert text.startswith(f"{path} is unreadable ("), text

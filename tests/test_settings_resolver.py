@@ -149,6 +149,21 @@ def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(ol
         )
 
 
+def test_what_a_family_predates_is_that_familys_only(older, tmp_path):
+    """RAS's `predating` (ras_attention=dot) is no setting of a pointer-generator
+    experiment: before, the resolver added it to every experiment, and a given
+    --ras_attention was "contradicted" by a setting the experiment never had."""
+    root = tmp_path / "pg"
+    root.mkdir()
+    stored = experiment_settings.read(older.root, family_registry)
+    stored["flags"] = {"model": "pointer_generator", "hidden_dim": 8, "emb_dim": 8}
+    (root / "settings.json").write_text(json.dumps(stored), encoding="utf-8")
+    values = experiment_settings.stored_values(stored, family_registry)
+    assert "ras_attention" not in values
+    ras = dict(stored, flags={"model": "ras_elman"})
+    assert experiment_settings.stored_values(ras, family_registry)["ras_attention"] == "dot"
+
+
 def test_a_stored_value_is_never_replaced_by_a_before_value(older):
     stored = experiment_settings.read(older.root, family_registry)
     stored["flags"]["ras_attention"] = "cosine"

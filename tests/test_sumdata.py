@@ -7,9 +7,9 @@ import os
 
 import pytest
 
+import pointer_generator as pg
 from data_tools import sumdata
 from pointer_generator.data.binfile import read_records
-from pointer_generator.data.vocab import Vocab
 
 ARTICLES = [
     "japan 's nec corp. and UNK computer corp. agreed to merge their pc businesses .",
@@ -37,7 +37,7 @@ def test_parallel_files_become_tagged_pairs_with_the_projects_unk(tmp_path):
     assert records[1][0].endswith("on [UNK] , dealers said .")  # <unk> as well as UNK
     assert records[2] == (ARTICLES[2], "<s> ## arrested after clashes </s>")
     assert os.listdir(out / "chunked") == ["train_000.bin"]
-    vocab = Vocab(str(out / "vocab"), 0)  # the markers are not words of the vocabulary
+    vocab = pg.Vocab(str(out / "vocab"), 0)  # the markers are not words of the vocabulary
     assert vocab.word2id("UNK") == vocab.word2id("<unk>") == vocab.word2id("zzz") == 0
     assert vocab.word2id("##") >= 4
 

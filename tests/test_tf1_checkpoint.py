@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.errors import CheckpointError
-from pointer_generator.hparams import HParams
-from pointer_generator.models.pointer_generator import PointerGeneratorModel
 from pointer_generator.models.tf1_checkpoint import (
     load_tf1_checkpoint,
     read_tf1_checkpoint,
@@ -24,8 +23,8 @@ DEC = "seq2seq/decoder/attention_decoder"
 
 
 def _model(pointer_gen=True, coverage=False, vocab=VOCAB, seed=None):
-    hps = HParams(hidden_dim=HIDDEN, emb_dim=EMB, pointer_gen=pointer_gen, coverage=coverage)
-    model = PointerGeneratorModel(hps, vocab).build_weights()
+    hps = pg.HParams(hidden_dim=HIDDEN, emb_dim=EMB, pointer_gen=pointer_gen, coverage=coverage)
+    model = pg.PointerGeneratorModel(hps, vocab).build_weights()
     if seed is not None:  # random, non-trivial weights (the initialisers are tiny)
         rng = np.random.default_rng(seed)
         for v in model.weights:

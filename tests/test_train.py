@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import pointer_generator as pg
 from pointer_generator.cli import configs
 from pointer_generator.cli.inspect_checkpoint import inspect
-from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import NonFiniteLossError
 from pointer_generator.models import family_registry
 from pointer_generator.runtime import checkpointing, tensorboard
@@ -161,7 +161,7 @@ def _run_loop(trainer, data, exp_name, **overrides):
     flags = _loop_flags(data, exp_name, **overrides)
     exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
     os.makedirs(exp.train_dir, exist_ok=True)
-    vocab = Vocab(flags.vocab_path, flags.vocab_size)
+    vocab = pg.Vocab(flags.vocab_path, flags.vocab_size)
     train.train_loop(trainer, vocab, exp, configs.train_config(flags))
     return exp
 
@@ -242,7 +242,7 @@ def test_absurd_learning_rate_stops_before_saving_the_bad_update(data, capsys):
     )
     exp = Experiment(os.path.join(flags.log_root, flags.exp_name))
     os.makedirs(exp.train_dir, exist_ok=True)
-    vocab = Vocab(flags.vocab_path, flags.vocab_size)
+    vocab = pg.Vocab(flags.vocab_path, flags.vocab_size)
     with pytest.raises(NonFiniteLossError) as err:
         train.run_train_mode(configs.hparams(flags), vocab, configs.train_config(flags))
     message = str(err.value)

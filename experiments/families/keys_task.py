@@ -112,6 +112,19 @@ def write_corpus(folder: str, n_train: int = 512, n_test: int = 96) -> dict:
     )
 
 
+def hparams(values: dict):
+    """HParams of flat {setting: value} for the family `values["model"]`: what it fixes
+    applied (ABS: no pointer), and only its own options kept (TINY holds RAS's sizes,
+    which the other families have no use for)."""
+    from pointer_generator.hparams import HParams
+    from pointer_generator.models import family_registry
+
+    family = family_registry.get(values.get("model", HParams.model))
+    others = set(family_registry.option_table()) - {o.name for o in family.options}
+    kept = {k: v for k, v in values.items() if k not in others}
+    return HParams().replace(**{**kept, **family.fixed_settings})
+
+
 def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
     """(a new Trainer, an iterator over its training batches): HParams of `base`, the
     family's defaults (as the command line gives them) and `overrides`; weights and data
@@ -119,13 +132,12 @@ def new_trainer(corpus: dict, seed: int = 3, base: dict = TINY, **overrides):
     import keras
 
     from pointer_generator.data import input_pipeline
-    from pointer_generator.hparams import HParams
     from pointer_generator.models import family_registry
     from pointer_generator.training.trainer import Trainer
 
     keras.utils.set_random_seed(seed)
     _, defaults = family_registry.settings({**base, **overrides})
-    hps = HParams().replace(**{**base, **defaults, "seed": seed, **overrides})
+    hps = hparams({**base, **defaults, "seed": seed, **overrides})
     trainer = Trainer(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
     return trainer, iter(batches.map(input_pipeline.model_inputs))
@@ -200,11 +212,10 @@ def first_gradients(corpus: dict, seed: int = 1, **overrides) -> dict:
     import tensorflow as tf
 
     from pointer_generator.data import input_pipeline
-    from pointer_generator.hparams import HParams
     from pointer_generator.models.family_registry import build_model
 
     keras.utils.set_random_seed(seed)
-    hps = HParams().replace(**{**TINY, "seed": seed, **overrides})
+    hps = hparams({**TINY, "seed": seed, **overrides})
     model = build_model(hps, corpus["vocab"].size())
     batches = input_pipeline.make_dataset(corpus["train"], corpus["vocab"], hps, "train", False)
     batch = next(iter(batches.map(input_pipeline.model_inputs)))

@@ -43,11 +43,6 @@ def model_flags() -> tuple[str, ...]:
     return experiment_settings.model_flags(family_registry())
 
 
-def predating() -> dict:
-    """{flag: value} an experiment whose settings predate the flag ran with."""
-    return family_registry().predating()
-
-
 def settings_path(fv) -> str:
     return experiment_settings.settings_path(_root(fv))
 

@@ -46,13 +46,21 @@ def _read_stdin() -> str:
         raise DataError(f"<stdin>: cannot read ({e.strerror})") from None
 
 
-# The flags that matter for summarize, in the order `--help` lists them.
-HELP_FLAGS = {
-    "experiment": ("log_root", "exp_name", "vocab_path", "vocab_size", "tf1_checkpoint"),
-    "model (as trained)": ("hidden_dim", "emb_dim", "pointer_gen", "coverage", "max_enc_steps"),
-    "decoding": (*SEARCH_HELP, "decode_attention", "decode_batch_size"),
-    "output": ("tokens",),
-}
+def help_flags() -> dict:
+    """The flags that matter for summarize, by purpose, in the order `--help` lists them:
+    the model group holds the model flags of the families that load the original's
+    checkpoints (--tf1_checkpoint needs them given; an experiment stores its own)."""
+    from pointer_generator.cli.family_flags import family_registry
+
+    registry = family_registry()
+    tf1 = [f for f in registry.all_families() if "tf1_checkpoint" in f.conversions]
+    own = tuple(dict.fromkeys(name for f in tf1 for name in f.model_flags()))
+    return {
+        "experiment": ("log_root", "exp_name", "vocab_path", "vocab_size", "tf1_checkpoint"),
+        "model (as trained)": ("model", "hidden_dim", "emb_dim", *own, "max_enc_steps"),
+        "decoding": (*SEARCH_HELP, "decode_attention", "decode_batch_size"),
+        "output": ("tokens",),
+    }
 
 
 def help_text(fv) -> str:
@@ -63,7 +71,7 @@ def help_text(fv) -> str:
         "Example:\n  pointer-generator summarize --log_root=logs --exp_name=myexp article.txt\n"
         "  cat article.txt | pointer-generator summarize --log_root=logs --exp_name=myexp"
     )
-    return "\n".join([__doc__.strip(), "", *flag_lines(fv, HELP_FLAGS), example])
+    return "\n".join([__doc__.strip(), "", *flag_lines(fv, help_flags()), example])
 
 
 def main(argv: list[str]) -> int:

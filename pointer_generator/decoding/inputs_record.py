@@ -66,9 +66,14 @@ def describe(data_path: str, vocab, hps, checkpoint: str, settings) -> dict:
             "index_sha256": _file_digest(index) if os.path.exists(index) else None,
         },
         "model": {
-            f: getattr(settings if hasattr(settings, f) else hps, f)
-            for f in MODEL_FIELDS
-            if hasattr(settings, f) or hasattr(hps, f)
+            **{
+                f: getattr(settings if hasattr(settings, f) else hps, f)
+                for f in MODEL_FIELDS
+                if hasattr(settings, f) or hasattr(hps, f)
+            },
+            # A family's own settings, where it has any (a record of a model without
+            # them stays as it was, so that its older decode folders still resume).
+            **({"model": hps.model, "options": dict(hps.options)} if hps.options else {}),
         },
         "search": settings.record(),
     }

@@ -284,6 +284,15 @@ class ModelFamily(abc.ABC):
             problem = mine[name].problem(value)
             if problem:
                 raise FlagError(f"--{name} {problem}")
+        # The command line and the settings resolver apply them; an HParams made in
+        # Python must hold them (ABS with pointer_gen=True would get the pointer's
+        # extended-id targets from the input pipeline).
+        for name, value in self.fixed_settings.items():
+            if getattr(hps, name, value) != value:
+                raise FlagError(
+                    f"{self.fixed_setting_message(name, value)} (in Python: "
+                    f"HParams(model={self.name!r}, {name}={value!r}, ...))"
+                )
         if hps.loss_reduction not in self.reductions:
             raise FlagError(
                 f"--loss_reduction={hps.loss_reduction} is not one of --model={self.name}'s "

@@ -91,6 +91,9 @@ def _check_options(family: ModelFamily) -> None:
             )
 
 
+register_family = register  # (its name in the public API: `pg.register_family`)
+
+
 def unregister(name: str) -> None:
     """Remove a family `register` added (tests); the built-in ones stay."""
     if name not in FAMILIES:
@@ -218,12 +221,10 @@ def changed_in_training(values: Mapping) -> tuple[str, ...]:
     return tuple(get(values.get("model", DEFAULT)).changed_in_training)
 
 
-def predating() -> dict:
-    """{flag: value} an experiment whose settings predate the flag ran with."""
-    out: dict = {}
-    for family in all_families():
-        out.update(family.predating)
-    return out
+def predating(values: Mapping) -> dict:
+    """{flag: value} an experiment of the family `values["model"]` names, whose settings
+    predate the flag, ran with (`ModelFamily.predating`)."""
+    return dict(get(values.get("model", DEFAULT)).predating)
 
 
 def implied_settings(shapes: dict) -> dict:

@@ -286,8 +286,9 @@ class FamilyQuestions(Protocol):
     def model_flags(self) -> tuple[str, ...]:
         """Every family's own model flags."""
 
-    def predating(self) -> dict:
-        """{flag: value} an experiment whose settings predate the flag ran with."""
+    def predating(self, values: Mapping) -> dict:
+        """{flag: value} an experiment of the family `values["model"]` whose settings
+        predate the flag ran with."""
 
     def option_types(self) -> dict:
         """{option: type} of the families' own settings (`HParams.options`)."""
@@ -335,7 +336,7 @@ def resolve(
     `pointer_generator.models.family_registry`).
 
     `values` holds, for the settings not given: the stored flags; for a flag the
-    settings predate, the value the experiment ran with (`families.predating()`); with
+    settings predate, the value the experiment ran with (`families.predating`); with
     `last_decode`, the last `--mode=decode` run's search (summarize, export, serve and
     the API; decode mode writes it); and the model family's own defaults.
     FlagError: a given model flag contradicts the stored one (but, in train mode, those
@@ -358,10 +359,10 @@ def resolve(
 
 
 def stored_values(stored: dict, families: FamilyQuestions) -> dict:
-    """The stored flags, with the values of those the settings predate
-    (`families.predating()`)."""
+    """The stored flags, with the values of those the settings predate, as the
+    experiment's family says (`families.predating(flags)`)."""
     flags = stored["flags"]
-    return {**flags, **{k: v for k, v in families.predating().items() if k not in flags}}
+    return {**flags, **{k: v for k, v in families.predating(flags).items() if k not in flags}}
 
 
 def _check_agreement(
