@@ -8,7 +8,7 @@ import dataclasses
 
 from pointer_generator.cli import stored_settings
 from pointer_generator.cli.family_flags import family_registry
-from pointer_generator.cli.flag_checks import given
+from pointer_generator.cli.flag_checks import conversion_given, given
 from pointer_generator.cli.flags import strategy_name
 from pointer_generator.decoding.config import DecodeConfig
 from pointer_generator.evaluation.config import EvalConfig
@@ -43,6 +43,7 @@ def train_config(fv) -> TrainConfig:
         fv,
         distribution_strategy=strategy_name(fv),
         settings=stored_settings.content(fv),
+        conversion=conversion_given(fv),
     )
 
 

@@ -181,8 +181,13 @@ def define(fv: flags.FlagValues) -> None:
 def define_options(fv: flags.FlagValues) -> None:
     """A flag for every option of the registered families (`FamilyOption`) that has none
     yet: called when the flags are defined, and again before they are parsed, so that a
-    family registered in between has its flags too."""
-    for option in family_registry().option_table().values():
+    family registered in between has its flags too. And a train-mode switch for each of
+    their one-off conversions (`Conversion`: --convert_to_coverage_model)."""
+    registry = family_registry()
+    for flag, conversion in registry.conversion_table().items():
+        if flag not in fv:
+            flags.DEFINE_boolean(flag, False, conversion.help, flag_values=fv)
+    for option in registry.option_table().values():
         if option.name in fv:
             continue
         if option.type is bool:

@@ -55,13 +55,14 @@ def _validate_mode_options(fv) -> None:
         )
     if getattr(fv, "input_gap", False) and not (mode == "eval" and fv.single_pass):
         raise FlagError("--input_gap is for eval mode with --single_pass")
-    for name in ("convert_to_coverage_model", "restore_best_model"):
-        if getattr(fv, name) and mode != "train":
+    one_offs = [n for n in (*_conversion_flags(), "restore_best_model") if getattr(fv, n, False)]
+    for name in one_offs:
+        if mode != "train":
             raise FlagError(f"--{name} runs in train mode only (got --mode={mode})")
-    if fv.convert_to_coverage_model and fv.restore_best_model:
+    if len(one_offs) > 1:
         raise FlagError(
-            "--convert_to_coverage_model and --restore_best_model are separate "
-            "one-off operations; run them one at a time"
+            f"{' and '.join('--' + n for n in one_offs)} are separate one-off operations; "
+            "run them one at a time"
         )
     _check_conversion_targets(fv)
     check_no_search(fv)
@@ -103,7 +104,7 @@ def _validate_paths(fv) -> None:
         raise FlagError("--vocab_path is required")
     if not os.path.isfile(fv.vocab_path):
         raise FlagError(f"--vocab_path {fv.vocab_path!r} is not a file")
-    one_off = fv.convert_to_coverage_model or fv.restore_best_model
+    one_off = conversion_given(fv) or fv.restore_best_model
     if not one_off:
         if not fv.data_path:
             raise FlagError(
@@ -262,6 +263,17 @@ def _check_options(fv, registry, family) -> None:
         problem = option.problem(fv[name].value) if name in fv else None
         if problem:
             raise FlagError(f"--{name} {problem}")
+
+
+def _conversion_flags() -> tuple[str, ...]:
+    """The train-mode switches of the families' one-off conversions
+    (--convert_to_coverage_model)."""
+    return tuple(family_flags.family_registry().conversion_table())
+
+
+def conversion_given(fv) -> str:
+    """The flag of the one-off conversion the flags ask for ("" = none)."""
+    return next((n for n in _conversion_flags() if getattr(fv, n, False)), "")
 
 
 def _check_conversion_targets(fv) -> None:

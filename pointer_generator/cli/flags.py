@@ -126,14 +126,6 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     )
     flags.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss (lambda).", flag_values=fv)
     flags.DEFINE_boolean(
-        "convert_to_coverage_model",
-        False,
-        "train mode with --coverage=1: turn the newest non-coverage "
-        "checkpoint into a coverage-ready one (fresh w_c, Adagrad reset) "
-        "named model.ckpt-<step>_cov_init, then exit.",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean(
         "restore_best_model",
         False,
         "train mode: copy the eval job's best model into train/ (fresh "

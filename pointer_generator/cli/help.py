@@ -56,7 +56,6 @@ _GROUPS = {
         "max_steps",
         "seed",
         "tf1_checkpoint",
-        "convert_to_coverage_model",
         "restore_best_model",
         "xla",
         "debug",
@@ -107,9 +106,13 @@ def flag_groups() -> dict:
     model group (after its generic ones)."""
     from pointer_generator.cli.family_flags import family_registry
 
+    registry = family_registry()
     listed = {name for names in _GROUPS.values() for name in names}
-    own = tuple(n for n in family_registry().model_flags() if n not in listed)
-    return {title: names + own if title == "model" else names for title, names in _GROUPS.items()}
+    own = tuple(n for n in registry.model_flags() if n not in listed)
+    # The families' one-off conversions (--convert_to_coverage_model) with the training's.
+    conversions = tuple(n for n in registry.conversion_table() if n not in listed)
+    extra = {"model": own, "training": conversions}
+    return {title: names + extra.get(title, ()) for title, names in _GROUPS.items()}
 
 
 def __getattr__(name: str):

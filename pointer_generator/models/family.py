@@ -151,7 +151,7 @@ class Conversion(NamedTuple):
     is one (training/conversions.py runs it).
 
     what_is_added: the added weights in words ("coverage weights (w_c)"); then: what to
-    run next, for the log ("now run training with --coverage=1").
+    run next, for the log ("now run training with --coverage=1"); help: the flag's help.
     """
 
     flag: str
@@ -161,6 +161,7 @@ class Conversion(NamedTuple):
     what_is_added: str
     suffix: str
     then: str
+    help: str
 
 
 # What a switch a family may fix off is called in "--model=abs has no pointer".
@@ -223,9 +224,11 @@ class ModelFamily(abc.ABC):
     # Model flags a training run may change on an existing experiment (the others must
     # agree with what the experiment stored).
     changed_in_training: ClassVar[tuple[str, ...]] = ()
+    # Its one-off conversions (`Conversion`: each a train-mode flag of its own).
+    CONVERSIONS: ClassVar[tuple[Conversion, ...]] = ()
     # The one-off checkpoint conversions it supports, by flag: "tf1_checkpoint" (it can
     # start from the original release's checkpoints: `load_original`) and its
-    # `Conversion`s' flags.
+    # `CONVERSIONS`' flags.
     conversions: ClassVar[frozenset] = frozenset()
     # The --loss_reduction values it trains with (the mean per target token by default).
     reductions: ClassVar[tuple[str, ...]] = ("mean",)
@@ -345,7 +348,7 @@ class ModelFamily(abc.ABC):
 
     def conversion(self, flag: str) -> Conversion | None:
         """Its `Conversion` run by `--<flag>`, if it has one."""
-        return None
+        return next((c for c in self.CONVERSIONS if c.flag == flag), None)
 
     def fixed_setting_message(self, name: str, value) -> str:
         """The error for a flag given against one of its `fixed_settings`."""

@@ -207,6 +207,16 @@ def option_types() -> dict:
     return {name: option.type for name, option in option_table().items()}
 
 
+def conversion_table() -> dict:
+    """{flag: Conversion} of every registered family's one-off conversions (the first
+    family that declares a flag gives its help)."""
+    table: dict = {}
+    for family in all_families():
+        for conversion in family.CONVERSIONS:
+            table.setdefault(conversion.flag, conversion)
+    return table
+
+
 def conversion_flags() -> tuple[str, ...]:
     """The flags of every family's one-off conversions (`ModelFamily.conversions`)."""
     seen: list[str] = []

@@ -25,6 +25,9 @@ TO_COVERAGE = Conversion(
     what_is_added="coverage weights (w_c)",
     suffix="_cov_init",
     then="now run training with --coverage=1",
+    help="train mode with --coverage=1: turn the newest non-coverage checkpoint into a "
+    "coverage-ready one (fresh w_c, Adagrad reset) named model.ckpt-<step>_cov_init, "
+    "then exit.",
 )
 
 
@@ -48,7 +51,8 @@ class PointerGeneratorFamily(ModelFamily):
     }
     # The paper converts a model to coverage half way: training may turn it on.
     changed_in_training = ("coverage",)
-    conversions = frozenset({"tf1_checkpoint", "convert_to_coverage_model"})
+    CONVERSIONS = (TO_COVERAGE,)
+    conversions = frozenset({"tf1_checkpoint", TO_COVERAGE.flag})
     reductions = ("mean", "sum")  # the sum only without the pointer (`check`)
 
     @property
@@ -113,9 +117,6 @@ class PointerGeneratorFamily(ModelFamily):
 
     def embedding_key(self, shapes):
         return checkpoints.embedding_key(shapes)
-
-    def conversion(self, flag: str) -> Conversion | None:
-        return TO_COVERAGE if flag == TO_COVERAGE.flag else None
 
     def load_original(self, model, path: str, *, with_optimizer: bool, converting: bool):
         from pointer_generator.models import tf1_checkpoint

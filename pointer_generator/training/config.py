@@ -21,7 +21,9 @@ class TrainConfig:
     distribution_strategy: `default`, `mirrored`, `multi_worker_mirrored` or `tpu` (a
       `--tpu` address alone already resolved to `tpu`); tpu: its address.
     tf1_checkpoint: start from an original TF1 checkpoint when train/ has none.
-    convert_to_coverage_model, restore_best_model: the one-off operations.
+    conversion: the flag of the model family's one-off conversion to run
+      (`ModelFamily.CONVERSIONS`: "convert_to_coverage_model"), "" = none;
+      restore_best_model: the other one-off operation.
     debug: stop at the first inf/NaN (numeric checks); xla: compile the step with XLA.
     valid_data_path: validation files measured at the end of every epoch (perplexity,
       best model, learning-rate annealing; `epochs.py`); "" = none.
@@ -40,7 +42,7 @@ class TrainConfig:
     distribution_strategy: str = "default"
     tpu: str = ""
     tf1_checkpoint: str = ""
-    convert_to_coverage_model: bool = False
+    conversion: str = ""
     restore_best_model: bool = False
     debug: bool = False
     xla: bool = False

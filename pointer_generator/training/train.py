@@ -140,9 +140,9 @@ def run_train_mode(hps: HParams, vocab, cfg: TrainConfig) -> None:
     """Train mode: a one-off conversion, or the training loop."""
     exp = Experiment(os.path.join(cfg.log_root, cfg.exp_name))
     try:
-        if cfg.convert_to_coverage_model:
+        if cfg.conversion:
             lock_train_dir(exp)
-            conversion = family_registry.of(hps).conversion("convert_to_coverage_model")
+            conversion = family_registry.of(hps).conversion(cfg.conversion)
             path = convert(conversion, hps, vocab, exp, cfg.tf1_checkpoint)
         elif cfg.restore_best_model:
             lock_train_dir(exp)
