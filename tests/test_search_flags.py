@@ -43,8 +43,10 @@ SEARCH = {
     "feature_weights": None,  # the fixture's weight file
     "namas_features": True,
 }
-# Decoding flags that are hyper-parameters (the step reads them), fixed by an export too.
-MODEL_DECODE = {"max_enc_steps": 15, "decode_attention": "train_consistent"}
+# Decoding flags that are hyper-parameters (the step reads them), fixed by an export too:
+# ABS reads the first; the second is the pointer-generator's, refused for ABS (below).
+MODEL_DECODE = {"max_enc_steps": 15}
+FIXED_AT_EXPORT = {**MODEL_DECODE, "decode_attention": "train_consistent"}
 # The decoding flags of `--help` that are no setting of the search, and why.
 NOT_SEARCH = {
     "decode_batch_size": "how many articles share a batch; the summaries do not depend on it",
@@ -90,7 +92,7 @@ def searched(monkeypatch):
 
 def _flags(data, names) -> list[str]:
     """`--name=value` of each flag of `names` (booleans as 0/1, the weight file's path)."""
-    values = {**SEARCH, "feature_weights": data.weights, **MODEL_DECODE}
+    values = {**SEARCH, "feature_weights": data.weights, **FIXED_AT_EXPORT}
     shown = {n: int(v) if isinstance(v, bool) else v for n, v in values.items()}
     return [f"--{n}={shown[n]}" for n in names]
 
@@ -187,7 +189,30 @@ def test_the_python_api_searches_with_every_search_setting(data, searched):
         pg.Summarizer.from_experiment(root, EXPERIMENT, trigram_block=True)
 
 
-@pytest.mark.parametrize("flag", [*SEARCH, *MODEL_DECODE])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_setting_the_family_does_not_read_is_refused(command, data, tmp_path, capfd):
+    """--decode_attention is the pointer-generator's: with the ABS experiment, every
+    command that searches refuses it (before, each accepted it and ignored it)."""
+    runs = {
+        "decode": lambda: helpers.run_main_in_process(
+            ["--mode=decode", "--single_pass", f"--data_path={data.val_path}", *args]
+        ),
+        "summarize": lambda: _subcommand("summarize", [*args, _article(str(tmp_path / "a"))]),
+        "export": lambda: _subcommand("export", [*args, f"--export_dir={tmp_path / 'e'}"]),
+        "serve": lambda: _subcommand("serve", args),
+        "tune_features": lambda: _subcommand(
+            "tune_features", [*args, f"--data_path={data.val_path}", f"--weights_out={tmp_path}/w"]
+        ),
+    }
+    args = [*data.experiment, "--decode_attention=train_consistent"]
+    assert runs[command]() == 2
+    assert _errors(capfd.readouterr().err) == [
+        "error: --decode_attention is no setting of --model=abs (its models do not read it): "
+        "drop it"
+    ]
+
+
+@pytest.mark.parametrize("flag", [*SEARCH, *FIXED_AT_EXPORT])
 def test_serve_of_an_exported_model_refuses_each_search_flag(flag, data, tmp_path, capfd):
     """The export fixed its search: a flag that would change it is one error line (the
     folder is not even read: the flags are checked first)."""
@@ -288,7 +313,7 @@ def test_the_commands_that_search_list_every_search_flag_in_their_help(command):
 
     module = {"summarize": summarize, "serve": serve, "export": export}[command]
     text = module.help_text(flags_lib.FLAGS)
-    missing = [n for n in [*SEARCH_FLAGS, *MODEL_DECODE] if f"--{n}:" not in text]
+    missing = [n for n in [*SEARCH_FLAGS, *FIXED_AT_EXPORT] if f"--{n}:" not in text]
     assert missing == []
 
 
@@ -347,9 +372,9 @@ def test_an_export_records_every_setting_its_search_was_built_with(data, tmp_pat
     from pointer_generator.summarizing import export_info
 
     settings = pg.SearchSettings(**{**SEARCH, "feature_weights": read_weights(data.weights)})
-    hps = helpers.hparams(**MODEL_DECODE)
+    hps = helpers.hparams(**FIXED_AT_EXPORT)
     decode = export.fixed_decode_settings(settings, hps, data.weights)
-    assert decode == {**SEARCH, "feature_weights": data.weights, **MODEL_DECODE}
+    assert decode == {**SEARCH, "feature_weights": data.weights, **FIXED_AT_EXPORT}
     path = tmp_path / "export_info.json"
     path.write_text(json.dumps({"decode": decode}))
     assert export_info.read(str(path))["decode"] == decode

@@ -249,7 +249,8 @@ def apply_model_family(fv) -> None:
 
 def _check_options(fv, registry, family) -> None:
     """The family's own options in range (they are checked with the flags, as every
-    number is), and no option of another family given (it would be ignored)."""
+    number is), and no option of another family nor a setting it does not read given
+    (either would be ignored)."""
     mine = {o.name: o for o in family.options}
     for name, option in registry.option_table().items():
         if name in mine or name not in fv or not fv[name].present:
@@ -259,6 +260,11 @@ def _check_options(fv, registry, family) -> None:
             f"--{name} is a setting of --model={'|'.join(owners)}, not of --model={fv.model}: "
             "drop it"
         )
+    for name in family.unused_settings:
+        if name in fv and fv[name].present:
+            raise FlagError(
+                f"--{name} is no setting of --model={fv.model} (its models do not read it): drop it"
+            )
     for name, option in mine.items():
         problem = option.problem(fv[name].value) if name in fv else None
         if problem:

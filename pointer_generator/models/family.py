@@ -224,6 +224,9 @@ class ModelFamily(abc.ABC):
     # Model flags a training run may change on an existing experiment (the others must
     # agree with what the experiment stored).
     changed_in_training: ClassVar[tuple[str, ...]] = ()
+    # Settings every model has a flag for that its models do not read (the
+    # pointer-generator's --decode_attention for ABS): given, they are one error.
+    unused_settings: ClassVar[tuple[str, ...]] = ()
     # Its one-off conversions (`Conversion`: each a train-mode flag of its own).
     CONVERSIONS: ClassVar[tuple[Conversion, ...]] = ()
     # The one-off checkpoint conversions it supports, by flag: "tf1_checkpoint" (it can

@@ -31,6 +31,16 @@ class SentenceFamily(ModelFamily):
     # the search step is a plain distribution over the vocabulary.
     SEARCH_OPTIONS = frozenset({"block_unk", "features", "nbest"})
     search_option_note = ""
+    # The pointer-generator's settings, which their models never read. (--fused_recurrence
+    # too, but it is accepted: a speed switch that every command line may carry.)
+    unused_settings = (
+        "decode_attention",
+        "cov_loss_wt",
+        "safe_numerics",
+        "mixed_precision",
+        "rand_unif_init_mag",
+        "trunc_norm_init_std",
+    )
     options = (
         FamilyOption(
             "family_init",
