@@ -125,6 +125,12 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
     # The same summary of the same article, whichever way the experiment was opened.
     want = api.summarize([TEXT])[0]
     assert printed == want.sentences and want.tokens
+    # Decode mode's summary of the first validation article is the API's too.
+    (folder,) = [d for d in os.listdir(older.root) if d.startswith("decode_")]
+    with open(os.path.join(older.root, folder, "decoded", "000000_decoded.txt")) as f:
+        decoded_words = f.read().split()
+    first_article = helpers.make_pairs(2, older.words, seed=2)[0][0]  # tiny_setup's val data
+    assert decoded_words and api.summarize([first_article])[0].tokens == decoded_words
     assert served.summarize([TEXT])[0].tokens == want.tokens
     assert pg.Summarizer.from_saved_model(export_dir).summarize([TEXT])[0].tokens == want.tokens
 
