@@ -1,4 +1,5 @@
-"""inspect_checkpoint: finiteness report of TF2 and original TF1 checkpoints."""
+"""inspect_checkpoint: finiteness report of TF2 and original TF1 checkpoints, and the step,
+implied flags and shapes it shows of a trained experiment's checkpoint."""
 
 import os
 
@@ -10,7 +11,7 @@ import pointer_generator as pg
 from pointer_generator.cli import inspect_checkpoint
 from pointer_generator.runtime import checkpointing
 from pointer_generator.training import train
-from tests import helpers
+from tests import helpers, trained_experiment
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +21,11 @@ def tf2_checkpoint(tmp_path_factory):
     trainer.step.assign(7)
     path = checkpointing.TrainCheckpoints(str(directory), trainer.checkpoint(), trainer.step).save()
     return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return trained_experiment.build(tmp_path_factory)
 
 
 def _tf1_checkpoint(prefix):
@@ -93,3 +99,12 @@ def test_inspect_checkpoint_names_the_non_finite_tensors(tmp_path, capsys):
     partly = out.split("partly inf/NaN (1):")[1].split("CHECK")[0]
     assert "output_projection/_kernel/" in entirely and "output_projection/bias/" in partly
     assert out.strip().endswith("CHECK FAILED")
+
+
+def test_inspect_checkpoint_shows_step_sizes_implied_flags_and_shapes(trained, capfd):
+    assert inspect_checkpoint.main([os.path.join(trained.exp_dir, "train")]) == 0
+    out = capfd.readouterr().out
+    assert "  step: 3\n" in out
+    assert "  implied flags: --vocab_size=100 --emb_dim=6 --hidden_dim=12 --pointer_gen=1 " in out
+    (embedding,) = [line for line in out.splitlines() if line.startswith("  model/embedding/")]
+    assert embedding.endswith("  [100, 6]")

@@ -1,9 +1,15 @@
 """A Ctrl-C is never lost (pointer_generator/runtime/interrupts.py), even when Python swallows
-its KeyboardInterrupt inside a finalizer."""
+its KeyboardInterrupt inside a finalizer, and a Ctrl-C of the quick-start lets its running
+step finish."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 
 import pytest
 
@@ -91,3 +97,41 @@ def test_check_raises_only_after_a_press():
         with pytest.raises(KeyboardInterrupt):
             interrupts.check()  # ...and raised again here
     interrupts.check()  # forgotten once the test's handler is back
+
+
+def test_a_ctrl_c_of_the_quickstart_lets_the_running_step_finish(tmp_path):
+    started, marker = tmp_path / "started", tmp_path / "saved"
+    child = (
+        "import signal, sys, time\n"
+        "def stop(*_):\n"
+        "    time.sleep(1.0)\n"  # longer than subprocess.run's 0.25 s grace
+        f"    open({str(marker)!r}, 'w').write('saved')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "time.sleep(60)\n"
+    )
+    parent = (  # one step of the quick-start, under its command wrapper
+        "import sys\n"
+        "from pointer_generator import exit_codes\n"
+        "from pointer_generator.cli import quickstart\n"
+        "from pointer_generator.runtime import child_processes\n"
+        "def step():\n"
+        "    with child_processes.Children() as children:\n"
+        f"        quickstart._run(children, [sys.executable, '-c', {child!r}])\n"
+        "sys.exit(exit_codes.run_command(step))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", parent],
+        stdout=subprocess.DEVNULL,
+        env=helpers.subprocess_env(),
+        cwd=helpers.REPO_ROOT,
+        start_new_session=True,
+    )
+    deadline = time.time() + 60
+    while not started.exists():
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+    assert proc.wait(timeout=60) == 130
+    assert marker.read_text() == "saved"

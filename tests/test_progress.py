@@ -1,7 +1,9 @@
-"""The one counted-items progress line (decoding, data tools) and the record count that
-gives decoding its total."""
+"""The one counted-items progress line (decoding, data tools), the record count that gives
+decoding its total, and the training progress line's speed and ETA, which leave out the
+steps that compile."""
 
 import io
+import types
 
 from pointer_generator.data.binfile import count_records, write_bin
 from pointer_generator.runtime import progress
@@ -51,3 +53,34 @@ def test_count_records_reads_only_the_framing(tmp_path):
     assert count_records(path) == 3
     (tmp_path / "empty.bin").write_bytes(b"")
     assert count_records(str(tmp_path / "empty.bin")) == 0
+
+
+def test_progress_speed_and_eta_ignore_compiling_steps(monkeypatch):
+    clock = iter([0.0] + [float(t) for t in (20, 20.5, 30, 30.5, 31, 41, 41.5, 42, 42.5)])
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: next(clock)))
+    p = progress.Progress(start_step=0, max_steps=1000, examples_per_step=4)
+    lines = [p.line(s, {"loss": 1.0}, p.update(s, {"loss": 1.0})) for s in range(1, 10)]
+    assert "compiling" in lines[0] and "measuring speed" in lines[0]
+    assert "compiling" in lines[2] and "compiling" in lines[5]  # new shapes: 9.5 s, 10 s
+    assert "compiling" not in lines[8]
+    # Steady steps take 0.5 s: 2 steps/s whatever the compiles; 991 steps left: 495.5 s.
+    assert "| 2.00 steps/s | 8.0 examples/s | ETA 08:16" in lines[8]
+
+
+def test_progress_marks_compiling_by_new_batch_shape_not_by_a_slow_step(monkeypatch):
+    """With shapes given (the trainer's), a step slowed by other jobs is not called a
+    compile, and a compile's time stays out of the speed."""
+    # Step times: 10 s (first shape), 0.5, 0.5, 4.0 (same shape, a busy machine), 9.0
+    # (a new shape), 0.5, 0.5.
+    clock = iter([0.0, 10.0, 10.5, 11.0, 15.0, 24.0, 24.5, 25.0])
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: next(clock)))
+    p = progress.Progress(start_step=0, max_steps=1000, examples_per_step=4)
+    shapes = [(4, 10), (4, 10), (4, 10), (4, 10), (4, 12), (4, 12), (4, 10)]
+    lines = [
+        p.line(s, {"loss": 1.0}, p.update(s, {"loss": 1.0}, shape))
+        for s, shape in enumerate(shapes, 1)
+    ]
+    marked = ["compiling" in line for line in lines]
+    assert marked == [True, False, False, False, True, False, False]
+    # The steady time is the median of 0.5, 0.5, 4.0 (kept: not a compile), 0.5, 0.5.
+    assert "| 2.00 steps/s |" in lines[6]

@@ -14,7 +14,7 @@ SERVE_FLAGS = (
     "serve_warm_up_batches",
 )
 
-# Every flag of `cli/flags.py`, once, by purpose (tests/test_first_hour.py checks both):
+# Every flag of `cli/flags.py`, once, by purpose (tests/test_help.py checks both):
 # `flag_groups()`, which adds the model families' own flags (`family_registry.model_flags()`)
 # to the model group's generic ones.
 _GROUPS = {
