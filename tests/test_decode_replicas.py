@@ -28,9 +28,9 @@ SCRIPT = textwrap.dedent("""
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
     from tests import helpers
-    import pointer_generator as pg
-    import pointer_generator as pg
-    import pointer_generator as pg
+    from pointer_generator.data.input_pipeline import make_dataset
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
     from pointer_generator.search.replicated import ReplicatedDecoder
     from pointer_generator.models.family_registry import build_model
     from pointer_generator.runtime.devices import local_mirrored_strategy

@@ -27,7 +27,7 @@ MIRRORED_SCRIPT = textwrap.dedent("""
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
     from tests import helpers
-    import pointer_generator as pg
+    from pointer_generator.training.train import Trainer
 
     out_dir = sys.argv[1]
     # One strategy per process: separate instances would reuse collective instance keys.
@@ -139,7 +139,7 @@ WORKER_SCRIPT = textwrap.dedent("""
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     from tests import helpers
     from pointer_generator.training import distribution
-    import pointer_generator as pg
+    from pointer_generator.training.train import Trainer
 
     out_dir, weights_in = sys.argv[1], sys.argv[2]
     hps = helpers.hparams(coverage=True, batch_size=4, max_grad_norm=1e6, lr=0.5,
