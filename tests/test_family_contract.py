@@ -276,3 +276,18 @@ def test_a_model_that_lacks_a_method_of_the_contract_is_one_error():
             family_registry.build_model(helpers.hparams(model="no_search"), VOCAB)
     finally:
         family_registry.unregister("no_search")
+
+
+def test_every_family_has_its_settings_as_a_frozen_config_dataclass():
+    """`ModelFamily.config(hps)`: the HParams fields only the family reads and its
+    options, defaults filled (the pointer-generator's switches; ABS's encoder, ...)."""
+    import dataclasses
+
+    pg_config = family_registry.get("pointer_generator").config(
+        helpers.hparams(pointer_gen=False, coverage=True)
+    )
+    assert dataclasses.asdict(pg_config) == {"pointer_gen": False, "coverage": True}
+    abs_config = family_registry.get("abs").config(helpers.hparams(model="abs", context_window=3))
+    assert (abs_config.context_window, abs_config.abs_encoder) == (3, "attention")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        abs_config.context_window = 4

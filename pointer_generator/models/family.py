@@ -256,19 +256,27 @@ class ModelFamily(abc.ABC):
         return {o.name: given.get(o.name, o.default) for o in self.options}
 
     def config_class(self) -> type:
-        """Its settings as a frozen dataclass, a field per option (with its type and
-        default): `<Name>Config`."""
+        """Its settings as a frozen dataclass, `<Name>Config`: a field per HParams field
+        only it reads (`own_flags`, typed as in HParams) and per option (with its type and
+        default)."""
         cls = self.__dict__.get("_config_class")
         if cls is None:
+            from pointer_generator.hparams import HParams
+
+            known = {f.name: f for f in dataclasses.fields(HParams)}
             title = "".join(part.title() for part in self.name.split("_")) + "Config"
-            fields = [(o.name, o.type, dataclasses.field(default=o.default)) for o in self.options]
+            fields = [
+                (n, known[n].type, dataclasses.field(default=known[n].default))
+                for n in self.own_flags
+            ] + [(o.name, o.type, dataclasses.field(default=o.default)) for o in self.options]
             cls = dataclasses.make_dataclass(title, fields, frozen=True)
             self.__dict__["_config_class"] = cls
         return cls
 
     def config(self, hps):
         """Its settings of `hps` as its `config_class`, defaults filled."""
-        return self.config_class()(**self.option_values(hps))
+        own = {n: getattr(hps, n) for n in self.own_flags}
+        return self.config_class()(**own, **self.option_values(hps))
 
     def defaults(self, values: Mapping) -> dict:
         """{field: value} where this family's defaults differ from the flags', given the
