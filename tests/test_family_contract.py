@@ -104,8 +104,6 @@ def test_search_options_a_family_lacks_are_refused_by_the_family(tmp_path):
 
 # Where code outside models/ may still name a family's switch, and why.
 SWITCH_READERS = {
-    # The families' flag definitions (their module, as the contract allows).
-    "cli/family_flags.py": "the families' flags",
     # The original's data format: targets in extended ids when the pointer copies (the
     # family fixes pointer_gen; the pipeline reads the setting, not the family).
     "data/input_pipeline.py": "extended-id targets",
@@ -291,3 +289,37 @@ def test_every_family_has_its_settings_as_a_frozen_config_dataclass():
     assert (abs_config.context_window, abs_config.abs_encoder) == (3, "attention")
     with pytest.raises(dataclasses.FrozenInstanceError):
         abs_config.context_window = 4
+
+
+def test_a_family_conversion_is_checked_where_it_is_registered():
+    """A conversion whose checkpoints training's scan of train/ would not know (its
+    suffix), or whose flag is a setting already, is refused by `register`."""
+    from pointer_generator.errors import FlagError
+    from pointer_generator.models.family import Conversion, ModelFamily
+
+    def family(flag: str, suffix: str):
+        conversion = Conversion(flag, {}, {}, lambda key: False, "nothing", suffix, "", "")
+        return type("F", (ModelFamily,), {"name": "f", "CONVERSIONS": (conversion,),
+                                          "build": lambda self, hps, v: None})()  # fmt: skip
+
+    for flag, suffix, message in (
+        ("to_f", "_f", "must look like _<word>_init"),
+        ("coverage", "_f_init", "must be a new flag name"),
+    ):
+        with pytest.raises(FlagError, match=message):
+            family_registry.register(family(flag, suffix))
+    assert "f" not in family_registry.names()
+    good = family_registry.register(family("to_f", "_f_init"))
+    try:
+        assert good.conversions == frozenset({"to_f"}) and good.conversion("to_f").suffix
+    finally:
+        family_registry.unregister("f")
+
+
+def test_a_setting_its_models_never_read_is_refused_from_python_too():
+    from pointer_generator.errors import FlagError
+
+    hps = helpers.hparams(model="abs", decode_attention="train_consistent")
+    with pytest.raises(FlagError, match="^--decode_attention is no setting of --model=abs"):
+        family_registry.get("abs").check(hps)
+    family_registry.get("pointer_generator").check(hps.replace(model="pointer_generator"))

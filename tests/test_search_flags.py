@@ -190,9 +190,14 @@ def test_the_python_api_searches_with_every_search_setting(data, searched):
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_a_setting_the_family_does_not_read_is_refused(command, data, tmp_path, capfd):
+def test_a_setting_the_family_does_not_read_is_refused(
+    command, data, tmp_path, capfd, monkeypatch, searched
+):
     """--decode_attention is the pointer-generator's: with the ABS experiment, every
-    command that searches refuses it (before, each accepted it and ignored it)."""
+    command that searches refuses it (before, each accepted it and ignored it). Were it
+    not refused, the command would stop where it builds its search ("error: searched")
+    and serve before it listens."""
+    helpers.stop_serve_before_listening(monkeypatch)
     runs = {
         "decode": lambda: helpers.run_main_in_process(
             ["--mode=decode", "--single_pass", f"--data_path={data.val_path}", *args]

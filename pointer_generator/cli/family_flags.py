@@ -187,6 +187,8 @@ def define_options(fv: flags.FlagValues) -> None:
     for flag, conversion in registry.conversion_table().items():
         if flag not in fv:
             flags.DEFINE_boolean(flag, False, conversion.help, flag_values=fv)
+        elif fv[flag].help != conversion.help:
+            raise FlagError(f"--{flag}, a model family's conversion, is another flag already")
     for option in registry.option_table().values():
         if option.name in fv:
             continue

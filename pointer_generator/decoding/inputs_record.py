@@ -71,8 +71,9 @@ def describe(data_path: str, vocab, hps, checkpoint: str, settings) -> dict:
                 for f in MODEL_FIELDS
                 if hasattr(settings, f) or hasattr(hps, f)
             },
-            # A family's own settings, where it has any (a record of a model without
-            # them stays as it was, so that its older decode folders still resume).
+            # A family's own settings, where it has any. A record of a model without them
+            # (the pointer-generator) stays as it was, so its older decode folders still
+            # resume; an ABS or RAS folder made before these were recorded starts anew.
             **({"model": hps.model, "options": dict(hps.options)} if hps.options else {}),
         },
         "search": settings.record(),

@@ -7,10 +7,14 @@ A family is a `ModelFamily` object registered under its `--model` name
 
 * its settings: `options`, its own settings (`FamilyOption`s: each a command-line flag,
   stored with the experiment, shown in --help's model group, in `HParams.options`; read
-  them with `option_values(hps)`, defaults filled), `own_flags` (HParams fields only it
-  reads: the pointer-generator's switches), `fixed_settings` (what it cannot change:
-  a family without a pointer has `pointer_gen=False, coverage=False`), `defaults(values)`
-  (where its defaults differ from the flags'), `check(hps)` (settings it refuses);
+  them with `config(hps)`, its frozen config dataclass, or `option_values(hps)`,
+  defaults filled), `own_flags` (HParams fields only it reads: the pointer-generator's
+  switches), `fixed_settings` (what it cannot change: a family without a pointer has
+  `pointer_gen=False, coverage=False`), `unused_settings` (settings of every model its
+  models never read: refused when given), `defaults(values)` (where its defaults
+  differ from the flags'), `predating` (what an experiment made before a flag ran
+  with), `changed_in_training` (model flags a training run may change), `check(hps)`
+  (settings it refuses);
 * its model: `build(hps, vocab_size)`, a built Keras model (every weight created) that
   provides
   - `model(batch)` -> a dict with at least `step_nll` [B, T] (the NLL of every target
@@ -21,14 +25,18 @@ A family is a `ModelFamily` object registered under its `--model` name
   - checkpoints: `checkpoint_mismatches(shapes)`; `parameter_summary()`;
 * its loss: `loss_terms(hps, out, batch)` -> `LossTerms`, sums and what each is divided by
   (examples or target tokens), which the trainer and the eval job only add up;
-  `objective(hps, means, sums)`, what training minimises; `scalars(hps)`, the metrics
-  beyond `loss` it reports (TensorBoard, logs);
+  `objective(hps, means, sums)`, what training minimises; `reductions`, the
+  --loss_reduction values it has; `scalars(hps)`, the metrics beyond `loss` it reports,
+  `scalar_tags` (their TensorBoard tags where not their names), `logged(hps)` (those
+  shown in the progress and eval lines);
 * its search: `SEARCH_OPTIONS`, the options beyond the common ones its models support
   ([UNK] blocked, ABS+'s features, n-best lists), `search_option_note`;
 * its decode output: `copies_words(hps)` (summaries may hold article words outside the
   vocabulary, and p_gen means something);
 * its checkpoints: `implied_settings(shapes)`, `embedding_key(shapes)` (None when a
-  checkpoint is not of this family).
+  checkpoint is not of this family), `loads_original` / `load_original` (the original
+  release's TF1 checkpoints), `CONVERSIONS` (its one-off conversions, each a
+  `Conversion` with a train-mode flag of its own: --convert_to_coverage_model).
 """
 
 from __future__ import annotations
@@ -229,10 +237,9 @@ class ModelFamily(abc.ABC):
     unused_settings: ClassVar[tuple[str, ...]] = ()
     # Its one-off conversions (`Conversion`: each a train-mode flag of its own).
     CONVERSIONS: ClassVar[tuple[Conversion, ...]] = ()
-    # The one-off checkpoint conversions it supports, by flag: "tf1_checkpoint" (it can
-    # start from the original release's checkpoints: `load_original`) and its
-    # `CONVERSIONS`' flags.
-    conversions: ClassVar[frozenset] = frozenset()
+    # Whether it can start from the original release's checkpoints (--tf1_checkpoint,
+    # `load_original`).
+    loads_original: ClassVar[bool] = False
     # The --loss_reduction values it trains with (the mean per target token by default).
     reductions: ClassVar[tuple[str, ...]] = ("mean",)
     # {scalar: TensorBoard tag} for those of its `scalars` not written under their names.
@@ -292,12 +299,20 @@ class ModelFamily(abc.ABC):
         for name, value in hps.options:
             if name not in mine:
                 raise FlagError(
-                    f"{name} is no setting of --model={self.name} (its own: "
+                    f"--{name} is no setting of --model={self.name} (its own: "
                     f"{', '.join(mine) or 'none'})"
                 )
             problem = mine[name].problem(value)
             if problem:
                 raise FlagError(f"--{name} {problem}")
+        from pointer_generator.hparams import HParams
+
+        for name in self.unused_settings:  # (given away from its default: ignored)
+            if getattr(hps, name, None) != getattr(HParams, name, None):
+                raise FlagError(
+                    f"--{name} is no setting of --model={self.name} (its models do not "
+                    "read it): drop it"
+                )
         # The command line and the settings resolver apply them; an HParams made in
         # Python must hold them (ABS with pointer_gen=True would get the pointer's
         # extended-id targets from the input pipeline).
@@ -356,6 +371,13 @@ class ModelFamily(abc.ABC):
     def embedding_key(self, shapes: Mapping) -> str | None:
         """The checkpoint key of the word embedding (TensorBoard's projector), if any."""
         return None
+
+    @property
+    def conversions(self) -> frozenset:
+        """The one-off checkpoint operations it supports, by flag: "tf1_checkpoint" where
+        it `loads_original`, and its `CONVERSIONS`' flags."""
+        flags = {c.flag for c in self.CONVERSIONS}
+        return frozenset(flags | ({"tf1_checkpoint"} if self.loads_original else set()))
 
     def conversion(self, flag: str) -> Conversion | None:
         """Its `Conversion` run by `--<flag>`, if it has one."""

@@ -58,8 +58,33 @@ def register(family: ModelFamily) -> ModelFamily:
     if known is not None and known is not family and type(known) is not type(family):
         raise FlagError(f"a model family named {name!r} is registered already ({known!r})")
     _check_options(family)
+    _check_conversions(family)
     _registered[name] = family
     return family
+
+
+def _check_conversions(family: ModelFamily) -> None:
+    """FlagError where `family`'s conversions cannot work: a flag name that is a setting
+    of every model, or a checkpoint suffix training's scan of train/ would not know
+    (runtime/checkpoint_scan.CONVERSION_SUFFIX, `_<word>_init`)."""
+    import dataclasses
+    import re
+
+    from pointer_generator.hparams import HParams
+    from pointer_generator.runtime.checkpoint_scan import CONVERSION_SUFFIX
+
+    fields = {f.name for f in dataclasses.fields(HParams)}
+    for conversion in family.CONVERSIONS:
+        if not conversion.flag.isidentifier() or conversion.flag in fields:
+            raise FlagError(
+                f"{family!r}'s conversion flag {conversion.flag!r} must be a new flag name"
+            )
+        if not re.fullmatch(CONVERSION_SUFFIX, conversion.suffix):
+            raise FlagError(
+                f"{family!r}'s conversion --{conversion.flag} writes checkpoints with the "
+                f"suffix {conversion.suffix!r}; it must look like _<word>_init (as "
+                "_cov_init), or training would not resume from them"
+            )
 
 
 def _check_options(family: ModelFamily) -> None:

@@ -52,7 +52,7 @@ class PointerGeneratorFamily(ModelFamily):
     # The paper converts a model to coverage half way: training may turn it on.
     changed_in_training = ("coverage",)
     CONVERSIONS = (TO_COVERAGE,)
-    conversions = frozenset({"tf1_checkpoint", TO_COVERAGE.flag})
+    loads_original = True
     reductions = ("mean", "sum")  # the sum only without the pointer (`check`)
 
     @property

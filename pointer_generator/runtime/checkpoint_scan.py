@@ -35,9 +35,12 @@ from pointer_generator.runtime import owned_files
 log = logging.getLogger(__name__)
 
 DAMAGED_SUBDIR = "damaged"
+# The suffix of a one-off conversion's checkpoint (`_cov_init`: a model family's
+# `Conversion.suffix`, which the registry holds to this form).
+CONVERSION_SUFFIX = r"_[a-z][a-z0-9]*_init"
 # Checkpoint names of the two kinds of directory: train/ (training checkpoints, the
-# one-off conversions `_cov_init` and `model-<step>`) and eval/ (best models).
-TRAIN_NAMES = re.compile(r"^(?:model\.ckpt|model)-(\d+)(?:_cov_init)?$")
+# one-off conversions `<...>_cov_init` and `model-<step>`) and eval/ (best models).
+TRAIN_NAMES = re.compile(rf"^(?:model\.ckpt|model)-(\d+)(?:{CONVERSION_SUFFIX})?$")
 BEST_NAMES = re.compile(r"^bestmodel-(\d+)$")
 
 _verified: dict[tuple, str | None] = {}  # file signature -> None (intact) or the reason
@@ -270,7 +273,7 @@ def none_intact_note(directory: str) -> str:
 
 # What a save cut short leaves: TensorFlow writes a checkpoint's shards into
 # `<prefix>_temp/part-*` before merging them into `<prefix>.index` / `.data-*`.
-UNFINISHED_SAVE = re.compile(r"^(?:model\.ckpt|model|bestmodel)-\d+(?:_cov_init)?_temp$")
+UNFINISHED_SAVE = re.compile(rf"^(?:model\.ckpt|model|bestmodel)-\d+(?:{CONVERSION_SUFFIX})?_temp$")
 # The temporary of TensorFlow's atomic rewrite of a state file (`checkpoint`,
 # `checkpoint_best`): `<name>.tmp<uuid4 hex>`, left behind when its write failed.
 UNFINISHED_STATE = re.compile(r"^checkpoint(?:_best)?\.tmp[0-9a-f]{32}$")
