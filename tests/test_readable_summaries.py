@@ -76,14 +76,7 @@ def test_summarize_needs_only_the_experiment_and_prints_readable_text(trained, c
 
 
 def test_decode_can_write_readable_summaries(trained, capfd):
-    args = [
-        "--mode=decode",
-        "--single_pass",
-        f"--data_path={trained.val_path}",
-        f"--log_root={trained.log_root}",
-        "--exp_name=exp",
-        "--readable_summaries",
-    ]
+    args = trained_experiment.mode_args(trained, "decode", "--readable_summaries")
     assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
     (folder,) = [d for d in os.listdir(trained.exp_dir) if d.startswith("decode_val")]
     folder = os.path.join(trained.exp_dir, folder)

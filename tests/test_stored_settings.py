@@ -25,14 +25,7 @@ def trained(tmp_path_factory):
 
 def _eval_args(trained) -> list[str]:
     """A single-pass eval of the trained experiment naming no model flag or vocabulary."""
-    return [
-        "--mode=eval",
-        "--single_pass",
-        f"--data_path={trained.val_path}",
-        f"--log_root={trained.log_root}",
-        "--exp_name=exp",
-        "--fused_recurrence=0",
-    ]
+    return trained_experiment.mode_args(trained, "eval", "--fused_recurrence=0")
 
 
 def test_training_stores_the_model_flags_and_the_vocabulary(trained):
@@ -128,14 +121,7 @@ def test_an_experiment_remembers_its_ras_attention_and_older_ones_read_as_the_pa
     ],
 )
 def test_a_flag_that_contradicts_the_stored_settings_is_one_error(trained, capfd, flag, message):
-    args = [
-        "--mode=decode",
-        "--single_pass",
-        f"--data_path={trained.val_path}",
-        f"--log_root={trained.log_root}",
-        "--exp_name=exp",
-        flag,
-    ]
+    args = trained_experiment.mode_args(trained, "decode", flag)
     assert helpers.run_main_in_process(args) == 2
     errors = _errors(capfd.readouterr().err)
     assert len(errors) == 1 and errors[0].startswith(f"error: {message} (stored in "), errors

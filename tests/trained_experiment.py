@@ -8,6 +8,19 @@ import os
 from tests import helpers
 
 
+def mode_args(trained, mode: str, *extra: str) -> list[str]:
+    """A single-pass run of `mode` on the experiment's validation data, naming no model
+    flag or vocabulary (the experiment's stored settings give them)."""
+    return [
+        f"--mode={mode}",
+        "--single_pass",
+        f"--data_path={trained.val_path}",
+        f"--log_root={trained.log_root}",
+        "--exp_name=exp",
+        *extra,
+    ]
+
+
 def build(tmp_path_factory):
     """A tiny experiment trained with explicit model flags (settings.json written)."""
     # Not "trained": a decode folder is named decode_train if "train" occurs anywhere in

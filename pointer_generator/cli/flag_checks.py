@@ -248,9 +248,9 @@ def apply_model_family(fv) -> None:
 
 
 def _check_options(fv, registry, family) -> None:
-    """The family's own options in range (they are checked with the flags, as every
-    number is), and no option of another family nor a setting it does not read given
-    (either would be ignored)."""
+    """No option of another family nor a setting the family does not read given (either
+    would be ignored). (Its own options' ranges are checked with every number's,
+    `flag_bounds.all_bounds`, and their values by `ModelFamily.check`.)"""
     mine = {o.name: o for o in family.options}
     for name, option in registry.option_table().items():
         if name in mine or name not in fv or not fv[name].present:
@@ -265,10 +265,6 @@ def _check_options(fv, registry, family) -> None:
             raise FlagError(
                 f"--{name} is no setting of --model={fv.model} (its models do not read it): drop it"
             )
-    for name, option in mine.items():
-        problem = option.problem(fv[name].value) if name in fv else None
-        if problem:
-            raise FlagError(f"--{name} {problem}")
 
 
 def _conversion_flags() -> tuple[str, ...]:
