@@ -6,6 +6,12 @@ and pyrouge's default ROUGE arguments (`-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m
 numbers are comparable with the paper's. `rouge_log()` writes `ROUGE_results.txt` in the
 original's format.
 
+`rouge_eval(..., per_document=True)` also passes ROUGE-1.5.5's `-d`, which prints every
+document's scores ("1 ROUGE-1 Eval 3.1 R:0.83333 P:0.62500 F:0.71428": EVAL 3 of the
+configuration, peer 1), and returns them as `results["per_document"]` keyed by the decode
+file's number (`per_document_scores`), for paired comparisons of systems
+(`evaluation/significance.py`).
+
 ROUGE-1.5.5.pl runs for minutes at CNN/DM size, so it is started through
 `runtime/child_processes.py` (not pyrouge's own `check_output`), and pyrouge's converted
 summaries and configuration go to one temporary folder of the run: SIGTERM or Ctrl-C
@@ -80,9 +86,11 @@ def _rouge155_class():
           so that SIGTERM or Ctrl-C of this process stops and reaps it.
         """
 
-        def __init__(self, scratch: str, **kwargs):
+        def __init__(self, scratch: str, per_document: bool = False, **kwargs):
             super().__init__(**kwargs)
             self.scratch = scratch
+            self.per_document = per_document
+            self.eval_files: dict[str, str] = {}  # EVAL ID -> system file, from the config
 
         def save_home_dir(self):
             pass
@@ -103,13 +111,18 @@ def _rouge155_class():
         def evaluate(self, system_id=1, rouge_args=None):
             """pyrouge's `evaluate`: the same configuration file (in `scratch`) and the
             same command line, whose standard output is ROUGE's report; its standard
-            error goes to ours. Raises CalledProcessError if the script fails."""
+            error goes to ours. Raises CalledProcessError if the script fails.
+            With `per_document`, `-d` comes first on the command line and `eval_files`
+            is read back from the configuration file."""
             self._config_dir = self.scratch  # write_config then uses it as given
-            self.write_config(
-                config_file_path=os.path.join(self.scratch, "rouge_conf.xml"),
-                system_id=system_id,
-            )
-            command = [self._bin_path] + self._Rouge155__get_options(rouge_args)
+            config = os.path.join(self.scratch, "rouge_conf.xml")
+            self.write_config(config_file_path=config, system_id=system_id)
+            extra = []
+            if self.per_document:
+                with open(config, encoding="utf-8") as f:
+                    self.eval_files = config_eval_files(f.read())
+                extra = ["-d"]
+            command = [self._bin_path] + extra + self._Rouge155__get_options(rouge_args)
             self.log.info("Running ROUGE with command %s", " ".join(command))
             done = child_processes.run(
                 command,
@@ -205,13 +218,24 @@ def _check_inputs(ref_dir: str, dec_dir: str) -> None:
 
 
 def rouge_eval(
-    ref_dir: str, dec_dir: str, rouge_dir: str | None = None, style: str = "original"
+    ref_dir: str,
+    dec_dir: str,
+    rouge_dir: str | None = None,
+    style: str = "original",
+    per_document: bool = False,
 ) -> dict:
     """Score `dec_dir` against `ref_dir` with official ROUGE-1.5.5, as the original did.
 
     Returns pyrouge's dict: keys like `rouge_1_f_score`, `rouge_1_f_score_cb` (95 % CI low),
     `rouge_1_f_score_ce` (CI high), for ROUGE-1..4, -L, -W-1.2, -SU4; averages are macro
     averages of per-document scores. `rouge_dir` defaults to `ensure_rouge()`.
+
+    `per_document=True` adds ROUGE's `-d` (the averages and intervals are unchanged) and the
+    key `per_document`: {decode file number (int): {"1": (R, P, F), "2": ..., "l": ...}},
+    every measure ROUGE printed, named as in pyrouge's keys without `rouge_` ("w_1.2",
+    "su*"); see `per_document_scores`. ROUGE's reported average is the mean of its 1000
+    bootstrap resample means, so the plain mean of these scores can differ from it in the
+    4th-5th decimal (less with more documents).
     """
     if style not in STYLES:
         raise RougeError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
@@ -221,16 +245,16 @@ def rouge_eval(
     with child_processes.signals_raise():
         if rouge_dir is None:
             rouge_dir = ensure_rouge()
-        return _score(ref_dir, dec_dir, rouge_dir, style)
+        return _score(ref_dir, dec_dir, rouge_dir, style, per_document)
 
 
-def _score(ref_dir: str, dec_dir: str, rouge_dir: str, style: str) -> dict:
+def _score(ref_dir: str, dec_dir: str, rouge_dir: str, style: str, per_document: bool) -> dict:
     """Run pyrouge (and so ROUGE-1.5.5.pl) on inputs `_check_inputs` accepted."""
     _quiet_pyrouge_logging()
     scratch = None
     try:
         scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
-        r = _rouge155_class()(scratch, rouge_dir=rouge_dir)
+        r = _rouge155_class()(scratch, per_document=per_document, rouge_dir=rouge_dir)
         r.model_dir = ref_dir
         r.system_dir = dec_dir
         several = any(
@@ -255,11 +279,70 @@ def _score(ref_dir: str, dec_dir: str, rouge_dir: str, style: str) -> dict:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    log.debug("ROUGE-1.5.5 output:\n%s", output)
+    averages = output
+    if per_document:  # (the debug log keeps the averages only, not a line a document)
+        averages = "\n".join(x for x in output.split("\n") if not _PER_DOC_RE.match(x))
+    log.debug("ROUGE-1.5.5 output:\n%s", averages)
     results = r.output_to_dict(output)
     if "rouge_1_f_score" not in results:
-        raise RougeError(f"could not parse ROUGE-1.5.5's output:\n{output}")
+        raise RougeError(f"could not parse ROUGE-1.5.5's output:\n{averages}")
+    if per_document:
+        results["per_document"] = per_document_scores(output, r.eval_files)
     return results
+
+
+# ---------------------------------------------------------------------------------------
+# Per-document scores (`-d`)
+
+# "<peer> ROUGE-<measure> Eval <EVAL ID>.<peer> R:<r> P:<p> F:<f>", printed by
+# printPerEvalData after each measure's averages; the values are ROUGE's own, already
+# rounded to 5 decimals (F from the rounded R and P), the ones its averages are taken over.
+_PER_DOC_RE = re.compile(
+    r"(\S+) ROUGE-(\S+) Eval (\d+)\.\S+ R:([-+.\deE]+) P:([-+.\deE]+) F:([-+.\deE]+)\s*$"
+)
+_CONFIG_EVAL_RE = re.compile(r'<EVAL ID="(\d+)">.*?<P ID="[^"]*">([^<]*)</P>', re.S)
+
+
+def config_eval_files(config_text: str) -> dict[str, str]:
+    """{EVAL ID: system (decoded) file name} of a ROUGE configuration pyrouge wrote: one
+    EVAL per system file, numbered 1, 2, ... in sorted file-name order."""
+    return dict(_CONFIG_EVAL_RE.findall(config_text))
+
+
+def per_document_scores(output: str, eval_files: dict[str, str]) -> dict[int, dict[str, tuple]]:
+    """ROUGE-1.5.5's `-d` lines of `output` as {decode file number: {measure: (R, P, F)}}.
+
+    The EVAL ID of a line is mapped to its system file through `eval_files`
+    (`config_eval_files`), and the file to its number by `SYSTEM_PATTERN`
+    (`000012_decoded.txt` -> 12). Measures are named as in pyrouge's keys without the
+    `rouge_` prefix: "1", "2", "l", "w_1.2", "su*"... Raises RougeError unless every
+    evaluation has a score for every measure printed.
+    """
+    doc_ids = {}
+    for eval_id, name in eval_files.items():
+        m = re.match(SYSTEM_PATTERN, name)
+        if m is None:
+            raise RougeError(f"ROUGE configuration names {name!r}, not a decoded file")
+        doc_ids[eval_id] = int(m.group(1))
+    scores: dict[int, dict[str, tuple]] = {d: {} for d in doc_ids.values()}
+    measures = set()
+    for line in output.split("\n"):
+        m = _PER_DOC_RE.match(line)
+        if m is None:
+            continue
+        _, measure, eval_id, r, p, f = m.groups()
+        if eval_id not in doc_ids:
+            raise RougeError(f"ROUGE-1.5.5 scored evaluation {eval_id}, not in its configuration")
+        measure = measure.lower().replace("-", "_")
+        measures.add(measure)
+        scores[doc_ids[eval_id]][measure] = (float(r), float(p), float(f))
+    if not measures:
+        raise RougeError("ROUGE-1.5.5 printed no per-document scores (was -d passed?)")
+    for doc, by_measure in scores.items():
+        if set(by_measure) != measures:
+            missing = sorted(measures - set(by_measure))
+            raise RougeError(f"ROUGE-1.5.5 printed no {', '.join(missing)} for document {doc}")
+    return scores
 
 
 # ---------------------------------------------------------------------------------------
