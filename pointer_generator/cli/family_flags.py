@@ -129,6 +129,14 @@ def define(fv: flags.FlagValues) -> None:
         "0 = one pass over --data_path.",
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "early_stop_epochs",
+        0,
+        "With --valid_data_path: stop training after N epochs in a row whose validation "
+        "perplexity is no better than the best so far, saving a checkpoint as at "
+        "--max_steps (the same command run again trains no further); 0 = never.",
+        flag_values=fv,
+    )
     flags.DEFINE_string(
         "feature_weights",
         "",

@@ -88,6 +88,7 @@ BOUNDS: dict[str, Bound] = {
     "num_cpu_devices": POSITIVE,
     "save_checkpoint_secs": POSITIVE,
     "epoch_steps": Bound(0, note="0 = one pass"),
+    "early_stop_epochs": Bound(0, note="0 = off"),
     "eval_interval_secs": Bound(0, DAY_S),
     "max_eval_iterations": Bound(0, note="0 = forever"),
     "log_every_n_steps": POSITIVE,

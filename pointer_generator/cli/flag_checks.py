@@ -13,6 +13,7 @@ from pointer_generator.errors import FlagError
 from pointer_generator.hparams import DECODE_ATTENTION_MODES, MODES, HParams
 from pointer_generator.runtime.experiment import check_exp_name
 from pointer_generator.search.settings import SEARCH_FLAGS
+from pointer_generator.training.config import EARLY_STOP_NEEDS_VALIDATION
 
 
 def validate(fv, argv: list[str] | None = None) -> None:
@@ -132,7 +133,7 @@ def _validate_shards(fv) -> None:
 def _validate_epochs(fv) -> None:
     """The in-training validation and what depends on it (train mode only)."""
     if fv.mode != "train":
-        for name in ("valid_data_path", "epoch_steps"):
+        for name in ("valid_data_path", "epoch_steps", "early_stop_epochs"):
             if getattr(fv, name):
                 raise FlagError(f"--{name} is a train mode flag (got --mode={fv.mode})")
         return
@@ -150,6 +151,8 @@ def _validate_epochs(fv) -> None:
         )
     if fv.epoch_steps < 0:
         raise FlagError(f"--epoch_steps must be >= 0 (0 = one pass), got {fv.epoch_steps}")
+    if fv.early_stop_epochs > 0 and not fv.valid_data_path:
+        raise FlagError(EARLY_STOP_NEEDS_VALIDATION.format(fv.early_stop_epochs))
 
 
 def _validate_numbers(fv) -> None:

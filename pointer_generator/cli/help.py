@@ -52,6 +52,7 @@ _GROUPS = {
         "loss_reduction",
         "valid_data_path",
         "epoch_steps",
+        "early_stop_epochs",
         "cov_loss_wt",
         "max_steps",
         "seed",

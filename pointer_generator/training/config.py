@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pointer_generator.errors import FlagError
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -28,6 +30,9 @@ class TrainConfig:
     valid_data_path: validation files measured at the end of every epoch (perplexity,
       best model, learning-rate annealing; `epochs.py`); "" = none.
     epoch_steps: steps per epoch (0 = one pass over data_path).
+    early_stop_epochs: with valid_data_path, stop training (a final checkpoint saved, as
+      at max_steps) after this many epochs in a row whose validation perplexity is no
+      better than the best so far; 0 = never.
     settings: what the experiment stores about how it was made (`settings.json`: model
       flags, vocabulary), written once the run holds train/'s lock; None = nothing.
     """
@@ -48,4 +53,20 @@ class TrainConfig:
     xla: bool = False
     valid_data_path: str = ""
     epoch_steps: int = 0
+    early_stop_epochs: int = 0
     settings: dict | None = None
+
+    def __post_init__(self):
+        if self.early_stop_epochs < 0:
+            raise FlagError(
+                f"--early_stop_epochs must be >= 0 (0 = off), got {self.early_stop_epochs}"
+            )
+        if self.early_stop_epochs and not self.valid_data_path:
+            raise FlagError(EARLY_STOP_NEEDS_VALIDATION.format(self.early_stop_epochs))
+
+
+# (The command line's check says the same: cli/flag_checks.py.)
+EARLY_STOP_NEEDS_VALIDATION = (
+    "--early_stop_epochs={} stops on validation perplexity: give --valid_data_path "
+    "(validation .bin files)"
+)

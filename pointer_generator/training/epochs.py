@@ -10,9 +10,15 @@ decode's best-model use work the same), and anneals plain SGD's learning rate
 best so far ("plateau", the papers' "halved when validation does not improve") or worse
 than the previous epoch's ("previous", NAMAS's `run_valid`).
 
+Early stopping (`--early_stop_epochs=N`, 0 = off): training ends, with a final checkpoint
+as at `--max_steps`, after N epochs in a row whose validation NLL is not below the best
+so far (`bad_epochs`, `should_stop`).
+
 An epoch is `--epoch_steps` training steps, by default one pass over the training data
 (its examples over the global batch, rounded up). The best and previous validation
-values are saved in the training checkpoint, so a resumed job anneals the same way.
+values, the step of the best and the count of epochs without improvement are saved in
+the training checkpoint, so a resumed job anneals and stops the same way (and the same
+command run again after an early stop trains no further).
 """
 
 from __future__ import annotations
@@ -40,6 +46,19 @@ def anneal(
     if rule == "previous" and valid_nll > previous:
         return learning_rate / factor
     return learning_rate
+
+
+def bad_epochs(valid_nll: float, best: float, count: int) -> int:
+    """The count of epochs in a row without improvement after one whose validation NLL
+    was `valid_nll` (`best`: the lowest earlier value, inf if none; `count`: the count
+    before it). An epoch improves when its NLL is below the best (equal, NaN: it does not)."""
+    return 0 if valid_nll < best else count + 1
+
+
+def should_stop(count: int, patience: int) -> bool:
+    """Whether training stops after `count` epochs in a row without improvement, with
+    `--early_stop_epochs=patience` (0 = never)."""
+    return patience > 0 and count >= patience
 
 
 def embedding_tables(model) -> list:
@@ -70,12 +89,42 @@ def steps_per_epoch(data_path: str, batch_size: int) -> int:
 
 
 class ValidationState(tf.Module):
-    """The lowest and the last validation NLL per token (inf before the first)."""
+    """The lowest and the last validation NLL per token (inf before the first), the step
+    of the lowest (-1 before the first), and the epochs in a row without improvement
+    (early stopping). A checkpoint of a run from before `step_of_best` and `bad_epochs`
+    existed restores the other two and leaves these at -1 and 0 (`restore_state`)."""
 
     def __init__(self):
         super().__init__(name="validation")
         self.best = tf.Variable(np.inf, dtype=tf.float64, trainable=False, name="best")
         self.previous = tf.Variable(np.inf, dtype=tf.float64, trainable=False, name="previous")
+        # (Not `best_step`: readers find the best NLL by the key prefix `validation/best`.)
+        self.step_of_best = tf.Variable(-1, dtype=tf.int64, trainable=False, name="step_of_best")
+        self.bad_epochs = tf.Variable(0, dtype=tf.int64, trainable=False, name="bad_epochs")
+
+
+def restore_state(state: ValidationState, path: str) -> bool:
+    """Take `state` from the checkpoint `path` if it has one (runs without validation do
+    not); returns whether it had. The variables the checkpoint lacks (an older run's:
+    `step_of_best`, `bad_epochs`) keep their initial values: a restore only fills what it
+    finds, and `expect_partial` silences the rest of the checkpoint (model, optimizer)."""
+    if not any(k.startswith("validation/") for k in checkpointing.variable_shapes(path)):
+        return False
+    tf.train.Checkpoint(validation=state).restore(path).expect_partial()
+    return True
+
+
+def early_stop_line(state: ValidationState, step: int) -> str:
+    """The line training logs when it stops early (or finds it has stopped)."""
+    best = float(state.best.numpy())
+    step_of_best = int(state.step_of_best.numpy())
+    where = f" at step {step_of_best}" if step_of_best >= 0 else ""
+    count = int(state.bad_epochs.numpy())
+    return (
+        f"early stop: validation perplexity has not improved for {count} "
+        f"epoch{'s' if count != 1 else ''} (best {math.exp(min(best, 700.0)):.5g}{where}); "
+        f"stopping at step {step}"
+    )
 
 
 class Epochs:
@@ -85,7 +134,7 @@ class Epochs:
       trainer: the `Trainer` (its model, optimizer and step are used).
       vocab: the vocabulary, for the validation pipeline.
       exp: the experiment (best models and summaries go to its eval/).
-      cfg: the `TrainConfig` (data paths, epoch_steps).
+      cfg: the `TrainConfig` (data paths, epoch_steps, early_stop_epochs).
       chief: whether this worker writes (every worker validates, so all anneal alike).
     """
 
@@ -93,6 +142,7 @@ class Epochs:
         hps = trainer.hps
         self.trainer, self.vocab, self.exp, self.chief = trainer, vocab, exp, chief
         self.valid_data_path = cfg.valid_data_path
+        self.patience = cfg.early_stop_epochs if self.valid_data_path else 0
         self.state = ValidationState()
         self.tables = []
         if hps.embedding_max_norm > 0:
@@ -115,10 +165,18 @@ class Epochs:
 
     def restore(self, path: str) -> None:
         """Take the validation state from `path` if it has one (older runs do not)."""
-        if self.valid_data_path and any(
-            k.startswith("validation/") for k in checkpointing.variable_shapes(path)
-        ):
-            tf.train.Checkpoint(validation=self.state).restore(path).expect_partial()
+        if self.valid_data_path:
+            restore_state(self.state, path)
+
+    def stopped(self) -> bool:
+        """Whether early stopping ends training now: after the epoch that made the count
+        of epochs without improvement reach `--early_stop_epochs`, or at the start of a
+        run whose restored count already has (the same command run again)."""
+        return should_stop(int(self.state.bad_epochs.numpy()), self.patience)
+
+    def stop_line(self, step: int) -> str:
+        """What training logs when `stopped()`."""
+        return early_stop_line(self.state, step)
 
     def start(self) -> None:
         """Take eval/'s lock (the best models are written there) and say what happens."""
@@ -153,7 +211,8 @@ class Epochs:
                 renormalise_rows(table, max_norm)
 
     def after_step(self, step: int) -> dict | None:
-        """At the end of an epoch: validate, keep the best model, anneal. Returns the
+        """At the end of an epoch: validate, keep the best model, anneal, count the epochs
+        without improvement (`stopped()` then says whether training ends). Returns the
         validation metrics, or None when `step` ends no epoch or nothing is validated."""
         if not self.valid_data_path or step % self.steps:
             return None
@@ -177,8 +236,15 @@ class Epochs:
         if hasattr(optimizer, "learning_rate") and isinstance(optimizer.learning_rate, tf.Variable):
             metrics["learning_rate"] = float(optimizer.learning_rate.numpy())
         improved = nll < best
-        self.state.best.assign(min(nll, best))
+        count = bad_epochs(nll, best, int(self.state.bad_epochs.numpy()))
+        self.state.bad_epochs.assign(count)
+        if improved:
+            self.state.best.assign(nll)  # (a NaN is never the best)
+            self.state.step_of_best.assign(step)
         self.state.previous.assign(nll)
+        note = ", the best so far" if improved else ""
+        if not improved and self.patience:
+            note = f", no improvement for {count} of {self.patience} epochs (--early_stop_epochs)"
         log.info(
             "epoch %d (step %d): validation perplexity %.5g (loss %.4f over %d tokens)%s",
             step // self.steps,
@@ -186,7 +252,7 @@ class Epochs:
             ppl,
             nll,
             int(sums["tokens"]),
-            ", the best so far" if improved else "",
+            note,
         )
         if self.chief:
             self._write(metrics, step, improved)

@@ -1,11 +1,11 @@
 """Train mode (spec 1.4, 1.7, 4.9, 4.10): the training loop around `trainer.Trainer`.
 
-Checkpoints: every `--save_checkpoint_secs`, at `--max_steps`, on SIGTERM / Ctrl-C, and
-when a run starts from scratch (like the original's Supervisor). A restarted job resumes
-from the newest checkpoint: weights, Adagrad accumulators, step, and the input pipeline's
-position (the tf.data iterator is part of the checkpoint on single-worker jobs). The
-one-off operations `--convert_to_coverage_model` and `--restore_best_model` are started
-here (conversions.py).
+Checkpoints: every `--save_checkpoint_secs`, at `--max_steps` or an early stop
+(`--early_stop_epochs`, epochs.py), on SIGTERM / Ctrl-C, and when a run starts from
+scratch (like the original's Supervisor). A restarted job resumes from the newest
+checkpoint: weights, Adagrad accumulators, step, and the input pipeline's position (the
+tf.data iterator is part of the checkpoint on single-worker jobs). The one-off operations
+`--convert_to_coverage_model` and `--restore_best_model` are started here (conversions.py).
 """
 
 from __future__ import annotations
@@ -261,7 +261,8 @@ def training_data(trainer: Trainer, vocab, cfg: TrainConfig, latest: str | None)
 
 
 def train_loop(trainer: Trainer, vocab, exp: Experiment, cfg: TrainConfig) -> None:
-    """Train until --max_steps, a stop signal, or a non-finite loss; save at the end."""
+    """Train until --max_steps, an early stop (--early_stop_epochs), a stop signal, or a
+    non-finite loss; save at the end."""
     chief = distribution.is_chief(trainer.strategy)
     epochs = Epochs(trainer, vocab, exp, cfg, chief)
     iterator, ckpts, fresh = _start(trainer, vocab, exp, cfg, epochs)
@@ -280,6 +281,12 @@ def _train_from(trainer, vocab, exp, cfg, iterator, ckpts, fresh: bool, epochs) 
     step = int(trainer.step.numpy())
     if cfg.max_steps and step >= cfg.max_steps:
         log.info("Step %d already reached --max_steps=%d; nothing to train", step, cfg.max_steps)
+        if not chief:
+            _remove_scratch(ckpts.directory)
+        return
+    if epochs.stopped():
+        # An earlier run of this experiment stopped early (its count is in the checkpoint).
+        log.info("%s", epochs.stop_line(step))
         if not chief:
             _remove_scratch(ckpts.directory)
         return
@@ -403,9 +410,14 @@ def _run_steps(
             epochs.after_step(step)
             progress.pause()  # validation time is not training speed
         done = bool(cfg.max_steps) and step >= cfg.max_steps
+        # (Every worker validates the same model: all of them stop at the same step.)
+        early = epochs.stopped()
         save, halt = trainer.agree(
             ckpts.seconds_since_save() >= cfg.save_checkpoint_secs, stop.requested
         )
+        if early:
+            log.info("%s", epochs.stop_line(step))
+            return "early stop on validation perplexity, --early_stop_epochs"
         if done:
             return "reached --max_steps"
         if halt:
