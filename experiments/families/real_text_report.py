@@ -1,0 +1,1146 @@
+"""The results page of the families on the real-text task (issue 44, items 3-5, 7, 8).
+
+    python -m experiments.families.real_text_report --work_dir W \\
+        --out experiments/results/families_real/report.md
+
+Reads `W/results.json` (written by `experiments.families.real_text`) and the files it
+points to: each decode folder's `rouge_per_document.json` (ROUGE-1.5.5's per-document
+R, P, F, `{"000000": {"1": [r, p, f], "2": ..., "l": ...}}`) and, where results.json lacks
+a text measure, its `decoded/NNNNNN_decoded.txt`. Writes beside `report.md`:
+`report.json` (the figures), `learning_curves.png` and `orderings.png` (none where
+matplotlib is absent; the page then says so).
+
+The page holds:
+
+1. the task (pairs, vocabulary, the ceiling: the share of test reference tokens the
+   vocabulary can write, and with the source's words), the CPU, the time and the command;
+2. validation perplexity of every system (mean over its seeds and each seed) beside the
+   trigram and bigram models of the training highlights;
+3. ROUGE-1/2/L F (x 100, ROUGE-1.5.5's 95 % interval) of every seed, its shuffled-article
+   ROUGE-1 F, distinct share and input gap, then the baselines (best fixed summary,
+   lead-k, PREFIX); every system row has a paired bootstrap of its per-document ROUGE-1
+   F against the best fixed summary and against its own shuffled-article decode;
+4. issue 44's item 5 for every system, each check a ✓ only when every seed passes;
+5. the orderings between systems (paired bootstrap of per-document ROUGE-1 F, each
+   system's documents averaged over its seeds first; it holds only where the interval
+   excludes 0; systems whose summaries are less than half distinct get none);
+6. the pointer-generator's repeated trigrams with and without coverage;
+7. the papers' presets beside the same system's fitted recipe at the nearest step
+   (`fitted_system`: a preset named apart, e.g. abs_paper, gets its family's first);
+8. the learning curves, with the trigram baseline as a line.
+
+Paired bootstraps: `pointer_generator.evaluation.significance.paired_bootstrap` with
+SAMPLES resamples, seed SEED, level LEVEL, on the documents both sides scored (F x 100).
+A field results.json does not have yet (a run still training) is "not run yet" in its
+cell. One decoding variant throughout: the one the driver decoded with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from experiments import report as base_report
+from pointer_generator import exit_codes
+from pointer_generator.errors import PointerGeneratorError
+from pointer_generator.evaluation import significance
+from pointer_generator.runtime import owned_files
+
+RESULTS = "results.json"
+PER_DOCUMENT = "rouge_per_document.json"
+NOT_RUN = "not run yet"
+SAMPLES, SEED, LEVEL = 1000, 0, 0.95
+MIN_GAP = 0.1  # nats per word (issue 44 item 5)
+MIN_DISTINCT = 0.8
+ORDERING_DISTINCT = 0.5  # item 4: less than half distinct, no ordering
+ROUGE_KEYS = ("1", "2", "l")
+CHECKS = (
+    ("perplexity", "validation perplexity below the trigram baseline"),
+    ("input_gap", f"test input gap >= {MIN_GAP} nats"),
+    ("rouge", "ROUGE-1 above the best fixed summary and its shuffled decode (intervals apart)"),
+    ("distinct", f"distinct share >= {MIN_DISTINCT}"),
+    ("abs_plus", "ABS+ above ABS (paired bootstrap) with a positive unigram weight"),
+)
+PG_NOTE = (
+    "The pointer-generator's perplexity scores a rare word its source holds as that word "
+    "(its copy id), not as [UNK]: not the same events as the other rows and the n-gram "
+    "models', so not comparable one to one."
+)
+REPORT_COMMAND = "python -m experiments.families.real_text_report --work_dir {} --out {}"
+
+
+class ReportError(PointerGeneratorError):
+    """results.json or a file it names is missing or malformed."""
+
+
+def _get(obj, *keys):
+    """obj[k1][k2]... or None where a level is missing (or not a dict)."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _mean(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
+
+
+# ---------------------------------------------------------------------------------------
+# Reading the work folder
+
+
+class Work:
+    """results.json and the per-document scores and summaries of the folders it names."""
+
+    def __init__(self, work_dir: str):
+        self.dir = work_dir
+        self.results_path = os.path.join(work_dir, RESULTS)
+        self.results = _read_json(self.results_path, "run experiments.families.real_text")
+        if not isinstance(self.results, dict):
+            raise ReportError(f"{self.results_path}: not a results object")
+        runs = self.results.get("runs")
+        if isinstance(runs, dict):
+            # A run's system, label, family, seed, preset and flags may sit in its "record".
+            for name, run in runs.items():
+                if isinstance(run, dict) and isinstance(run.get("record"), dict):
+                    runs[name] = {**run["record"], **run}
+        self._scores: dict = {}
+
+    def path(self, decode_dir: str | None) -> str | None:
+        if not decode_dir:
+            return None
+        return decode_dir if os.path.isabs(decode_dir) else os.path.join(self.dir, decode_dir)
+
+    def scores(self, decode_dir: str | None, key: str = "1") -> dict[str, float] | None:
+        """{document: ROUGE-`key` F x 100} of a decode folder; None without its file."""
+        d = self.path(decode_dir)
+        if d is None:
+            return None
+        if (d, key) not in self._scores:
+            file = os.path.join(d, PER_DOCUMENT)
+            out = None
+            if os.path.exists(file):
+                docs = _read_json(file, "")
+                try:
+                    out = {doc: 100.0 * float(v[key][2]) for doc, v in docs.items()}
+                except (AttributeError, KeyError, IndexError, TypeError, ValueError):
+                    raise ReportError(
+                        f'{file}: expected {{"000000": {{"{key}": [r, p, f], ...}}, ...}}'
+                    ) from None
+            self._scores[d, key] = out or None
+        return self._scores[d, key]
+
+    def summaries(self, decode_dir: str | None) -> list[str] | None:
+        """The decoded summaries of a decode folder, by file name; None without any."""
+        d = self.path(decode_dir)
+        sub = os.path.join(d, "decoded") if d else None
+        if not sub or not os.path.isdir(sub):
+            return None
+        names = sorted(n for n in os.listdir(sub) if n.endswith("_decoded.txt"))
+        out = []
+        for n in names:
+            with open(os.path.join(sub, n), encoding="utf-8") as f:
+                out.append(f.read())
+        return out or None
+
+
+def _read_json(path: str, hint: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ReportError(f"{path} does not exist" + (f": {hint}" if hint else "")) from None
+    except (OSError, ValueError) as e:
+        raise ReportError(f"{path}: cannot read it as JSON ({e})") from None
+
+
+def distinct_share(work: Work, decode: dict | None) -> float | None:
+    """The decode's distinct share as results.json gives it, else from its summaries."""
+    given = _get(decode, "distinct_share")
+    if given is not None:
+        return float(given)
+    summaries = work.summaries(_get(decode, "decode_dir"))
+    return significance.distinct_share(summaries) if summaries else None
+
+
+def repeated_trigrams(work: Work, decode: dict | None) -> dict | None:
+    given = _get(decode, "repeated_trigrams")
+    if given:
+        return given
+    summaries = work.summaries(_get(decode, "decode_dir"))
+    if not summaries:
+        return None
+    return significance.repeated_trigram_stats(s.split() for s in summaries)
+
+
+# ---------------------------------------------------------------------------------------
+# Paired comparisons
+
+
+def paired(a: dict | None, b: dict | None) -> dict | None:
+    """Paired bootstrap of a - b over the documents both score; None if either is absent."""
+    if not a or not b:
+        return None
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    r = significance.paired_bootstrap(
+        [a[k] for k in common], [b[k] for k in common], SAMPLES, SEED, LEVEL
+    )
+    return {**r.as_dict(), "holds": significance.holds(r), "scale": "F x 100"}
+
+
+def seed_average(scores: list[dict | None]) -> dict | None:
+    """{document: mean over the seeds} on the documents every scored seed has."""
+    present = [s for s in scores if s]
+    if not present:
+        return None
+    common = set.intersection(*(set(s) for s in present))
+    return {k: float(np.mean([s[k] for s in present])) for k in sorted(common)} or None
+
+
+def verdict(p: dict | None) -> str:
+    if p is None:
+        return NOT_RUN
+    word = {1: "holds", 0: "does not hold", -1: "does not hold (below)"}[p["holds"]]
+    return f"{p['diff']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}] {word}"
+
+
+# ---------------------------------------------------------------------------------------
+# Systems, seeds and their figures
+
+
+def systems_of(results: dict) -> dict[str, list[tuple[str, dict]]]:
+    """{system: [(run name, run)] by seed} of the fitted runs (not the presets), in the
+    order results.json lists them; ABS+ (its own section) as the system "abs_plus"."""
+    out: dict[str, list[tuple[str, dict]]] = {}
+    for name, run in (results.get("runs") or {}).items():
+        if isinstance(run, dict) and not run.get("preset"):
+            out.setdefault(run.get("system") or name, []).append((name, run))
+    for runs in out.values():
+        runs.sort(key=lambda r: (r[1].get("seed") is None, r[1].get("seed") or 0, r[0]))
+    plus = results.get("abs_plus")
+    if isinstance(plus, dict):
+        base = _get(results, "runs", plus.get("base_run")) or {}
+        run = {
+            "label": f"ABS+ (tuned features on `{plus.get('base_run')}`)",
+            "family": "abs",
+            "seed": base.get("seed"),
+            "decode": plus.get("decode"),
+            "shuffled": plus.get("shuffled"),
+            "abs_plus": plus,
+        }
+        out["abs_plus"] = [("abs_plus", run)]
+    return out
+
+
+def run_figures(work: Work, name: str, run: dict, fixed: dict | None) -> dict:
+    """One seed's figures: perplexity, gap, ROUGE, shuffled ROUGE-1, distinct share, the
+    paired bootstraps against the fixed summary and its own shuffled decode."""
+    decode, shuffled = run.get("decode"), run.get("shuffled")
+    scores = work.scores(_get(decode, "decode_dir"))
+    return {
+        "run": name,
+        "seed": run.get("seed"),
+        "valid_perplexity": run.get("valid_perplexity"),
+        "input_gap": _get(run, "gap", "input_gap"),
+        "rouge": {k: _get(decode, "rouge", k) for k in ROUGE_KEYS},
+        "shuffled_rouge1": _get(shuffled, "rouge", "1"),
+        "distinct_share": distinct_share(work, decode),
+        "vs_fixed": paired(scores, fixed),
+        "vs_shuffled": paired(scores, work.scores(_get(shuffled, "decode_dir"))),
+        "documents": len(scores) if scores else 0,
+    }
+
+
+def _interval_apart(run_r1, other) -> bool:
+    return run_r1[1] > other[2]
+
+
+def run_checks(fig: dict, ctx: dict, plus: dict | None) -> dict[str, tuple[bool | None, str]]:
+    """Issue 44 item 5 for one seed: {check: (passed or None if not measured, numbers)}."""
+    out = {}
+    tri = ctx["trigram"]
+    if plus is None:
+        ppl = fig["valid_perplexity"]
+        out["perplexity"] = (
+            None if ppl is None or tri is None else ppl < tri,
+            f"{_f(ppl)} vs {_f(tri)}",
+        )
+        gap = fig["input_gap"]
+        out["input_gap"] = (None if gap is None else gap >= MIN_GAP, _f(gap, "+.3f"))
+    r1, fixed, shuf = fig["rouge"]["1"], ctx["fixed_r1"], fig["shuffled_rouge1"]
+    measured = None not in (r1, fixed, shuf)
+    out["rouge"] = (
+        _interval_apart(r1, fixed) and _interval_apart(r1, shuf) if measured else None,
+        f"{_r(r1)} vs fixed {_r(fixed)}, shuffled {_r(shuf)}",
+    )
+    share = fig["distinct_share"]
+    out["distinct"] = (None if share is None else share >= MIN_DISTINCT, _f(share))
+    if plus is not None:
+        uni, vs = _get(plus, "weights", "uni"), fig.get("vs_base")
+        out["abs_plus"] = (
+            None if uni is None or vs is None else uni > 0 and vs["holds"] == 1,
+            f"unigram weight {_f(uni, '+.3f')}; ABS+ - ABS {verdict(vs)}",
+        )
+    return out
+
+
+def aggregate(per_seed: list[tuple[bool | None, str]], seeds: list) -> dict:
+    """A check over the seeds: ✓ only if every seed passes."""
+    n = len(per_seed)
+    passed = sum(1 for ok, _ in per_seed if ok)
+    measured = sum(1 for ok, _ in per_seed if ok is not None)
+    failed = measured > passed
+    if measured == 0:
+        mark, ok = NOT_RUN, None
+    elif failed:
+        mark, ok = f"✗ {passed} of {n} seeds", False
+    elif measured < n:
+        mark, ok = f"{NOT_RUN}: {passed} of {n} seeds pass, {n - measured} not run yet", None
+    else:
+        mark, ok = f"✓ {passed} of {n} seeds", True
+    numbers = "; ".join(f"seed {s}: {text}" for s, (_, text) in zip(seeds, per_seed, strict=True))
+    return {
+        "passed": ok,
+        "seeds_passed": passed,
+        "seeds_measured": measured,
+        "seeds": n,
+        "mark": mark,
+        "numbers": numbers,
+    }
+
+
+def system_figures(work: Work, system: str, runs: list, ctx: dict) -> dict:
+    """A system's figures per seed and over its seeds, its checks."""
+    figs = [run_figures(work, name, run, ctx["fixed_scores"]) for name, run in runs]
+    plus = runs[0][1].get("abs_plus")
+    if plus is not None:
+        base = _get(work.results, "runs", plus.get("base_run"), "decode", "decode_dir")
+        figs[0]["vs_base"] = paired(
+            work.scores(_get(plus, "decode", "decode_dir")), work.scores(base)
+        )
+    decodes = [work.scores(_get(run, "decode", "decode_dir")) for _, run in runs]
+    shuffles = [work.scores(_get(run, "shuffled", "decode_dir")) for _, run in runs]
+    averaged = seed_average(decodes)
+    checks = [run_checks(f, ctx, plus) for f in figs]
+    seeds = [f["seed"] for f in figs]
+    out = {
+        "label": runs[0][1].get("label") or system,
+        "family": runs[0][1].get("family"),
+        "runs": [f["run"] for f in figs],
+        "seeds": seeds,
+        "per_seed": figs,
+        "valid_perplexity": _spread([f["valid_perplexity"] for f in figs]),
+        "input_gap": _spread([f["input_gap"] for f in figs]),
+        "rouge": {k: [f["rouge"][k] for f in figs] for k in ROUGE_KEYS},
+        "shuffled_rouge1": [f["shuffled_rouge1"] for f in figs],
+        "distinct_share": _spread([f["distinct_share"] for f in figs]),
+        "vs_fixed": paired(averaged, ctx["fixed_scores"]),
+        "vs_shuffled": paired(averaged, seed_average(shuffles)),
+        "checks": {k: aggregate([c[k] for c in checks], seeds) for k in checks[0]},
+        "reranks": plus is not None,
+    }
+    if out["family"] == "pointer_generator" and "perplexity" in out["checks"]:
+        out["checks"]["perplexity"]["numbers"] += " (copied rare words count as words: not "
+        out["checks"]["perplexity"]["numbers"] += "comparable one to one)"
+    out["_scores"] = averaged
+    return out
+
+
+def _spread(values: list) -> list:
+    """[mean over the seeds measured, [each seed's value]]."""
+    return [_mean(values), values]
+
+
+# ---------------------------------------------------------------------------------------
+# Baselines and orderings
+
+
+def baseline_figures(work: Work) -> dict:
+    b = work.results.get("baselines") or {}
+    out: dict = {}
+    for order in ("trigram", "bigram"):
+        m = _get(b, "ngram", order) or {}
+        out[order] = {
+            k: m.get(k)
+            for k in ("valid_perplexity", "test_perplexity", "held_out_perplexity", "weights")
+        }
+    fixed_scores = work.scores(_get(b, "fixed", "decode_dir"))
+    for key in ("fixed", "lead", "prefix"):
+        entry = b.get(key) or {}
+        out[key] = {
+            "rouge": {k: _get(entry, "rouge", k) for k in ROUGE_KEYS},
+            "distinct_share": distinct_share(work, entry),
+        }
+        if key != "fixed":
+            out[key]["vs_fixed"] = paired(work.scores(entry.get("decode_dir")), fixed_scores)
+    # "text", or fixed.json's own "summary" where the driver copies that file in.
+    out["fixed"]["text"] = _get(b, "fixed", "text") or _get(b, "fixed", "summary")
+    out["lead"]["k"] = _get(b, "lead", "k")
+    return out
+
+
+def orderings(systems: dict) -> tuple[list[dict], list[dict]]:
+    """(every pair of the systems allowed an ordering, the systems left out and why)."""
+    allowed, left_out = [], []
+    for name, s in systems.items():
+        share = s["distinct_share"][0]
+        if s["_scores"] is None:
+            left_out.append({"system": name, "reason": "no per-document ROUGE yet"})
+        elif share is None or share < ORDERING_DISTINCT:
+            reason = f"distinct share {_f(share)} < {ORDERING_DISTINCT}"
+            left_out.append({"system": name, "reason": reason})
+        else:
+            allowed.append(name)
+    pairs = []
+    for i, first in enumerate(allowed):
+        for second in allowed[i + 1 :]:
+            hi, lo = first, second
+            p = paired(systems[hi]["_scores"], systems[lo]["_scores"])
+            if p is not None and p["diff"] < 0:  # the higher first
+                hi, lo = second, first
+                p = paired(systems[hi]["_scores"], systems[lo]["_scores"])
+            if p is not None:
+                pairs.append({"a": hi, "b": lo, **p})
+    return pairs, left_out
+
+
+# ---------------------------------------------------------------------------------------
+# Formatting
+
+
+def _f(x, spec: str = ".2f") -> str:
+    return NOT_RUN if x is None else format(x, spec)
+
+
+def _r(triple) -> str:
+    """F [low, high] of an R entry."""
+    if not triple:
+        return NOT_RUN
+    return f"{triple[0]:.2f} [{triple[1]:.2f}, {triple[2]:.2f}]"
+
+
+def _hours(seconds) -> str:
+    if seconds is None:
+        return NOT_RUN
+    minutes = int(round(seconds / 60))
+    return f"{minutes // 60} h {minutes % 60:02d} min ({seconds:,.0f} s)"
+
+
+def _share(x) -> str:
+    return NOT_RUN if x is None else f"{100 * x:.1f} %"
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+class Page:
+    """The markdown page, built section by section."""
+
+    def __init__(self, work: Work, fig: dict, command: str, pictures: dict):
+        self.work, self.r, self.fig = work, work.results, fig
+        self.command, self.pictures = command, pictures
+        self.lines: list[str] = []
+
+    def add(self, *lines: str) -> None:
+        self.lines += lines
+
+    def source(self, fields: str) -> None:
+        made = _get(self.r, "meta", "command") or NOT_RUN
+        self.add(
+            "",
+            f"*Source: `{RESULTS}` ({fields}), written by `{made}`.*",
+            "",
+        )
+
+    def picture(self, key: str, alt: str) -> None:
+        path = self.pictures.get(key)
+        if path:
+            self.add(f"![{alt}]({os.path.basename(path)})", "")
+        else:
+            self.add(f"*No picture: {self.pictures.get(key + '_why', 'nothing to draw yet')}.*", "")
+
+    def header(self) -> None:
+        meta = self.r.get("meta") or {}
+        finished = meta.get("finished")
+        self.add(
+            "# ABS, ABS+, RAS and the pointer-generator on real text (CNN/DM highlight pairs)",
+            "",
+            f"Rebuilt by `{meta.get('command') or NOT_RUN}` on {meta.get('cpu') or NOT_RUN}: "
+            f"started {meta.get('started') or NOT_RUN}, "
+            + (f"finished {finished}" if finished else "**not finished yet**")
+            + f", {_hours(meta.get('seconds'))} in all (budget: {meta.get('budget') or NOT_RUN}). "
+            f"Every figure comes from `{RESULTS}` of that command's work folder and the "
+            f"per-document ROUGE files (`{PER_DOCUMENT}`) of the decode folders it names; "
+            f"this page, `report.json`, `learning_curves.png` and `orderings.png` by "
+            f"`{self.command}`.",
+            "",
+        )
+
+    def task(self) -> None:
+        d = self.r.get("data") or {}
+        pairs = d.get("pairs") or {}
+        dropped = d.get("dropped") or {}
+        ceiling = d.get("test_ceiling") or {}
+        dropped_text = (
+            ", ".join(
+                f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}" for k, v in dropped.items()
+            )
+            or "none"
+        )
+        self.add(
+            "## The task",
+            "",
+            "Each CNN/Daily Mail highlight paired with the article sentence that shares most "
+            f"of its words, split by story: {_n(d.get('stories'))} stories, "
+            f"{_n(pairs.get('train'))} training / {_n(pairs.get('valid'))} validation / "
+            f"{_n(pairs.get('test'))} test pairs (dropped: {dropped_text}). The vocabulary: "
+            f"{_n(d.get('vocab_words'))} words seen at least {_n(d.get('min_count'))} times "
+            "in the training pairs; every other word is [UNK] to a model, the same way in "
+            "training, validation and test.",
+            "",
+            f"**The ceiling.** Of the {_n(ceiling.get('reference_tokens'))} test reference "
+            f"tokens, {_share(ceiling.get('share_in_vocab'))} are vocabulary words (all a "
+            "model that only generates can write), "
+            f"{_share(ceiling.get('share_in_vocab_or_source'))} are vocabulary words or "
+            "words of the pair's source (what a model that copies can write).",
+        )
+        self.source("`data`, `meta`")
+
+    def perplexity(self) -> None:
+        tri, bi = self.fig["baselines"]["trigram"], self.fig["baselines"]["bigram"]
+        rows = []
+        for s in self.fig["systems"].values():
+            if s["reranks"]:
+                continue  # ABS+ has its ABS model's perplexity
+            mean = s["valid_perplexity"][0]
+            if len(s["per_seed"]) > 1:
+                rows.append(
+                    [
+                        f"**{s['label']}**",
+                        "mean",
+                        _mean_cell(s["valid_perplexity"][1]),
+                        _minus(mean, tri["valid_perplexity"]),
+                        "",
+                        "",
+                    ]
+                )
+            for f, (_, run) in zip(s["per_seed"], self._runs(s), strict=True):
+                t = run.get("train") or {}
+                rows.append(
+                    [
+                        _seed_label(s, f),
+                        f["seed"],
+                        _f(f["valid_perplexity"]),
+                        _minus(f["valid_perplexity"], tri["valid_perplexity"]),
+                        _of(t.get("best_step"), t.get("steps")),
+                        _of(t.get("epochs"), t.get("stopped"), ", "),
+                    ]
+                )
+        for name, m in (("trigram", tri), ("bigram", bi)):
+            rows.append(
+                [
+                    f"{name} model of the training highlights (input-blind)",
+                    "–",
+                    _f(m["valid_perplexity"]),
+                    "–",
+                    "–",
+                    "–",
+                ]
+            )
+        self.add("## Validation perplexity", "")
+        self.add(
+            *_table(
+                [
+                    "system",
+                    "seed",
+                    "validation perplexity",
+                    "minus the trigram's",
+                    "best step of steps",
+                    "epochs, stopped",
+                ],
+                rows,
+            )
+        )
+        self.add(
+            "",
+            "Lower is better. A model below the trigram row predicts the validation "
+            "highlights better than a model that never reads the article. Test perplexity "
+            f"of the n-gram models: trigram {_f(tri['test_perplexity'])}, bigram "
+            f"{_f(bi['test_perplexity'])}.",
+        )
+        if any(s["family"] == "pointer_generator" for s in self.fig["systems"].values()):
+            self.add("", PG_NOTE)
+        self.source("`runs.*.valid_perplexity`, `runs.*.train`, `baselines.ngram`")
+
+    def _runs(self, s: dict) -> list:
+        return [(name, _get(self.r, "runs", name) or {}) for name in s["runs"]]
+
+    def rouge(self) -> None:
+        rows = []
+        for s in self.fig["systems"].values():
+            rows += self._rouge_rows(s)
+        b = self.fig["baselines"]
+        fixed_text = b["fixed"]["text"]
+        for label, entry in (
+            (f'best fixed summary "{fixed_text}"' if fixed_text else "best fixed summary", "fixed"),
+            (f"lead-k (k = {_n(b['lead']['k'])})", "lead"),
+            ("PREFIX (the first 75 characters)", "prefix"),
+        ):
+            e = b[entry]
+            rows.append(
+                [
+                    label,
+                    "–",
+                    *(_r(e["rouge"][k]) for k in ROUGE_KEYS),
+                    "–",
+                    _f(e["distinct_share"]),
+                    "–",
+                    verdict(e["vs_fixed"]) if entry != "fixed" else "–",
+                    "–",
+                ]
+            )
+        self.add(
+            "## ROUGE on the test split",
+            "",
+            "ROUGE-1.5.5 F x 100 with its 95 % interval. *Shuffled*: the same model "
+            "decoding every test article paired with another story's (what it writes "
+            "without reading the input). *vs fixed* / *vs shuffled*: paired bootstrap of the "
+            f"per-document ROUGE-1 F ({SAMPLES} resamples), the difference with its 95 % "
+            "interval; it holds only where the interval lies above 0. A mean row's "
+            "comparisons average every document's F over the seeds first.",
+            "",
+        )
+        self.add(
+            *_table(
+                [
+                    "system",
+                    "seed",
+                    "R-1 F",
+                    "R-2 F",
+                    "R-L F",
+                    "shuffled R-1 F",
+                    "distinct share",
+                    "input gap (nats)",
+                    "vs fixed",
+                    "vs shuffled",
+                ],
+                rows,
+            )
+        )
+        plus = self.r.get("abs_plus")
+        if isinstance(plus, dict):
+            weights = plus.get("weights") or {}
+            text = ", ".join(f"{k} {v:+.3f}" for k, v in weights.items()) or NOT_RUN
+            self.add("", f"ABS+ feature weights: {text}.")
+        how = _get(self.r, "baselines", "ngram", "how_chosen")
+        self.add(
+            "",
+            "How the baselines were chosen (`experiments.families.baselines`): the fixed "
+            "summary word by word, each the word of the training highlights' most frequent "
+            "that most raises the mean ROUGE-1 F on the validation highlights, until none "
+            "does; lead-k's k the one with the highest validation ROUGE-1 F; PREFIX is fixed "
+            "(75 characters). The n-gram models' weights: " + (how or NOT_RUN) + ".",
+        )
+        self.source(
+            "`runs.*.decode`, `runs.*.shuffled`, `runs.*.gap`, `abs_plus`, "
+            f"`baselines`; the decode folders' `{PER_DOCUMENT}`"
+        )
+
+    def _rouge_rows(self, s: dict) -> list[list]:
+        rows = []
+        gap = "n/a (its ABS model's)" if s["reranks"] else None
+        if len(s["per_seed"]) > 1:
+            shuffled = [x[0] if x else None for x in s["shuffled_rouge1"]]
+            rows.append(
+                [
+                    f"**{s['label']}**",
+                    "mean",
+                    _mean_cell([x[0] if x else None for x in s["rouge"]["1"]]),
+                    "",
+                    "",
+                    _mean_cell(shuffled),
+                    _f(s["distinct_share"][0]),
+                    gap or _f(s["input_gap"][0], "+.3f"),
+                    verdict(s["vs_fixed"]),
+                    verdict(s["vs_shuffled"]),
+                ]
+            )
+        for f in s["per_seed"]:
+            rows.append(
+                [
+                    _seed_label(s, f),
+                    f["seed"],
+                    *(_r(f["rouge"][k]) for k in ROUGE_KEYS),
+                    _r(f["shuffled_rouge1"]),
+                    _f(f["distinct_share"]),
+                    gap or _f(f["input_gap"], "+.3f"),
+                    verdict(f["vs_fixed"]),
+                    verdict(f["vs_shuffled"]),
+                ]
+            )
+        return rows
+
+    def checks(self) -> None:
+        self.add(
+            "## What each family must show (issue 44, item 5)",
+            "",
+            "A ✓ only where every seed passes (*k of n seeds*); the numbers of each seed "
+            "follow the mark. ROUGE-1 must lie above both the best fixed summary and the "
+            "system's own shuffled-article decode with ROUGE-1.5.5 intervals that do not "
+            "overlap. ABS+ reranks an ABS model's search: its perplexity and input gap are "
+            "that model's (its row above).",
+            "",
+        )
+        rows = []
+        for s in self.fig["systems"].values():
+            cells = []
+            for key, _ in CHECKS:
+                c = s["checks"].get(key)
+                cells.append("n/a" if c is None else f"{c['mark']}: {c['numbers']}")
+            rows.append([s["label"], *cells])
+        self.add(*_table(["system", *(text for _, text in CHECKS)], rows))
+        if not isinstance(self.r.get("abs_plus"), dict):
+            self.add("", f"ABS+: {NOT_RUN}.")
+        self.source("`runs`, `abs_plus`, `baselines.ngram.trigram`, `baselines.fixed`")
+
+    def orderings(self) -> None:
+        self.add(
+            "## Orderings between systems",
+            "",
+            "Paired bootstrap of the per-document ROUGE-1 F (each system's documents "
+            f"averaged over its seeds first; {SAMPLES} resamples): the higher system first, "
+            "the difference with its 95 % interval. An ordering holds only where the "
+            "interval excludes 0.",
+            "",
+        )
+        rows = [
+            [
+                f"{self._label(p['a'])} > {self._label(p['b'])}",
+                f"{p['diff']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]",
+                p["n"],
+                "holds" if p["holds"] == 1 else "does not hold (interval contains 0)",
+            ]
+            for p in self.fig["orderings"]
+        ]
+        if rows:
+            self.add(*_table(["ordering", "difference", "documents", "verdict"], rows))
+        else:
+            self.add(f"No pair of systems to order ({NOT_RUN} or left out).")
+        for x in self.fig["left_out_of_orderings"]:
+            self.add("", f"No ordering for {self._label(x['system'])}: {x['reason']}.")
+        self.add("")
+        self.picture("orderings", "orderings with their intervals")
+        self.source(f"the decode folders' `{PER_DOCUMENT}`, `runs.*.decode.distinct_share`")
+
+    def _label(self, system: str) -> str:
+        return self.fig["systems"][system]["label"]
+
+    def pointer_generator(self) -> None:
+        rows = []
+        for name, pg in self.fig["pointer_generator"].items():
+            for variant in ("without coverage", "with coverage"):
+                v = pg[variant]
+                t = v["repeated_trigrams"] or {}
+                rows.append(
+                    [
+                        f"`{name}`",
+                        variant,
+                        _share(t.get("mean_share")),
+                        _share(t.get("any_repeat_share")),
+                        f"{_n(t.get('with_trigrams'))} of {_n(t.get('summaries'))}",
+                        _r(v["rouge1"]),
+                        _f(v["distinct_share"]),
+                        _f(v["input_gap"], "+.3f"),
+                    ]
+                )
+            rows.append(
+                [f"`{name}`", "coverage minus none", "", "", "", verdict(pg["paired"]), "", ""]
+            )
+        if not rows:
+            return
+        self.add(
+            "## The pointer-generator's repeated trigrams",
+            "",
+            "Share of a summary's trigram occurrences that repeat an earlier trigram of the "
+            "same summary (mean over the summaries with a trigram), and the share of "
+            "summaries with any repeat, without and with coverage; *coverage minus none*: "
+            "paired bootstrap of the per-document ROUGE-1 F.",
+            "",
+        )
+        self.add(
+            *_table(
+                [
+                    "run",
+                    "decode",
+                    "repeated trigrams (mean share)",
+                    "summaries with a repeat",
+                    "summaries with a trigram",
+                    "R-1 F",
+                    "distinct share",
+                    "input gap (nats)",
+                ],
+                rows,
+            )
+        )
+        self.source("`runs.*.decode`, `runs.*.gap`, `runs.*.coverage`")
+
+    def presets(self) -> None:
+        rows = []
+        for p in self.fig["presets"]:
+            fitted = (
+                "; ".join(
+                    f"`{x['run']}` {_f(x['valid_perplexity'])} at step {x['step']}"
+                    for x in p["fitted"]
+                )
+                or NOT_RUN
+            )
+            rows.append(
+                [
+                    f"`{p['run']}`",
+                    p["label"],
+                    f"`{' '.join(p['flags'])}`",
+                    _n(p["steps"]),
+                    _f(p["valid_perplexity"]),
+                    fitted,
+                ]
+            )
+        if not rows:
+            return
+        self.add(
+            "## The papers' presets at this scale",
+            "",
+            "Each paper preset trained briefly on this task (not decoded), its validation "
+            "perplexity after its steps beside the fitted recipe of the same system (for a "
+            "preset named apart, e.g. `abs_paper`, the first fitted system of its family) at "
+            "the nearest step of that recipe's validation curve.",
+            "",
+        )
+        self.add(
+            *_table(
+                [
+                    "preset run",
+                    "system",
+                    "flags",
+                    "steps",
+                    "validation perplexity",
+                    "fitted recipe at the nearest step",
+                ],
+                rows,
+            )
+        )
+        self.source("`runs.*` with `preset: true`, `runs.*.train.valid_curve`")
+
+    def curves(self) -> None:
+        self.add(
+            "## Learning curves",
+            "",
+            "Validation perplexity of every run against its training step; the horizontal "
+            "line is the trigram model of the training highlights.",
+            "",
+        )
+        self.picture("learning_curves", "validation perplexity per step")
+        self.source("`runs.*.train.valid_curve`, `baselines.ngram.trigram.valid_perplexity`")
+
+    def text(self) -> str:
+        for section in (
+            self.header,
+            self.task,
+            self.perplexity,
+            self.rouge,
+            self.checks,
+            self.orderings,
+            self.pointer_generator,
+            self.presets,
+            self.curves,
+        ):
+            section()
+        return "\n".join(self.lines).rstrip("\n") + "\n"
+
+
+def _n(x) -> str:
+    if x is None:
+        return NOT_RUN
+    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else str(x)
+
+
+def _mean_cell(values: list, spec: str = ".2f") -> str:
+    """The mean of the seeds measured, with their range or how many are measured."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return NOT_RUN
+    text = format(float(np.mean(present)), spec)
+    if len(present) < len(values):
+        return f"{text} ({len(present)} of {len(values)} seeds; the rest {NOT_RUN})"
+    return f"{text} (seeds {format(min(present), spec)} to {format(max(present), spec)})"
+
+
+def _seed_label(s: dict, f: dict) -> str:
+    return f"`{f['run']}`" if len(s["per_seed"]) > 1 else f"{s['label']} (`{f['run']}`)"
+
+
+def _of(x, y, between: str = " of ") -> str:
+    if x is None and y is None:
+        return NOT_RUN
+    return f"{_n(x)}{between}{_n(y)}"
+
+
+def _minus(x, y) -> str:
+    return NOT_RUN if x is None or y is None else f"{x - y:+.2f}"
+
+
+# ---------------------------------------------------------------------------------------
+# The pointer-generator's coverage, the presets
+
+
+def pointer_generator_figures(work: Work, runs: dict) -> dict:
+    out = {}
+    for name, run in runs.items():
+        if run.get("family") != "pointer_generator" or run.get("preset"):
+            continue
+        variants = {}
+        for label, key in (("without coverage", "decode"), ("with coverage", "coverage")):
+            decode = run.get(key)
+            gap = run.get("gap") if key == "decode" else _get(decode, "gap")
+            variants[label] = {
+                "repeated_trigrams": repeated_trigrams(work, decode),
+                "rouge1": _get(decode, "rouge", "1"),
+                "distinct_share": distinct_share(work, decode),
+                "input_gap": _get(gap, "input_gap"),
+            }
+        variants["paired"] = paired(
+            work.scores(_get(run, "coverage", "decode_dir")),
+            work.scores(_get(run, "decode", "decode_dir")),
+        )
+        out[name] = variants
+    return out
+
+
+def nearest(curve, step) -> tuple | None:
+    """The (step, value) of `curve` nearest to `step` (the earlier of two as near)."""
+    if not curve or step is None:
+        return None
+    return min(curve, key=lambda p: (abs(p[0] - step), p[0]))
+
+
+def fitted_system(preset: dict, runs: dict) -> str | None:
+    """The fitted system a preset is compared with: its own system; else its system less
+    a `_paper` suffix (ras_elman_paper -> ras_elman); else the first fitted system of its
+    family in results.json (abs_paper -> abs_attention where that comes first)."""
+    fitted = [r for r in runs.values() if not r.get("preset")]
+    systems = [r.get("system") for r in fitted]
+    name = preset.get("system") or ""
+    for candidate in (name, name.removesuffix("_paper")):
+        if candidate in systems:
+            return candidate
+    family = [r.get("system") for r in fitted if r.get("family") == preset.get("family")]
+    return family[0] if family else None
+
+
+def preset_figures(runs: dict) -> list[dict]:
+    out = []
+    for name, run in runs.items():
+        if not run.get("preset"):
+            continue
+        steps = _get(run, "train", "steps")
+        system = fitted_system(run, runs)
+        fitted = []
+        for other, o in runs.items():
+            if o.get("preset") or system is None or o.get("system") != system:
+                continue
+            point = nearest(_get(o, "train", "valid_curve"), steps)
+            if point:
+                fitted.append({"run": other, "step": point[0], "valid_perplexity": point[1]})
+        out.append(
+            {
+                "run": name,
+                "system": run.get("system"),
+                "fitted_system": system,
+                "label": run.get("label") or name,
+                "flags": run.get("flags") or [],
+                "steps": steps,
+                "valid_perplexity": run.get("valid_perplexity"),
+                "fitted": fitted,
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Pictures
+
+
+def _plt():
+    try:
+        return base_report._pyplot()
+    except ImportError:
+        return None
+
+
+def draw_learning_curves(runs: dict, trigram: float | None, path: str) -> str | None:
+    curves = {
+        n: r["train"]["valid_curve"] for n, r in runs.items() if _get(r, "train", "valid_curve")
+    }
+    plt = _plt()
+    if not curves or plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=base_report.FIGSIZE, dpi=base_report.DPI)
+    for name, curve in curves.items():
+        style = "--" if runs[name].get("preset") else "-"
+        ax.plot([p[0] for p in curve], [p[1] for p in curve], style, marker=".", label=name)
+    if trigram is not None:
+        ax.axhline(trigram, color="black", linestyle=":", label="trigram (input-blind)")
+    ax.set_yscale("log")
+    plain = plt.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize="x-small")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("validation perplexity (log scale)")
+    ax.set_title("Real-text task: validation perplexity (dashed: paper presets)")
+    ax.legend(fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def draw_orderings(fig_data: dict, path: str) -> str | None:
+    """Left: every seed's ROUGE-1 F with its interval against the baselines' intervals;
+    right: the pairwise differences with their paired-bootstrap intervals."""
+    points = [
+        (f"{s['label'].replace('`', '')} s{f['seed']}", f["rouge"]["1"])
+        for s in fig_data["systems"].values()
+        for f in s["per_seed"]
+        if f["rouge"]["1"]
+    ]
+    pairs = fig_data["orderings"]
+    plt = _plt()
+    if (not points and not pairs) or plt is None:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 5.0), dpi=base_report.DPI)
+    for i, (_, r) in enumerate(points):
+        left.errorbar(r[0], i, xerr=[[r[0] - r[1]], [r[2] - r[0]]], fmt="o", color="C0")
+    for j, key in enumerate(("fixed", "lead", "prefix")):
+        r = fig_data["baselines"][key]["rouge"]["1"]
+        if r:
+            left.axvspan(r[1], r[2], alpha=0.25, color=f"C{2 * j + 1}", label=key)
+    left.set_yticks(range(len(points)))
+    left.set_yticklabels([p[0] for p in points], fontsize="x-small")
+    left.set_xlabel("ROUGE-1 F x 100 (ROUGE-1.5.5 95 % interval)")
+    left.legend(fontsize="x-small", loc="best", framealpha=0.9)
+    for i, p in enumerate(pairs):
+        color = "C2" if p["holds"] == 1 else "C7"
+        right.errorbar(
+            p["diff"],
+            i,
+            xerr=[[p["diff"] - p["low"]], [p["high"] - p["diff"]]],
+            fmt="o",
+            color=color,
+        )
+    right.axvline(0.0, color="black", linewidth=0.8)
+    right.set_yticks(range(len(pairs)))
+    right.set_yticklabels([f"{p['a']} > {p['b']}" for p in pairs], fontsize="x-small")
+    right.set_xlabel("difference in ROUGE-1 F (paired bootstrap, 95 %)")
+    right.set_title("orderings (green: holds)", fontsize="small")
+    left.set_title("each seed against the baselines' intervals", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------------------------------
+# The whole report
+
+
+def gather(work: Work) -> dict:
+    """Every figure of the page (report.json, less the per-document scores)."""
+    baselines = baseline_figures(work)
+    ctx = {
+        "trigram": baselines["trigram"]["valid_perplexity"],
+        "fixed_r1": baselines["fixed"]["rouge"]["1"],
+        "fixed_scores": work.scores(_get(work.results, "baselines", "fixed", "decode_dir")),
+    }
+    systems = {
+        name: system_figures(work, name, runs, ctx)
+        for name, runs in systems_of(work.results).items()
+    }
+    pairs, left_out = orderings(systems)
+    runs = {n: r for n, r in (work.results.get("runs") or {}).items() if isinstance(r, dict)}
+    return {
+        "source": {
+            "results": os.path.abspath(work.results_path),
+            "command": _get(work.results, "meta", "command"),
+        },
+        "systems": systems,
+        "baselines": baselines,
+        "orderings": pairs,
+        "left_out_of_orderings": left_out,
+        "pointer_generator": pointer_generator_figures(work, runs),
+        "presets": preset_figures(runs),
+    }
+
+
+def write(work_dir: str, out: str) -> dict:
+    """Write report.md (`out`), report.json and the pictures; returns the figures."""
+    work = Work(work_dir)
+    figures = gather(work)
+    folder = owned_files.make_dir(os.path.dirname(os.path.abspath(out)))
+    runs = {n: r for n, r in (work.results.get("runs") or {}).items() if isinstance(r, dict)}
+    why = "matplotlib is not installed" if _plt() is None else "nothing to draw yet"
+    pictures = {
+        "learning_curves": draw_learning_curves(
+            runs,
+            figures["baselines"]["trigram"]["valid_perplexity"],
+            os.path.join(folder, "learning_curves.png"),
+        ),
+        "orderings": draw_orderings(figures, os.path.join(folder, "orderings.png")),
+        "learning_curves_why": why,
+        "orderings_why": why,
+    }
+    command = REPORT_COMMAND.format(work_dir, out)
+    text = Page(work, figures, command, pictures).text()
+    owned_files.replace_file(out, text)
+    figures["source"]["report_command"] = command
+    figures["pictures"] = {k: v for k, v in pictures.items() if v and not k.endswith("_why")}
+    for s in figures["systems"].values():
+        del s["_scores"]
+    stem = os.path.splitext(out)[0]
+    owned_files.replace_file(stem + ".json", json.dumps(figures, indent=1, sort_keys=True) + "\n")
+    return figures
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.families.real_text_report",
+        description="The families' real-text results page from a work folder's results.json.",
+    )
+    p.add_argument(
+        "--work_dir",
+        required=True,
+        help="the folder experiments.families.real_text writes (its results.json)",
+    )
+    p.add_argument("--out", default="experiments/results/families_real/report.md")
+    return p
+
+
+@exit_codes.command
+def main(argv: list[str] | None = None) -> int:
+    args = build_arg_parser().parse_args(argv)
+    figures = write(args.work_dir, args.out)
+    print(f"wrote {args.out}, report.json and {len(figures['pictures'])} pictures beside it")
+    return exit_codes.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

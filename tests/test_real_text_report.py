@@ -1,0 +1,353 @@
+"""The real-text results page (experiments/families/real_text_report.py) on a constructed
+work folder: results.json in the driver's schema, decode folders with per-document ROUGE.
+One system beats the best fixed summary and its shuffled decode, one does not, one run
+is unfinished; the checks, the paired verdicts and report.json are compared with hand
+computations."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from experiments.families import real_text_report as rtr
+from pointer_generator import exit_codes
+
+N = 40  # test documents
+ALT = np.array([1.0 if i % 2 == 0 else -1.0 for i in range(N)])  # sums to 0
+FIXED = 0.15 + 0.05 * (np.arange(N) % 5) / 4
+ABS_S0 = 0.40 + 0.10 * (np.arange(N) % 3) / 2
+ABS_S1 = ABS_S0 - 0.02
+ABS_PLUS = ABS_S0 + 0.03 + 0.01 * ALT
+PG = (ABS_S0 + ABS_S1) / 2 + 0.10 * ALT  # no better, no worse than ABS on average
+RAS_S0 = FIXED + 0.10 * ALT  # the fixed summary's mean: no better
+
+
+def _decode(root, name, f1, summaries=None):
+    """A decode folder: per-document ROUGE (F = f1, R = P = F), summaries, references."""
+    d = root / "decodes" / name
+    for sub in ("decoded", "reference"):
+        (d / sub).mkdir(parents=True)
+    docs = {}
+    for i, f in enumerate(f1):
+        docs[f"{i:06d}"] = {k: [f, f, f] for k in ("1", "2", "l")}
+        text = summaries[i] if summaries else f"{name} says {i}"
+        (d / "decoded" / f"{i:06d}_decoded.txt").write_text(text + "\n")
+        (d / "reference" / f"{i:06d}_reference.txt").write_text(f"reference {i}\n")
+    (d / rtr.PER_DOCUMENT).write_text(json.dumps(docs))
+    return f"decodes/{name}"  # relative to the work folder, as the driver may write it
+
+
+def _rouge(r1):
+    return {"1": r1, "2": [r1[0] / 3, r1[1] / 3, r1[2] / 3], "l": [r1[0] - 2, r1[1] - 2, r1[2] - 2]}
+
+
+def _run(system, label, family, seed, ppl, gap, decode=None, shuffled=None, curve=None):
+    run = {
+        "system": system,
+        "label": label,
+        "family": family,
+        "seed": seed,
+        "preset": False,
+        "flags": ["--family=" + family],
+        "train": {
+            "steps": 400,
+            "best_step": 300,
+            "epochs": 4,
+            "seconds": 100.0,
+            "stopped": "early stop",
+            "valid_curve": curve or [[100, 120.0], [200, 80.0], [300, ppl], [400, ppl + 1]],
+            "train_curve": [[100, 5.0], [400, 4.0]],
+        },
+        "valid_perplexity": ppl,
+        "gap": {"loss": 4.0, "loss_other_articles": 4.0 + gap, "input_gap": gap},
+    }
+    if decode:
+        run["decode"] = decode
+    if shuffled:
+        run["shuffled"] = shuffled
+    return run
+
+
+def _work(tmp_path):
+    """The fixture work folder; returns its results."""
+    t = tmp_path
+    fixed_dir = _decode(t, "fixed", FIXED, ["the in to of a on"] * N)
+    fixed_r = _rouge([15.0, 14.0, 16.0])
+    shuffled_r = _rouge([12.0, 11.0, 13.0])
+    runs = {}
+    for seed, scores, r1, ppl, gap, share in (
+        (0, ABS_S0, [40.0, 38.0, 42.0], 60.0, 0.30, 0.95),
+        (1, ABS_S1, [38.0, 36.0, 40.0], 62.0, 0.25, 0.90),
+    ):
+        runs[f"abs_attention_s{seed}"] = _run(
+            "abs_attention", "ABS (attention encoder)", "abs", seed, ppl, gap,
+            {"decode_dir": _decode(t, f"abs{seed}", scores), "rouge": _rouge(r1),
+             "distinct_share": share, "repeated_trigrams": {}},
+            {"decode_dir": _decode(t, f"abs{seed}_shuffled", FIXED), "rouge": shuffled_r,
+             "distinct_share": 0.9},
+        )  # fmt: skip
+    runs["ras_elman_s0"] = _run(
+        "ras_elman", "RAS-Elman", "ras_elman", 0, 80.0, 0.20,
+        {"decode_dir": _decode(t, "ras0", RAS_S0), "rouge": _rouge([15.5, 14.0, 17.0]),
+         "distinct_share": 0.85},
+        {"decode_dir": _decode(t, "ras0_shuffled", RAS_S0), "rouge": _rouge([15.5, 14.0, 17.0]),
+         "distinct_share": 0.85},
+    )  # fmt: skip
+    # Unfinished: still training, a partial curve and nothing else; its fields in a
+    # "record", as the driver keeps them.
+    runs["ras_elman_s1"] = {
+        "record": {
+            "system": "ras_elman",
+            "label": "RAS-Elman",
+            "family": "ras_elman",
+            "seed": 1,
+            "preset": False,
+            "flags": [],
+        },
+        "train": {"valid_curve": [[100, 130.0]]},
+    }
+    # One seed, the same summary for every input (distinct share from its files: 1/N).
+    runs["abs_bow_s0"] = _run(
+        "abs_bow", "ABS (bag-of-words encoder)", "abs", 0, 70.0, 0.01,
+        {"decode_dir": _decode(t, "bow0", FIXED, ["the man said"] * N),
+         "rouge": _rouge([16.0, 15.0, 17.0])},
+        {"decode_dir": _decode(t, "bow0_shuffled", FIXED), "rouge": _rouge([16.0, 15.0, 17.0])},
+    )  # fmt: skip
+    pg = _run(
+        "pointer_generator", "pointer-generator", "pointer_generator", 0, 50.0, 0.5,
+        {"decode_dir": _decode(t, "pg0", PG), "rouge": _rouge([39.0, 37.0, 41.0]),
+         "distinct_share": 1.0, "repeated_trigrams": {"summaries": N, "with_trigrams": N,
+                                                      "mean_share": 0.25,
+                                                      "any_repeat_share": 0.5}},
+        {"decode_dir": _decode(t, "pg0_shuffled", FIXED), "rouge": shuffled_r},
+    )  # fmt: skip
+    # Coverage: no repeated_trigrams given, so the page counts them in the summaries.
+    cov = ["a b c a b c"] * (N // 2) + [f"x y z {i}" for i in range(N // 2)]
+    pg["coverage"] = {"decode_dir": _decode(t, "pg0_cov", PG + 0.01, cov),
+                      "rouge": _rouge([40.0, 38.0, 42.0])}  # fmt: skip
+    runs["pointer_generator_s0"] = pg
+    # A preset under its own system name: compared with its family's first fitted system.
+    preset = _run("abs_paper", "ABS, paper preset", "abs", 0, 150.0, 0.0)
+    preset.update(preset=True, flags=["--flagfile=abs_paper.flags"])
+    preset["train"]["steps"] = 150  # as near to step 100 as to 200: the earlier wins
+    del preset["gap"]
+    runs["abs_paper_s0"] = preset
+    results = {
+        "meta": {"cpu": "2-core test CPU", "started": "2025-01-01T00:00:00",
+                 "finished": None, "command": "python -m experiments.families.real_text "
+                 "--work_dir W", "seconds": 6600.0, "budget": "2.5 h"},
+        "data": {"stories": 9490, "pairs": {"train": 26000, "valid": 3300, "test": 3200},
+                 "dropped": {"filter": 120}, "min_count": 5, "vocab_words": 12000,
+                 "test_ceiling": {"reference_tokens": 40000, "share_in_vocab": 0.91,
+                                  "share_in_vocab_or_source": 0.97}},
+        "baselines": {
+            "ngram": {
+                "trigram": {"valid_perplexity": 73.3, "test_perplexity": 74.0,
+                            "held_out_perplexity": 72.0,
+                            "weights": {"p3": 0.2, "p2": 0.5, "p1": 0.29, "uniform": 0.01}},
+                "bigram": {"valid_perplexity": 75.3, "test_perplexity": 76.0,
+                           "weights": {"p2": 0.6, "p1": 0.39, "uniform": 0.01}},
+                "how_chosen": "grid search",
+            },
+            "fixed": {"decode_dir": fixed_dir, "text": "the in to of a on", "rouge": fixed_r},
+            "lead": {"decode_dir": _decode(t, "lead", FIXED + 0.05), "k": 12,
+                     "rouge": _rouge([20.0, 19.0, 21.0])},
+            "prefix": {"decode_dir": _decode(t, "prefix", FIXED), "rouge": fixed_r},
+        },
+        "runs": runs,
+        "abs_plus": {
+            "base_run": "abs_attention_s0",
+            "weights": {"lm": 1.0, "uni": 0.8, "bi": 0.1, "tri": 0.0, "ooo": 0.0, "length": 0.5},
+            "decode": {"decode_dir": _decode(t, "abs_plus", ABS_PLUS),
+                       "rouge": _rouge([43.0, 41.0, 45.0]), "distinct_share": 0.97},
+            "shuffled": {"decode_dir": _decode(t, "abs_plus_shuffled", FIXED),
+                         "rouge": shuffled_r},
+        },
+    }  # fmt: skip
+    (t / "results.json").write_text(json.dumps(results))
+    return results
+
+
+def _section(text, heading):
+    """The page's section `## heading...` up to the next section."""
+    return text.split("\n## " + heading, 1)[1].split("\n## ", 1)[0]
+
+
+def _cells(text, first_cell):
+    """The cells of the (first) table row that starts with `first_cell`."""
+    for line in text.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            return [c.strip() for c in line.strip().strip("|").split("|")]
+    raise AssertionError(f"no row {first_cell!r} in the page")
+
+
+def test_the_page_and_its_figures(tmp_path):
+    _work(tmp_path)
+    out = tmp_path / "page" / "report.md"
+    assert rtr.main(["--work_dir", str(tmp_path), "--out", str(out)]) == exit_codes.OK
+    text = out.read_text()
+    fig = json.loads((tmp_path / "page" / "report.json").read_text())
+
+    # 1. the task, the ceiling, the CPU, time and command
+    assert "26,000 training / 3,300 validation / 3,200 test pairs" in text
+    assert "91.0 % are vocabulary words" in text and "97.0 % are vocabulary words or" in text
+    assert "2-core test CPU" in text and "**not finished yet**" in text
+    assert "1 h 50 min" in text and "python -m experiments.families.real_text --work_dir W" in text
+    assert "*Source: `results.json`" in text
+
+    # 2. perplexity: mean of the seeds, each seed, the n-gram rows, the pointer note
+    abs_fig = fig["systems"]["abs_attention"]
+    assert abs_fig["valid_perplexity"] == [61.0, [60.0, 62.0]]
+    assert _cells(text, "**ABS (attention encoder)**")[:4] == [
+        "**ABS (attention encoder)**", "mean", "61.00 (seeds 60.00 to 62.00)", "-12.30"
+    ]  # fmt: skip
+    assert _cells(text, "**RAS-Elman**")[2] == "80.00 (1 of 2 seeds; the rest not run yet)"
+    assert _cells(text, "`ras_elman_s1`")[2:] == [rtr.NOT_RUN] * 4
+    assert _cells(text, "trigram model of the training highlights (input-blind)")[2] == "73.30"
+    assert rtr.PG_NOTE in text
+
+    # 3. ROUGE rows: the paired verdicts against the fixed summary and the shuffled decode
+    rouge = _section(text, "ROUGE")
+    row = _cells(rouge, "`abs_attention_s0`")
+    assert row[2] == "40.00 [38.00, 42.00]" and row[-2].endswith(" holds")
+    assert row[-1].endswith(" holds")
+    row = _cells(rouge, "`ras_elman_s0`")
+    assert row[-2].endswith("does not hold") and row[-1].endswith("does not hold")
+    assert _cells(rouge, "`ras_elman_s1`")[2] == rtr.NOT_RUN  # unfinished
+    assert _cells(text, 'best fixed summary "the in to of a on"')[2] == "15.00 [14.00, 16.00]"
+    assert _cells(rouge, "ABS+ (tuned features on `abs_attention_s0`) (`abs_plus`)")[7] == (
+        "n/a (its ABS model's)"
+    )
+    assert _cells(rouge, "lead-k (k = 12)")[-2].endswith(" holds")
+
+    # report.json against hand computations (F x 100)
+    avg = (ABS_S0 + ABS_S1) / 2
+    assert abs_fig["vs_fixed"]["diff"] == pytest.approx(100 * (avg - FIXED).mean())
+    assert abs_fig["vs_fixed"]["holds"] == 1
+    assert abs_fig["per_seed"][1]["vs_shuffled"]["diff"] == pytest.approx(
+        100 * (ABS_S1 - FIXED).mean()
+    )
+    assert abs_fig["rouge"]["1"] == [[40.0, 38.0, 42.0], [38.0, 36.0, 40.0]]
+    assert abs_fig["shuffled_rouge1"] == [[12.0, 11.0, 13.0]] * 2
+    assert abs_fig["distinct_share"][0] == pytest.approx(0.925)
+    assert abs_fig["input_gap"][0] == pytest.approx(0.275)
+    ras = fig["systems"]["ras_elman"]
+    assert ras["per_seed"][0]["vs_fixed"]["holds"] == 0
+    assert ras["valid_perplexity"] == [80.0, [80.0, None]]
+    assert fig["systems"]["abs_bow"]["distinct_share"][0] == pytest.approx(1 / N)
+    assert fig["baselines"]["fixed"]["distinct_share"] == pytest.approx(1 / N)
+    assert fig["baselines"]["lead"]["k"] == 12
+    assert fig["baselines"]["trigram"]["valid_perplexity"] == 73.3
+
+    # 4. the checks: every seed must pass
+    checked = _section(text, "What each family")
+    checks = dict(
+        zip([c for c, _ in rtr.CHECKS], _cells(checked, "ABS (attention encoder)")[1:], strict=True)
+    )
+    assert all(checks[k].startswith("✓ 2 of 2 seeds") for k in checks if k != "abs_plus")
+    assert checks["abs_plus"] == "n/a"
+    checks = dict(zip([c for c, _ in rtr.CHECKS], _cells(checked, "RAS-Elman")[1:], strict=True))
+    assert checks["perplexity"].startswith("✗ 0 of 2 seeds: seed 0: 80.00 vs 73.30")
+    assert checks["input_gap"].startswith(f"{rtr.NOT_RUN}: 1 of 2 seeds pass, 1 not run yet")
+    assert checks["rouge"].startswith("✗ 0 of 2 seeds")
+    assert checks["distinct"].startswith(f"{rtr.NOT_RUN}: 1 of 2")
+    bow = fig["systems"]["abs_bow"]["checks"]
+    assert bow["input_gap"]["passed"] is False and bow["distinct"]["passed"] is False
+    assert bow["perplexity"]["passed"] is True and bow["rouge"]["passed"] is False
+    plus = fig["systems"]["abs_plus"]
+    assert plus["checks"]["abs_plus"]["passed"] is True
+    assert plus["checks"]["rouge"]["mark"] == "✓ 1 of 1 seeds"
+    assert "perplexity" not in plus["checks"]
+    assert plus["per_seed"][0]["vs_base"]["diff"] == pytest.approx(3.0)
+
+    # 5. orderings: the seed-averaged documents, the higher system first
+    pairs = {(p["a"], p["b"]): p for p in fig["orderings"]}
+    assert {frozenset(k) for k in pairs} == {
+        frozenset(k)
+        for k in (
+            ("abs_plus", "abs_attention"),
+            ("abs_plus", "pointer_generator"),
+            ("abs_attention", "ras_elman"),
+            ("abs_plus", "ras_elman"),
+            ("pointer_generator", "ras_elman"),
+            ("abs_attention", "pointer_generator"),
+        )
+    }
+    p = pairs[("abs_plus", "abs_attention")]
+    assert p["diff"] == pytest.approx(100 * (ABS_PLUS - avg).mean()) and p["holds"] == 1
+    # ras_elman's unfinished seed has no documents: its average is seed 0's
+    p = pairs[("abs_attention", "ras_elman")]
+    assert p["diff"] == pytest.approx(100 * (avg - RAS_S0).mean()) and p["holds"] == 1
+    pg = [q for q in fig["orderings"] if {q["a"], q["b"]} == {"abs_attention", "pointer_generator"}]
+    assert pg[0]["holds"] == 0 and pg[0]["diff"] == pytest.approx(0.0, abs=1e-9)
+    assert "does not hold (interval contains 0)" in text
+    assert fig["left_out_of_orderings"] == [
+        {"system": "abs_bow", "reason": f"distinct share {1 / N:.2f} < 0.5"}
+    ]
+    assert "No ordering for ABS (bag-of-words encoder): distinct share 0.03 < 0.5." in text
+
+    # 6. the pointer-generator's repeated trigrams: given, and counted in the summaries
+    cov = fig["pointer_generator"]["pointer_generator_s0"]
+    assert cov["without coverage"]["repeated_trigrams"]["mean_share"] == 0.25
+    # "a b c a b c": 4 trigrams, 1 repeats (abc); "x y z i": 2, none
+    counted = cov["with coverage"]["repeated_trigrams"]
+    assert counted["mean_share"] == pytest.approx(0.125)
+    assert counted["any_repeat_share"] == pytest.approx(0.5)
+    assert cov["paired"]["diff"] == pytest.approx(1.0)
+    assert _cells(_section(text, "The pointer"), "`pointer_generator_s0`")[1:4] == [
+        "without coverage",
+        "25.0 %",
+        "50.0 %",
+    ]
+
+    # 7. the preset beside the fitted recipe at the nearest step
+    (preset,) = fig["presets"]
+    assert preset["fitted_system"] == "abs_attention"
+    assert preset["fitted"] == [
+        {"run": "abs_attention_s0", "step": 100, "valid_perplexity": 120.0},
+        {"run": "abs_attention_s1", "step": 100, "valid_perplexity": 120.0},
+    ]
+    assert "`abs_attention_s0` 120.00 at step 100" in text
+
+    # 8. the pictures
+    if importlib.util.find_spec("matplotlib") is not None:
+        for name in ("learning_curves.png", "orderings.png"):
+            assert (tmp_path / "page" / name).stat().st_size > 0
+            assert f"]({name})" in text
+    else:
+        assert "matplotlib is not installed" in text
+
+
+def test_a_work_folder_just_started(tmp_path):
+    """Most fields missing: every cell says "not run yet", nothing crashes."""
+    results = {
+        "meta": {"command": "python -m experiments.families.real_text --work_dir W"},
+        "runs": {"abs_attention_s0": {"system": "abs_attention", "seed": 0}, "x": None},
+        "baselines": {"fixed": {"summary": "the in to of a on"}},  # fixed.json's own key
+    }
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    out = tmp_path / "report.md"
+    fig = rtr.write(str(tmp_path), str(out))
+    text = out.read_text()
+    assert "not run yet" in text and "ABS+: not run yet." in text
+    assert 'best fixed summary "the in to of a on" | – | not run yet' in text
+    assert fig["systems"]["abs_attention"]["checks"]["perplexity"]["passed"] is None
+    assert fig["orderings"] == []
+    assert not (tmp_path / "orderings.png").exists()
+
+
+def test_without_matplotlib_the_page_says_so(tmp_path, monkeypatch):
+    _work(tmp_path)
+    monkeypatch.setattr(rtr, "_plt", lambda: None)
+    out = tmp_path / "page" / "report.md"
+    fig = rtr.write(str(tmp_path), str(out))
+    assert out.read_text().count("*No picture: matplotlib is not installed.*") == 2
+    assert fig["pictures"] == {} and not (tmp_path / "page" / "orderings.png").exists()
+
+
+def test_no_results_json(tmp_path, capsys):
+    assert rtr.main(["--work_dir", str(tmp_path), "--out", str(tmp_path / "r.md")]) == 2
+    assert "results.json does not exist" in capsys.readouterr().err
