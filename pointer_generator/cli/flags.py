@@ -373,6 +373,13 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         flag_values=fv,
     )
     flags.DEFINE_boolean(
+        "rouge_per_document",
+        False,
+        "decode --single_pass: also write every summary's ROUGE-1, -2 and -L (recall, "
+        "precision, F) to <decode dir>/rouge_per_document.json, for paired comparisons.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
         "tokens",
         False,
         "summarize: print the model's lower-cased PTB tokens instead of readable text.",

@@ -97,6 +97,7 @@ _GROUPS = {
         "log_every_n_steps",
         "attention_pages",
         "readable_summaries",
+        "rouge_per_document",
         "tokens",
     ),
 }

@@ -1,8 +1,9 @@
 """Decode mode: batched beam search over the model (spec sections 1.8, 5 and 6).
 
 * single_pass: every example of `data_path` once, in file order, with a fixed checkpoint;
-  writes `reference/` and `decoded/` files, attention pages, then ROUGE_results.txt. An
-  interrupted run resumes after the last complete example.
+  writes `reference/` and `decoded/` files, attention pages, then ROUGE_results.txt (and
+  with `--rouge_per_document` rouge_per_document.json). An interrupted run resumes after
+  the last complete example.
 * otherwise: the original's endless "concurrent" decoding of random examples, logging
   article / reference / summary, writing `decode/attn_vis_data.json` and an attention
   page, and reloading the newest checkpoint every 60 s.
@@ -22,7 +23,7 @@ from pointer_generator.data.vocab import (
     Vocab,
 )
 from pointer_generator.decoding import attention_html, folder, inputs_record, shards
-from pointer_generator.decoding.config import DecodeConfig
+from pointer_generator.decoding.config import DecodeConfig, write_per_document
 from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.runtime import experiment_settings, interrupts, locks, owned_files
@@ -75,6 +76,7 @@ def decode_single_pass(
     run_rouge: bool = True,
     readable: bool = False,
     number=None,
+    rouge_per_document: bool = False,
 ) -> str | None:
     """Decode every example of `dataset` once into `decode_dir` and score it with ROUGE.
 
@@ -82,6 +84,7 @@ def decode_single_pass(
     for the first `attention_pages` examples, and with `readable` each summary as text.
     Returns the ROUGE_results.txt text (or None). `number` maps an example's index here
     to the one its attention page shows (a shard's examples, `shards.py`).
+    `rouge_per_document`: also write rouge_per_document.json (`score`).
     """
     vocab = decoder.vocab
     done = folder.count_complete(decode_dir)
@@ -127,7 +130,7 @@ def decode_single_pass(
         attention_html.write_index(pages_dir)
     if not run_rouge:
         return None
-    return score(decode_dir)
+    return score(decode_dir, per_document=rouge_per_document)
 
 
 # A decode of at least this many articles in which no more than this share of the
@@ -157,9 +160,11 @@ def repeated_summaries(decode_dir: str) -> str | None:
     )
 
 
-def score(decode_dir: str) -> str | None:
+def score(decode_dir: str, per_document: bool = False) -> str | None:
     """ROUGE of a decode folder (written to ROUGE_results.txt); None when the references
-    are empty (data made without abstracts). Warns first when most summaries repeat."""
+    are empty (data made without abstracts). Warns first when most summaries repeat.
+    `per_document`: also every summary's ROUGE-1, -2, -L in rouge_per_document.json
+    (`config.write_per_document`; the averages are unchanged)."""
     from pointer_generator.evaluation import rouge
 
     warning = repeated_summaries(decode_dir)
@@ -182,8 +187,13 @@ def score(decode_dir: str) -> str | None:
     results = rouge.rouge_eval(
         os.path.join(decode_dir, folder.REFERENCE_SUBDIR),
         os.path.join(decode_dir, folder.DECODED_SUBDIR),
+        per_document=per_document,
     )
-    return rouge.rouge_log(results, decode_dir)
+    text = rouge.rouge_log(results, decode_dir)
+    if per_document:
+        path = write_per_document(results, decode_dir)
+        log.info("Wrote per-document ROUGE scores to %s", path)
+    return text
 
 
 def _drop_partial_last_line(path: str) -> None:
@@ -311,6 +321,7 @@ def run_decode_mode(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
                         total=count_examples(cfg.data_path),
                         attention_pages=cfg.attention_pages,
                         readable=cfg.readable_summaries,
+                        rouge_per_document=cfg.rouge_per_document,
                     )
             finally:
                 locks.release(decode_dir)
@@ -410,7 +421,7 @@ def _decode_shard(
             if os.path.isdir(pages):
                 attention_html.write_index(pages)
             print(f"Merged {n} shards: {merged} examples in {decode_dir}", flush=True)
-            text = score(decode_dir)
+            text = score(decode_dir, per_document=cfg.rouge_per_document)
             if text:
                 print(text.lstrip("\n"), end="", flush=True)
     finally:
