@@ -1,0 +1,770 @@
+"""The families on real text: one command rebuilds the page from nothing (issue 44).
+
+    python -m experiments.families.real_text --work_dir /tmp/families_real \\
+        [--out experiments/results/families_real/report.md] [--jobs 2] [--only RUN,...]
+
+Stages, each skipped when its output exists, so the same command continues an interrupted
+run from where it stopped (training resumes from its newest checkpoint):
+
+1. `data_tools.highlight_pairs` on the shared CNN/DM sample -> `<work>/data` (every
+   highlight paired with its best-overlapping article sentence, ~33K pairs split by story);
+   a copy of the test split whose articles are shuffled (a fixed derangement:
+   `<work>/data/shuffled/test.bin`);
+2. the input-blind baselines (`experiments.families.baselines`: n-gram perplexity of the
+   training titles, the best fixed summary and lead-k chosen on validation) and PREFIX;
+3. every run of RUNS, `--jobs` at a time: training with early stopping on validation
+   perplexity, the best epoch restored, its validation perplexity, the test input gap,
+   single-pass decoding of the test split and of its shuffled copy (one search for every
+   family: SEARCH), ROUGE-1.5.5 with per-document scores; the pointer-generator runs
+   then train a coverage phase and decode again;
+4. ABS+ (MERT of the feature weights on validation pairs with the first ABS-attention run);
+5. the page: `experiments.families.real_text_report`.
+
+Every stage prints a line when it starts and ends; a training prints, every
+PROGRESS_SECS, the run, its epoch, step, loss and the ETA of the run and of all runs.
+Everything is written under --work_dir except the page (--out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import glob
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from pointer_generator import exit_codes
+from pointer_generator.cli import arg_types
+from pointer_generator.errors import DataError
+from pointer_generator.runtime import child_processes, json_files, owned_files
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SHARED = os.path.join(
+    os.environ.get(
+        "POINTER_GENERATOR_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data")
+    ),
+    "cnndm_sample.jsonl.gz",
+)
+DEFAULT_OUT = os.path.join(REPO, "experiments", "results", "families_real", "report.md")
+PROGRESS_SECS = 60.0
+RUNNER = [sys.executable, "-m", "pointer_generator.cli.run_summarization"]
+
+# Lengths the data needs: 99 % of the sources have <= 57 tokens, 99 % of the titles <= 26
+# (so 30 decoder steps hold a title and its [STOP]).
+LENGTHS = ["--max_enc_steps=60", "--max_dec_steps=30"]
+BATCH = 64
+# Validation (and so early stopping and the best model kept) every half pass over the
+# training pairs.
+VALIDATE_EVERY = 207
+# What every run trains with: batches of 64, XLA (1.7x on RAS's recurrence on this CPU),
+# early stopping after a whole pass (two validations) without improvement.
+TRAIN_COMMON = [*LENGTHS, f"--batch_size={BATCH}", "--xla=1", "--log_every_n_steps=50",
+                "--save_checkpoint_secs=300", f"--epoch_steps={VALIDATE_EVERY}",
+                "--early_stop_epochs=2"]  # fmt: skip
+# The papers' presets train this many steps (validated every PRESET_VALIDATE).
+PRESET_STEPS, PRESET_VALIDATE = 200, 100
+# One search for every family and every claim: beam 5, stop at [STOP], [UNK] blocked (the
+# references keep their rare words: [UNK] never matches; the pointer-generator copies them).
+SEARCH = ["--mode=decode", "--single_pass=true", "--beam_size=5", "--block_unk=true",
+          "--min_dec_steps=0", "--decode_batch_size=32", "--attention_pages=0",
+          "--rouge_per_document=true", *LENGTHS]  # fmt: skip
+
+
+@dataclass
+class Run:
+    """One training run: a system (its recipe) with one seed."""
+
+    system: str
+    label: str
+    family: str
+    flags: list[str]
+    seed: int = 0
+    max_epochs: int = 4
+    preset: str = ""  # a paper preset's flag file: trained briefly, not decoded
+    preset_steps: int = 0
+    coverage_steps: int = 0  # the pointer-generator's coverage phase
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.system}_s{self.seed}"
+
+
+ADAGRAD = ["--optimizer=adagrad", "--lr=0.15"]
+ABS = ["--model=abs", "--pointer_gen=false", "--emb_dim=64", "--hidden_dim=200", *ADAGRAD]
+RAS = ["--pointer_gen=false", "--hidden_dim=128", "--max_positions=60", *ADAGRAD,
+       "--max_grad_norm=2"]  # fmt: skip
+PG = ["--model=pointer_generator", "--hidden_dim=128", "--emb_dim=64", *ADAGRAD]
+
+
+def runs() -> list[Run]:
+    """Every run of the page, in the order they are started: one seed of every system
+    first (an interrupted page has each system once), then the second seeds, then the
+    papers' presets."""
+    main = [
+        Run("abs_attention", "ABS (attention encoder)", "abs",
+            [*ABS, "--abs_encoder=attention"]),
+        Run("ras_elman", "RAS-Elman", "ras_elman", ["--model=ras_elman", *RAS]),
+        Run("ras_lstm", "RAS-LSTM", "ras_lstm", ["--model=ras_lstm", *RAS]),
+        Run("pointer_generator", "Pointer-generator", "pointer_generator", PG,
+            coverage_steps=200),
+    ]  # fmt: skip
+    others = [
+        Run("abs_bow", "ABS (bag-of-words encoder)", "abs", [*ABS, "--abs_encoder=bow"],
+            max_epochs=3),
+        # The convolutional encoder's own default rate (docs/families.md: 0.15 saturates it).
+        Run("abs_conv", "ABS (convolutional encoder)", "abs",
+            [*ABS, "--abs_encoder=conv", "--lr=0.02"], max_epochs=3),
+    ]  # fmt: skip
+    out = [*main, *others, *(dataclasses.replace(r, seed=1) for r in main)]
+    for preset, family, label in (
+        ("abs_paper", "abs", "ABS, paper preset"),
+        ("ras_elman_paper", "ras_elman", "RAS-Elman, paper preset"),
+        ("ras_lstm_paper", "ras_lstm", "RAS-LSTM, paper preset"),
+    ):
+        out.append(Run(preset, label, family, [], preset=preset, preset_steps=PRESET_STEPS))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Processes and files
+
+
+class Failed(Exception):
+    """A stage's command failed: its log says why."""
+
+
+# The children of every job thread: the main thread's `Children` block stops and reaps
+# them all when the command is stopped (SIGTERM, Ctrl-C) or fails.
+CHILDREN: list = []
+
+
+def run_logged(cmd: list[str], log_path: str, watch=None) -> None:
+    """Run `cmd` with its output appended to `log_path`; `watch(log_path)` is called every
+    few seconds while it runs (the progress lines)."""
+    with owned_files.open_in_place(log_path, "a") as log:
+        log.write(f"$ {' '.join(cmd)}\n")
+        log.flush()
+        if CHILDREN:
+            proc = CHILDREN[-1].start(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            while proc.poll() is None:
+                time.sleep(2.0)
+                if watch is not None:
+                    watch(log_path)
+        else:
+            proc = child_processes.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    if proc.returncode:
+        raise Failed(f"{os.path.basename(log_path)}: status {proc.returncode}; see {log_path}")
+
+
+def load_json(path: str):
+    with open(path, encoding="utf-8") as f:
+        return json_files.load(f)
+
+
+class Results:
+    """`<work>/results.json`, replaced whole on every change (a Ctrl-C mid-write must not
+    break the next run's resume); shared by the job threads."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lock = threading.Lock()
+        self.data = load_json(path) if os.path.exists(path) else {}
+        if not isinstance(self.data, dict):
+            raise DataError(f"{path}: not a results object; remove it to start again")
+
+    def get(self, *keys):
+        with self.lock:
+            d = self.data
+            for k in keys:
+                if not isinstance(d, dict) or k not in d:
+                    return None
+                d = d[k]
+            return d
+
+    def set(self, keys: tuple, value) -> None:
+        with self.lock:
+            d = self.data
+            for k in keys[:-1]:
+                d = d.setdefault(k, {})
+            d[keys[-1]] = value
+            owned_files.replace_file(self.path, json.dumps(self.data, indent=1, sort_keys=True))
+
+
+# ---------------------------------------------------------------------------------------
+# Data and baselines
+
+
+def build_data(work: str, source: str) -> dict:
+    data = os.path.join(work, "data")
+    finished = os.path.join(data, "finished")
+    if not os.path.exists(os.path.join(finished, "ceiling.json")):
+        print("data: building the highlight pairs", flush=True)
+        run_logged([sys.executable, "-m", "data_tools.highlight_pairs", f"--input={source}",
+                    f"--out_dir={data}"], os.path.join(work, "logs", "data.log"))  # fmt: skip
+    shuffled = os.path.join(data, "shuffled", "test.bin")
+    if not os.path.exists(shuffled):
+        write_shuffled(os.path.join(finished, "test.bin"), shuffled)
+    return load_json(os.path.join(finished, "ceiling.json"))
+
+
+def derangement(n: int, seed: int = 0) -> list[int]:
+    """A fixed permutation of range(n) that moves every index (Sattolo's shuffle: one
+    cycle through all n), so no example keeps its own article."""
+    order = list(range(n))
+    rng = random.Random(seed)
+    for i in range(n - 1, 0, -1):
+        j = rng.randrange(i)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def write_shuffled(test_bin: str, out: str) -> None:
+    """The test split with every abstract paired with another example's article."""
+    from pointer_generator.data.binfile import read_records, write_bin
+
+    pairs = list(read_records(test_bin))
+    if len(pairs) < 2:
+        raise DataError(f"{test_bin}: fewer than 2 examples; nothing to shuffle")
+    order = derangement(len(pairs))
+    owned_files.make_dir(os.path.dirname(out))
+    write_bin(out, ((pairs[order[i]][0], pairs[i][1]) for i in range(len(pairs))))
+
+
+def baselines(work: str, results: Results) -> None:
+    out = os.path.join(work, "baselines")
+    finished = os.path.join(work, "data", "finished")
+    if results.get("baselines", "fixed", "rouge") is None:
+        print("baselines: n-gram perplexity, best fixed summary, lead-k", flush=True)
+        if not os.path.exists(os.path.join(out, "lead.json")):
+            run_logged([sys.executable, "-m", "experiments.families.baselines",
+                        f"--data_dir={os.path.join(work, 'data')}", f"--out_dir={out}",
+                        "--max_dec_steps=30", "--overwrite"],
+                       os.path.join(work, "logs", "baselines.log"))  # fmt: skip
+        results.set(("baselines", "ngram"), load_json(os.path.join(out, "ngram.json")))
+        fixed = load_json(os.path.join(out, "fixed.json"))
+        lead = load_json(os.path.join(out, "lead.json"))
+        for name, extra in (("fixed", fixed), ("lead", lead)):
+            d = os.path.join(out, name)
+            results.set(("baselines", name), {**extra, "decode_dir": d, "rouge": score(d)})
+    if results.get("baselines", "prefix", "rouge") is None:
+        d = os.path.join(work, "baselines", "prefix")
+        run_logged([sys.executable, "-m", "experiments.prefix",
+                    f"--data_path={os.path.join(finished, 'test.bin')}", f"--out_dir={d}",
+                    "--no_rouge", "--overwrite"],
+                   os.path.join(work, "logs", "prefix.log"))  # fmt: skip
+        results.set(("baselines", "prefix"), {"decode_dir": d, "rouge": score(d)})
+
+
+def score(decode_dir: str) -> dict:
+    """ROUGE-1.5.5 F (x100) with its 95 % interval, and the per-document scores written
+    beside (`rouge_per_document.json`) unless the decoder wrote them already."""
+    from pointer_generator.evaluation import rouge
+
+    results = rouge.rouge_eval(
+        os.path.join(decode_dir, "reference"),
+        os.path.join(decode_dir, "decoded"),
+        per_document=True,
+    )
+    per_doc = {
+        f"{i:06d}": {k: list(v) for k, v in scores.items() if k in ("1", "2", "l")}
+        for i, scores in results["per_document"].items()
+    }
+    owned_files.replace_file(
+        os.path.join(decode_dir, "rouge_per_document.json"), json.dumps(per_doc, sort_keys=True)
+    )
+    return rouge_triple(results)
+
+
+def rouge_triple(results: dict) -> dict:
+    return {
+        k: [100 * results[f"rouge_{k}_f_score{s}"] for s in ("", "_cb", "_ce")]
+        for k in ("1", "2", "l")
+    }
+
+
+def read_rouge_results(decode_dir: str) -> dict:
+    """The F scores and intervals of the decoder's own ROUGE_results.txt (x100)."""
+    out = {}
+    with open(os.path.join(decode_dir, "ROUGE_results.txt"), encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"rouge_(\w)_f_score: ([\d.]+) with confidence interval \(([\d.]+), "
+                         r"([\d.]+)\)", line)  # fmt: skip
+            if m:
+                out[m.group(1)] = [100 * float(m.group(i)) for i in (2, 3, 4)]
+    if set(out) != {"1", "2", "l"}:
+        raise Failed(f"{decode_dir}/ROUGE_results.txt: no ROUGE-1/2/L F scores")
+    return out
+
+
+def text_measures(decode_dir: str) -> dict:
+    from pointer_generator.evaluation import significance
+
+    decoded = os.path.join(decode_dir, "decoded")
+    summaries = []
+    for name in sorted(os.listdir(decoded)):
+        with open(os.path.join(decoded, name), encoding="utf-8") as f:
+            summaries.append(" ".join(f.read().split()))
+    return {
+        "summaries": len(summaries),
+        "distinct_share": significance.distinct_share(summaries),
+        "repeated_trigrams": significance.repeated_trigram_stats([s.split() for s in summaries]),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# A run
+
+
+class Progress:
+    """The progress lines of the training runs, and the ETA of all of them."""
+
+    def __init__(self, total_steps: int):
+        self.total = max(total_steps, 1)
+        self.done: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.t0 = time.time()
+        self.last: dict[str, float] = {}
+        self.start_steps = None
+
+    def planned(self, name: str, steps: int) -> None:
+        with self.lock:
+            self.done.setdefault(name, 0)
+
+    def watch(self, name: str, epoch_steps: int, max_steps: int):
+        def check(log_path: str) -> None:
+            now = time.time()
+            if now - self.last.get(name, 0.0) < PROGRESS_SECS:
+                return
+            self.last[name] = now
+            line = last_step_line(log_path)
+            if line is None:
+                return
+            step, loss, eta = line
+            with self.lock:
+                self.done[name] = step
+                done = sum(self.done.values())
+                elapsed = now - self.t0
+                rate = done / elapsed if elapsed > 0 else 0.0
+                left = max(self.total - done, 0)
+                all_eta = _hms(left / rate) if rate > 0 else "?"
+            print(
+                f"{name}: epoch {step / epoch_steps:.1f} of at most "
+                f"{max_steps / epoch_steps:.1f}, step {step}/{max_steps}, loss {loss}, "
+                f"ETA {eta} (this run, if it does not stop early), training of all runs "
+                f"~{all_eta}",
+                flush=True,
+            )
+
+        return check
+
+
+STEP_LINE = re.compile(r"step (\d+)/(\d+) \| loss ([\d.naif]+) .*ETA ([\d:]+)")
+
+
+def last_step_line(log_path: str):
+    """(step, loss, ETA) of the newest progress line of a training log, or None."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, os.path.getsize(log_path) - 20000))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        m = STEP_LINE.search(line)
+        if m:
+            return int(m.group(1)), m.group(3), m.group(4)
+    return None
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def experiment_flags(work: str, name: str) -> list[str]:
+    """The flags naming run `name`'s experiment and the task's vocabulary."""
+    vocab = os.path.join(work, "data", "finished", "vocab")
+    runs_dir = os.path.join(work, "runs")
+    return [f"--log_root={runs_dir}", f"--exp_name={name}", f"--vocab_path={vocab}",
+            "--vocab_size=0"]  # fmt: skip
+
+
+class Job:
+    """Train, measure and decode one run; every stage recorded in results.json."""
+
+    def __init__(self, run: Run, work: str, results: Results, progress: Progress):
+        self.run, self.work, self.results, self.progress = run, work, results, progress
+        self.finished = os.path.join(work, "data", "finished")
+        self.logs = os.path.join(work, "logs")
+
+    def key(self, *rest):
+        return ("runs", self.run.name, *rest)
+
+    def get(self, *rest):
+        return self.results.get(*self.key(*rest))
+
+    def set(self, rest: tuple, value) -> None:
+        self.results.set(self.key(*rest), value)
+
+    def base(self) -> list[str]:
+        return experiment_flags(self.work, self.run.name)
+
+    def log(self, what: str) -> str:
+        return os.path.join(self.logs, f"{self.run.name}.{what}.log")
+
+    def steps_per_epoch(self) -> int:
+        """Training's own count (`training.epochs.steps_per_epoch`) without TensorFlow."""
+        from pointer_generator.data.binfile import count_records
+
+        files = glob.glob(os.path.join(self.finished, "chunked", "train_*"))
+        return max(1, -(-sum(count_records(f) for f in files) // BATCH))
+
+    def train_flags(self) -> list[str]:
+        return [*self._train_flags(), *SMOKE["flags"]]
+
+    def _train_flags(self) -> list[str]:
+        r = self.run
+        if r.preset:
+            # The preset's own flags, at this task's lengths, validated every 100 steps.
+            return [f"--flagfile={os.path.join(HERE, r.preset + '.flags')}", *LENGTHS,
+                    "--xla=1", "--log_every_n_steps=50", f"--epoch_steps={PRESET_VALIDATE}",
+                    "--save_checkpoint_secs=300"]  # fmt: skip
+        return [*r.flags, *TRAIN_COMMON, f"--seed={r.seed}"]
+
+    def max_steps(self) -> int:
+        r = self.run
+        steps = r.preset_steps if r.preset else r.max_epochs * self.steps_per_epoch()
+        return min(steps, SMOKE["max_steps"] or steps)
+
+    def __call__(self) -> None:
+        r = self.run
+        if self.get("record") is None:
+            self.set(("record",), {"system": r.system, "label": r.label, "family": r.family,
+                                   "seed": r.seed, "preset": bool(r.preset),
+                                   "flags": self.train_flags()})  # fmt: skip
+        self.train()
+        if r.preset:
+            if self.get("valid_perplexity") is None:
+                v = self.eval_once(os.path.join(self.finished, "val.bin"), False, "valid")
+                self.set(("valid_perplexity",), v["perplexity"])
+            return
+        self.measure()
+        self.decode("decode", os.path.join(self.finished, "test.bin"))
+        self.decode("shuffled", os.path.join(self.work, "data", "shuffled", "test.bin"))
+        if r.coverage_steps:
+            self.coverage()
+
+    def train(self) -> None:
+        if self.get("train") is not None:
+            return
+        r = self.run
+        print(f"{r.name}: training", flush=True)
+        t0 = time.time()
+        steps = self.max_steps()
+        cmd = [*RUNNER, "--mode=train", *self.train_flags(), *self.base(),
+               f"--data_path={os.path.join(self.finished, 'chunked', 'train_*')}",
+               f"--valid_data_path={os.path.join(self.finished, 'val.bin')}",
+               f"--max_steps={steps}"]  # fmt: skip
+        per_epoch = self.steps_per_epoch()
+        run_logged(cmd, self.log("train"), self.progress.watch(r.name, per_epoch, steps))
+        best = os.path.join(self.work, "runs", r.name, "eval", "checkpoint_best")
+        if not r.preset and os.path.exists(best):
+            # The best validation epoch's weights, for everything measured after (a run
+            # stopped before its first epoch's end has none: its newest weights serve).
+            run_logged([*RUNNER, "--mode=train", "--restore_best_model", *self.base()],
+                       self.log("train"))  # fmt: skip
+        self.set(("train",), self.training_record(time.time() - t0))
+        print(f"{r.name}: trained in {_hms(time.time() - t0)}", flush=True)
+
+    def training_record(self, seconds: float) -> dict:
+        from experiments.report import read_scalars
+
+        run_dir = os.path.join(self.work, "runs", self.run.name)
+        scalars = read_scalars(run_dir)
+        valid = sorted(scalars.get("eval", {}).get("valid/perplexity", []))
+        loss = sorted(scalars.get("train", {}).get("loss", []))
+        best = min(valid, key=lambda sv: sv[1]) if valid else None
+        with open(self.log("train"), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        stopped = "early stop" if "early stop:" in text else "step limit"
+        last = max([s for s, _ in valid + loss] or [0])
+        return {
+            "steps": last,
+            "best_step": best[0] if best else None,
+            "epochs": last / self.steps_per_epoch(),  # passes over the training pairs
+            "seconds": seconds,
+            "stopped": stopped,
+            "valid_curve": valid,
+            "train_curve": loss[:: max(1, len(loss) // 200)],
+            "best_valid_perplexity": best[1] if best else None,
+        }
+
+    def eval_once(self, data_path: str, gap: bool, what: str) -> dict:
+        cmd = [*RUNNER, "--mode=eval", "--single_pass", *LENGTHS, *self.base(),
+               f"--data_path={data_path}"] + (["--input_gap"] if gap else [])  # fmt: skip
+        run_logged(cmd, self.log(what))
+        path = os.path.join(self.work, "runs", self.run.name, "eval", "single_pass_loss.txt")
+        with open(path, encoding="utf-8") as f:
+            values = dict(line.split(": ", 1) for line in f.read().splitlines())
+        keys = ("loss", "perplexity", "loss_other_articles", "input_gap", "step", "tokens")
+        return {k: float(values[k]) for k in keys if k in values}
+
+    def measure(self) -> None:
+        if self.get("valid_perplexity") is None:
+            v = self.eval_once(os.path.join(self.finished, "val.bin"), False, "valid")
+            self.set(("valid_perplexity",), v["perplexity"])
+        if self.get("gap") is None:
+            g = self.eval_once(os.path.join(self.finished, "test.bin"), True, "gap")
+            self.set(("gap",), g)
+            print(f"{self.run.name}: test input gap {g['input_gap']:.3f} nats", flush=True)
+
+    def decode(self, what: str, data_path: str, extra: tuple = ()) -> None:
+        if self.get(what, "rouge") is not None:
+            return
+        log = self.log(what)
+        start = os.path.getsize(log) if os.path.exists(log) else 0
+        cmd = [*RUNNER, *SEARCH, *extra, *self.base(), f"--data_path={data_path}"]
+        run_logged(cmd, log)
+        with open(log, encoding="utf-8", errors="replace") as f:
+            f.seek(start)
+            dirs = [line.rstrip("\n").rsplit(" into ", 1)[1] for line in f
+                    if line.startswith("Decoding ") and " into " in line]  # fmt: skip
+        if not dirs:
+            raise Failed(f"the decoder named no output folder; see {log}")
+        d = dirs[-1]
+        record = {"decode_dir": d, "rouge": read_rouge_results(d), **text_measures(d)}
+        self.set((what,), record)
+        print(f"{self.run.name}: {what} ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
+
+    def coverage(self) -> None:
+        """The pointer-generator's coverage phase: the conversion, then coverage_steps more
+        steps with --coverage and cov_loss_wt 1 (the original's recipe), then a decode."""
+        if self.get("coverage", "rouge") is not None:
+            return
+        name = self.run.name + "_coverage"
+        base = experiment_flags(self.work, name)
+        src = os.path.join(self.work, "runs", self.run.name)
+        dst = os.path.join(self.work, "runs", name)
+        log = os.path.join(self.logs, f"{name}.train.log")
+        if not os.path.exists(os.path.join(dst, "trained.txt")):
+            if not os.path.exists(dst):
+                copy_experiment(src, dst)
+                run_logged([*RUNNER, "--mode=train", *base, "--coverage=1",
+                            "--convert_to_coverage_model=1"], log)  # fmt: skip
+            more = min(self.run.coverage_steps, SMOKE["max_steps"] or self.run.coverage_steps)
+            steps = int(self.get("train", "best_step") or 0) + more
+            # No validation: the conversion's step starts the phase, which is short.
+            common = [f for f in TRAIN_COMMON if not f.startswith("--early_stop")]
+            run_logged([*RUNNER, "--mode=train", *self.run.flags, *common, *SMOKE["flags"],
+                        f"--seed={self.run.seed}", "--coverage=1", "--cov_loss_wt=1", *base,
+                        f"--data_path={os.path.join(self.finished, 'chunked', 'train_*')}",
+                        f"--max_steps={steps}"], log)  # fmt: skip
+            owned_files.replace_file(os.path.join(dst, "trained.txt"), f"{steps}\n")
+        cov = Job(self.run, self.work, self.results, self.progress)
+        cov.base = lambda: base
+        cov.log = lambda what: os.path.join(self.logs, f"{name}.{what}.log")
+        cov.get = lambda *rest: self.get("coverage", *rest)
+        cov.set = lambda rest, value: self.set(("coverage", *rest), value)
+        if self.get("coverage", "gap") is None:
+            g = cov.eval_once(os.path.join(self.finished, "test.bin"), True, "gap")
+            self.set(("coverage", "gap"), g)
+        path = os.path.join(self.finished, "test.bin")
+        cov.decode("decode", path)
+        rec = self.get("coverage", "decode")
+        self.set(("coverage",), {**self.get("coverage"), **rec})
+
+
+def copy_experiment(src: str, dst: str) -> None:
+    """A copy of a trained experiment's train/ folder and settings, for the coverage phase
+    (the conversion writes into the experiment it converts)."""
+    import shutil
+
+    owned_files.make_dir(dst)
+    for entry in os.listdir(src):
+        if entry in ("train", "settings.json"):
+            s, d = os.path.join(src, entry), os.path.join(dst, entry)
+            if os.path.isdir(s):
+                shutil.copytree(s, d, symlinks=False)
+            else:
+                shutil.copyfile(s, d)
+
+
+# ---------------------------------------------------------------------------------------
+# ABS+
+
+
+def abs_plus(work: str, results: Results, base_run: str) -> None:
+    if results.get("abs_plus", "decode", "rouge") is not None:
+        return
+    finished = os.path.join(work, "data", "finished")
+    weights = os.path.join(work, "abs_plus_weights.txt")
+    dev = os.path.join(work, "data", "mert_dev.bin")
+    base = experiment_flags(work, base_run)
+    log = os.path.join(work, "logs", "abs_plus.log")
+    if not os.path.exists(dev):
+        from pointer_generator.data.binfile import read_records, write_bin
+
+        pairs = list(read_records(os.path.join(finished, "val.bin")))[:MERT_PAIRS]
+        write_bin(dev, pairs)
+    from pointer_generator.search.extractive_features import read_weights
+
+    if not os.path.exists(weights):
+        print(f"abs_plus: MERT on {MERT_PAIRS} validation pairs with {base_run}", flush=True)
+        tune = [a for a in SEARCH if not a.startswith(("--mode", "--rouge_per"))]
+        cmd = [sys.executable, "-m", "pointer_generator.cli.entry", "tune_features", *tune]
+        run_logged([*cmd, *base, f"--data_path={dev}", f"--weights_out={weights}"], log)
+    with open(weights, encoding="utf-8") as f:
+        text = f.read()
+    results.set(("abs_plus", "base_run"), base_run)
+    results.set(("abs_plus", "weights_text"), text)
+    results.set(("abs_plus", "weights"), read_weights(weights))
+    job = Job(Run("abs_plus", "ABS+", "abs", []), work, results, Progress(1))
+    job.base = lambda: base
+    job.log = lambda what: os.path.join(work, "logs", f"abs_plus.{what}.log")
+    job.get = lambda *rest: results.get("abs_plus", *rest)
+    job.set = lambda rest, value: results.set(("abs_plus", *rest), value)
+    extra = (f"--feature_weights={weights}",)
+    job.decode("decode", os.path.join(finished, "test.bin"), extra)
+    job.decode("shuffled", os.path.join(work, "data", "shuffled", "test.bin"), extra)
+
+
+MERT_PAIRS = 500
+# --smoke_flags / --smoke_max_steps: a quick run of every stage (tests, a first look).
+SMOKE = {"flags": [], "max_steps": 0}
+
+
+# ---------------------------------------------------------------------------------------
+# Main
+
+
+def machine() -> str:
+    from experiments.benchmarks.common import machine_description
+
+    return machine_description()
+
+
+def run_all(args) -> Results:
+    work = args.work_dir
+    owned_files.make_dir(os.path.join(work, "logs"))
+    results = Results(os.path.join(work, "results.json"))
+    if results.get("meta", "started") is None:
+        results.set(("meta",), {
+            "cpu": machine(),
+            "started": datetime.datetime.now().isoformat(timespec="seconds"),
+            "command": "python -m experiments.families.real_text " + " ".join(args.argv),
+            "budget": "2 training jobs at a time on the CPU named; see the page",
+        })  # fmt: skip
+    t0 = time.time()
+    # A page made over several invocations (interrupted, continued) names each one's host
+    # and time; the total is the page's time.
+    sessions = results.get("meta", "sessions") or []
+    session = {"cpu": machine(), "started": datetime.datetime.now().isoformat(timespec="seconds")}
+    try:
+        _run_stages(args, work, results)
+    finally:
+        session["seconds"] = time.time() - t0
+        results.set(("meta", "sessions"), [*sessions, session])
+        results.set(("meta", "seconds"), sum(x.get("seconds", 0.0) for x in [*sessions, session]))
+    results.set(("meta", "finished"), datetime.datetime.now().isoformat(timespec="seconds"))
+    return results
+
+
+def _run_stages(args, work: str, results: Results) -> None:
+    results.set(("data",), build_data(work, args.input))
+    baselines(work, results)
+    todo = [r for r in runs() if not args.only or r.name in args.only or r.system in args.only]
+    left = [r for r in todo if results.get("runs", r.name, "train") is None]
+    per_epoch = Job(todo[0], work, results, Progress(1)).steps_per_epoch() if todo else 1
+    total = sum(r.preset_steps if r.preset else r.max_epochs * per_epoch for r in left)
+    progress = Progress(total)
+    errors = []
+    queue = list(todo)
+    qlock = threading.Lock()
+
+    def worker():
+        while True:
+            with qlock:
+                if not queue or errors:
+                    return
+                run = queue.pop(0)
+            try:
+                Job(run, work, results, progress)()
+            except Exception as e:  # noqa: BLE001 (one run's failure ends the command)
+                errors.append(str(e))
+                print(f"error: {run.name}: {e}", flush=True)
+                return
+
+    with child_processes.Children() as children:
+        CHILDREN.append(children)
+        try:
+            threads = [threading.Thread(target=worker, daemon=True) for _ in range(args.jobs)]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    while t.is_alive():
+                        t.join(1.0)
+            except BaseException:
+                with qlock:
+                    queue.clear()
+                raise
+        finally:
+            CHILDREN.remove(children)
+    if errors:
+        raise Failed(errors[0])
+    base = "abs_attention_s0"
+    if (not args.only or "abs_plus" in args.only) and results.get("runs", base, "decode"):
+        abs_plus(work, results, base)
+
+
+@exit_codes.command(interrupted="interrupted; run the same command again to continue")
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.families.real_text")
+    p.add_argument("--work_dir", required=True)
+    p.add_argument("--out", default=DEFAULT_OUT, help="the page (report.md; its files beside)")
+    p.add_argument("--input", default=SHARED, help="the tokenized CNN/DM sample")
+    p.add_argument("--jobs", type=arg_types.positive_int, default=2)
+    p.add_argument("--only", default="", help="comma-separated run or system names")
+    p.add_argument(
+        "--smoke_flags",
+        default="",
+        help="flags added to every training (a "
+        "smoke run: e.g. '--hidden_dim=8 --emb_dim=8'); the page is then not the result",
+    )
+    p.add_argument(
+        "--smoke_max_steps",
+        type=arg_types.positive_int,
+        default=None,
+        help="cap every training at this many steps (a smoke run)",
+    )
+    args = p.parse_args(argv)
+    SMOKE["flags"] = args.smoke_flags.split()
+    SMOKE["max_steps"] = args.smoke_max_steps or 0
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.only = [s for s in args.only.split(",") if s]
+    if not os.path.exists(args.input):
+        raise DataError(
+            f"{args.input}: no such file; give --input the tokenized CNN/DM sample "
+            "(../shared/data/cnndm_sample.jsonl.gz) or any .jsonl[.gz] of that format"
+        )
+    try:
+        run_all(args)
+    except Failed as e:
+        raise DataError(str(e)) from None
+    from experiments.families import real_text_report
+
+    return real_text_report.main(["--work_dir", args.work_dir, "--out", args.out])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
