@@ -562,7 +562,8 @@ class Job:
                 run_logged([*RUNNER, "--mode=train", *base, "--coverage=1",
                             "--convert_to_coverage_model=1"], log)  # fmt: skip
             more = min(self.run.coverage_steps, SMOKE["max_steps"] or self.run.coverage_steps)
-            steps = int(self.get("train", "best_step") or 0) + more
+            start = self.get("train", "best_step") or self.get("train", "steps") or 0
+            steps = int(start) + more
             # No validation: the conversion's step starts the phase, which is short.
             common = [f for f in TRAIN_COMMON if not f.startswith("--early_stop")]
             run_logged([*RUNNER, "--mode=train", *self.run.flags, *common, *SMOKE["flags"],
