@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # System packages the project needs beyond Python: Perl's XML::DOM for the official
-# ROUGE-1.5.5 script; with --tests also headless Chromium, which only the test that
-# renders the attention page uses.
+# ROUGE-1.5.5 script, python3-venv where python3 cannot make a virtual environment (the
+# README's commands make one); with --tests also headless Chromium, which only the test
+# that renders the attention page uses.
 set -euo pipefail
 need=()
 perl -MXML::DOM -e1 2>/dev/null || need+=(libxml-dom-perl)
+# Debian's python3 makes virtual environments (the README's commands) only with ensurepip,
+# which its python3-venv package brings.
+python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 if [ "${1:-}" = "--tests" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi

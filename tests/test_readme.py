@@ -25,3 +25,20 @@ def test_ci_runs_the_readme_test_command():
     with open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8") as f:
         ci_lines = [line.strip() for line in f]
     assert test_command in ci_lines
+
+
+def test_the_set_up_commands_install_into_a_virtual_environment():
+    """Debian's python3 refuses `pip install` outside a virtual environment
+    (externally-managed-environment) and has no `python` command (issue 45, item 1): both
+    commands make one with python3 and use it for everything after."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        first_two = _blocks(f.read())[:2]
+    for command in first_two:
+        steps = [s.strip() for s in command.split("&&")]
+        venv = next(i for i, s in enumerate(steps) if s.startswith("python3 -m venv "))
+        activate = steps.index(". .venv/bin/activate")
+        pip = next(i for i, s in enumerate(steps) if s.startswith("pip install"))
+        assert venv < activate < pip, command
+        assert not any(s.startswith("python ") for s in steps[:activate]), command
+    with open(os.path.join(REPO_ROOT, ".gitignore"), encoding="utf-8") as f:
+        assert "/.venv/" in f.read().split()
