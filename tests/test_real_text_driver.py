@@ -13,7 +13,6 @@ import sys
 import pytest
 
 from experiments.families import real_text
-from pointer_generator.data.binfile import read_records, write_bin
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,15 +25,23 @@ def test_derangement_moves_every_example(n):
     assert order == real_text.derangement(n, seed=3)  # fixed: the same file every run
 
 
-def test_shuffled_split_keeps_the_abstracts_and_moves_the_articles(tmp_path):
-    pairs = [(f"article {i} .", f"<s> title {i} . </s>") for i in range(7)]
-    src, out = str(tmp_path / "test.bin"), str(tmp_path / "shuffled" / "test.bin")
-    write_bin(src, pairs)
-    real_text.write_shuffled(src, out)
-    got = list(read_records(out))
-    assert [a for _, a in got] == [a for _, a in pairs]  # references unchanged, in order
-    assert sorted(x for x, _ in got) == sorted(x for x, _ in pairs)
-    assert all(got[i][0] != pairs[i][0] for i in range(7))
+def test_shuffled_scores_each_reference_against_another_storys_summary(tmp_path):
+    decode = tmp_path / "decode"
+    for sub in ("reference", "decoded"):
+        (decode / sub).mkdir(parents=True)
+    for i in range(7):
+        (decode / "reference" / f"{i:06d}_reference.txt").write_text(f"reference {i}")
+        (decode / "decoded" / f"{i:06d}_decoded.txt").write_text(f"summary {i}")
+    out = tmp_path / "shuffled"
+    real_text.shuffled_decode(str(decode), str(out))
+    order = real_text.derangement(7)
+    for i in range(7):
+        assert (out / "reference" / f"{i:06d}_reference.txt").read_text() == f"reference {i}"
+        got = (out / "decoded" / f"{i:06d}_decoded.txt").read_text()
+        assert got == f"summary {order[i]}" and got != f"summary {i}"
+    (decode / "decoded" / "000003_decoded.txt").unlink()
+    with pytest.raises(real_text.Failed, match="without gaps"):
+        real_text.shuffled_decode(str(decode), str(tmp_path / "again"))
 
 
 def test_progress_reads_the_newest_step_line(tmp_path):

@@ -8,14 +8,14 @@ run from where it stopped (training resumes from its newest checkpoint):
 
 1. `data_tools.highlight_pairs` on the shared CNN/DM sample -> `<work>/data` (every
    highlight paired with its best-overlapping article sentence, ~33K pairs split by story);
-   a copy of the test split whose articles are shuffled (a fixed derangement:
-   `<work>/data/shuffled/test.bin`);
 2. the input-blind baselines (`experiments.families.baselines`: n-gram perplexity of the
    training titles, the best fixed summary and lead-k chosen on validation) and PREFIX;
 3. every run of RUNS, `--jobs` at a time: training with early stopping on validation
    perplexity, the best epoch restored, its validation perplexity, the test input gap,
-   single-pass decoding of the test split and of its shuffled copy (one search for every
-   family: SEARCH), ROUGE-1.5.5 with per-document scores; the pointer-generator runs
+   single-pass decoding of the test split (one search for every family: SEARCH),
+   ROUGE-1.5.5 with per-document scores, and the same summaries scored as if the articles
+   had been shuffled (`shuffled_decode`: each reference against the summary of another
+   story's article, a fixed derangement); the pointer-generator runs
    then train a coverage phase and decode again;
 4. ABS+ (MERT of the feature weights on validation pairs with the first ABS-attention run);
 5. the page: `experiments.families.real_text_report`.
@@ -211,9 +211,6 @@ def build_data(work: str, source: str) -> dict:
         print("data: building the highlight pairs", flush=True)
         run_logged([sys.executable, "-m", "data_tools.highlight_pairs", f"--input={source}",
                     f"--out_dir={data}"], os.path.join(work, "logs", "data.log"))  # fmt: skip
-    shuffled = os.path.join(data, "shuffled", "test.bin")
-    if not os.path.exists(shuffled):
-        write_shuffled(os.path.join(finished, "test.bin"), shuffled)
     return load_json(os.path.join(finished, "ceiling.json"))
 
 
@@ -228,16 +225,29 @@ def derangement(n: int, seed: int = 0) -> list[int]:
     return order
 
 
-def write_shuffled(test_bin: str, out: str) -> None:
-    """The test split with every abstract paired with another example's article."""
-    from pointer_generator.data.binfile import read_records, write_bin
+def shuffled_decode(decode_dir: str, out_dir: str) -> None:
+    """`decode_dir`'s summaries with the articles shuffled: reference i beside the summary
+    written for article `derangement(n)[i]`. The search reads only the article (and the
+    pointer-generator its OOVs, ABS+ its n-grams), so this is what decoding the test split
+    with shuffled articles writes, without decoding it again."""
+    from pointer_generator.decoding import folder
 
-    pairs = list(read_records(test_bin))
-    if len(pairs) < 2:
-        raise DataError(f"{test_bin}: fewer than 2 examples; nothing to shuffle")
-    order = derangement(len(pairs))
-    owned_files.make_dir(os.path.dirname(out))
-    write_bin(out, ((pairs[order[i]][0], pairs[i][1]) for i in range(len(pairs))))
+    ref_in = os.path.join(decode_dir, folder.REFERENCE_SUBDIR)
+    dec_in = os.path.join(decode_dir, folder.DECODED_SUBDIR)
+    ids = sorted(int(name.split("_", 1)[0]) for name in os.listdir(dec_in))
+    if ids != list(range(len(ids))) or len(ids) < 2:
+        raise Failed(f"{dec_in}: expected summaries 000000.. without gaps, at least 2")
+    order = derangement(len(ids))
+    for sub in (folder.REFERENCE_SUBDIR, folder.DECODED_SUBDIR):
+        owned_files.make_dir(os.path.join(out_dir, sub))
+    for i in ids:
+        with open(os.path.join(ref_in, f"{i:06d}_reference.txt"), encoding="utf-8") as f:
+            reference = f.read()
+        with open(os.path.join(dec_in, f"{order[i]:06d}_decoded.txt"), encoding="utf-8") as f:
+            summary = f.read()
+        for sub, kind, text in ((folder.REFERENCE_SUBDIR, "reference", reference),
+                                (folder.DECODED_SUBDIR, "decoded", summary)):  # fmt: skip
+            owned_files.replace_file(os.path.join(out_dir, sub, f"{i:06d}_{kind}.txt"), text)
 
 
 def baselines(work: str, results: Results) -> None:
@@ -460,7 +470,7 @@ class Job:
             return
         self.measure()
         self.decode("decode", os.path.join(self.finished, "test.bin"))
-        self.decode("shuffled", os.path.join(self.work, "data", "shuffled", "test.bin"))
+        self.shuffled()
         if r.coverage_steps:
             self.coverage()
 
@@ -491,7 +501,8 @@ class Job:
 
         run_dir = os.path.join(self.work, "runs", self.run.name)
         scalars = read_scalars(run_dir)
-        valid = sorted(scalars.get("eval", {}).get("valid/perplexity", []))
+        # The per-epoch validation's TensorBoard tag valid/perplexity, in eval/.
+        valid = sorted(scalars.get("eval", {}).get("perplexity", []))
         loss = sorted(scalars.get("train", {}).get("loss", []))
         best = min(valid, key=lambda sv: sv[1]) if valid else None
         with open(self.log("train"), encoding="utf-8", errors="replace") as f:
@@ -545,6 +556,16 @@ class Job:
         record = {"decode_dir": d, "rouge": read_rouge_results(d), **text_measures(d)}
         self.set((what,), record)
         print(f"{self.run.name}: {what} ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
+
+    def shuffled(self) -> None:
+        """The decode's summaries scored against other stories' references."""
+        if self.get("shuffled", "rouge") is not None:
+            return
+        d = self.get("decode", "decode_dir") + "_shuffled"
+        shuffled_decode(self.get("decode", "decode_dir"), d)
+        record = {"decode_dir": d, "rouge": score(d), **text_measures(d)}
+        self.set(("shuffled",), record)
+        print(f"{self.run.name}: shuffled ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
 
     def coverage(self) -> None:
         """The pointer-generator's coverage phase: the conversion, then coverage_steps more
@@ -636,7 +657,7 @@ def abs_plus(work: str, results: Results, base_run: str) -> None:
     job.set = lambda rest, value: results.set(("abs_plus", *rest), value)
     extra = (f"--feature_weights={weights}",)
     job.decode("decode", os.path.join(finished, "test.bin"), extra)
-    job.decode("shuffled", os.path.join(work, "data", "shuffled", "test.bin"), extra)
+    job.shuffled()
 
 
 MERT_PAIRS = 500
