@@ -152,8 +152,10 @@ class ABSModel(SentenceSummarizer):
         (enc [B, T, H], attention [B, T, M])."""
         return self.encoder(embedded, enc_padding_mask, self.g(windows))
 
-    def log_probs(self, enc_batch, enc_padding_mask, dec_batch):
-        """log p(y_{t+1} | x, y_c) for every decoder step: [B, T, V]."""
+    def output_inputs(self, enc_batch, enc_padding_mask, dec_batch):
+        """The output layer's inputs at every decoder step: (h [B, T, H], the NNLM's hidden
+        layer, enc [B, T, H], the encoder's output); log p(y_{t+1} | x, y_c) =
+        self.out(h, enc) (`log_probs`, [B, T, V])."""
         windows = context_windows(dec_batch, self.config.window)  # [B, T, C]
         b, t = tf.shape(windows)[0], tf.shape(windows)[1]
         flat = tf.reshape(windows, [b * t, self.config.window])
@@ -163,8 +165,8 @@ class ABSModel(SentenceSummarizer):
             enc = tf.repeat(self.encoder(x, enc_padding_mask), t, axis=0)
         else:
             enc, _ = self._attend(x, enc_padding_mask, windows)
-            enc = tf.reshape(enc, [b * t, -1])
-        return tf.reshape(self.out(h, enc), [b, t, self.vocab_size])
+        width = self.config.hidden_dim
+        return tf.reshape(h, [b, t, width]), tf.reshape(enc, [b, t, width])
 
     # ------------------------------------------------------------------ decoding
     def search_articles(self, enc_batch, enc_padding_mask) -> dict:

@@ -190,11 +190,13 @@ class RASModel(SentenceSummarizer):
             new = {"h": h}
         return h, context, alpha, new
 
-    def log_probs(self, enc_batch, enc_padding_mask, dec_batch):
-        """log P(y_{t+1} | y_1..y_t, x) for every decoder step: [B, T, V].
+    def output_inputs(self, enc_batch, enc_padding_mask, dec_batch):
+        """The output layer's inputs at every decoder step: (h_t [B, T, d], c_t [B, T, d]);
+        log P(y_{t+1} | y_1..y_t, x) = self.out(h_t, c_t) (`log_probs`, [B, T, V]).
 
-        The recurrence runs step by step; the output layer then projects every step's
-        (h_t, c_t) at once (one large product instead of T small ones, the same values).
+        The recurrence runs step by step; the output layer then projects the steps' (h_t,
+        c_t) at once (`log_probs`, or at the real target words only in `call`): one large
+        product instead of T small ones, the same values.
         """
         art = self.search_articles(enc_batch, enc_padding_mask)
         ys = tf.transpose(self.y_emb(dec_batch), [1, 0, 2])  # [T, B, d]
@@ -206,8 +208,7 @@ class RASModel(SentenceSummarizer):
 
         first = (tf.zeros([b, d]), tf.zeros([b, d]), self.initial_carry(b))
         hs, contexts, _ = tf.scan(body, ys, initializer=first)  # [T, B, d] each
-        flat = self.out(tf.reshape(hs, [-1, d]), tf.reshape(contexts, [-1, d]))
-        return tf.transpose(tf.reshape(flat, [tf.shape(ys)[0], b, self.vocab_size]), [1, 0, 2])
+        return tf.transpose(hs, [1, 0, 2]), tf.transpose(contexts, [1, 0, 2])
 
     def decode_step(self, tokens, carry, articles, beam_size: int = 1):
         """A step function for `batched_beam_search`: (probs [N, V], α [N, M], p_gen [N]
