@@ -126,8 +126,13 @@ def _work(tmp_path):
     )  # fmt: skip
     # Coverage: no repeated_trigrams given, so the page counts them in the summaries.
     cov = ["a b c a b c"] * (N // 2) + [f"x y z {i}" for i in range(N // 2)]
-    pg["coverage"] = {"decode_dir": _decode(t, "pg0_cov", PG + 0.01, cov),
-                      "rouge": _rouge([40.0, 38.0, 42.0])}  # fmt: skip
+    pg["coverage"] = {
+        "decode": {"decode_dir": _decode(t, "pg0_cov", PG + 0.01, cov),
+                   "rouge": _rouge([40.0, 38.0, 42.0])},
+        "shuffled": {"decode_dir": _decode(t, "pg0_cov_shuffled", FIXED),
+                     "rouge": shuffled_r},
+        "gap": {"loss": 2.0, "loss_other_articles": 3.0, "input_gap": 1.0},
+    }  # fmt: skip
     runs["pointer_generator_s0"] = pg
     # A preset under its own system name: compared with its family's first fitted system.
     preset = _run("abs_paper", "ABS, paper preset", "abs", 0, 150.0, 0.0)

@@ -144,24 +144,39 @@ class Failed(Exception):
 
 
 # The children of every job thread: the main thread's `Children` block stops and reaps
-# them all when the command is stopped (SIGTERM, Ctrl-C) or fails.
+# them all when the command is stopped (SIGTERM, Ctrl-C) or fails. STOP is set first, so
+# a job thread starts nothing more and takes a child that ended meanwhile (a training
+# saves its checkpoint and exits 0 when stopped) for a stop, not a finished stage.
 CHILDREN: list = []
+STOP = threading.Event()
+START = threading.Lock()  # one child started at a time (`Children.start` is not threadsafe)
+
+
+class Stopped(Exception):
+    """The command is being stopped: a job thread ends without recording its stage."""
 
 
 def run_logged(cmd: list[str], log_path: str, watch=None) -> None:
     """Run `cmd` with its output appended to `log_path`; `watch(log_path)` is called every
     few seconds while it runs (the progress lines)."""
+    if STOP.is_set():
+        raise Stopped
     with owned_files.open_in_place(log_path, "a") as log:
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
         if CHILDREN:
-            proc = CHILDREN[-1].start(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            with START:
+                if STOP.is_set():
+                    raise Stopped
+                proc = CHILDREN[-1].start(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             while proc.poll() is None:
                 time.sleep(2.0)
                 if watch is not None:
                     watch(log_path)
-        else:
+        else:  # the main thread, after the job threads (ABS+)
             proc = child_processes.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    if STOP.is_set():
+        raise Stopped
     if proc.returncode:
         raise Failed(f"{os.path.basename(log_path)}: status {proc.returncode}; see {log_path}")
 
@@ -258,7 +273,8 @@ def baselines(work: str, results: Results) -> None:
         if not os.path.exists(os.path.join(out, "lead.json")):
             run_logged([sys.executable, "-m", "experiments.families.baselines",
                         f"--data_dir={os.path.join(work, 'data')}", f"--out_dir={out}",
-                        "--max_dec_steps=30", "--overwrite"],
+                        "--max_dec_steps=30", f"--vocab_size={vocab_words(finished)}",
+                        "--overwrite"],
                        os.path.join(work, "logs", "baselines.log"))  # fmt: skip
         results.set(("baselines", "ngram"), load_json(os.path.join(out, "ngram.json")))
         fixed = load_json(os.path.join(out, "fixed.json"))
@@ -273,6 +289,12 @@ def baselines(work: str, results: Results) -> None:
                     "--no_rouge", "--overwrite"],
                    os.path.join(work, "logs", "prefix.log"))  # fmt: skip
         results.set(("baselines", "prefix"), {"decode_dir": d, "rouge": score(d)})
+
+
+def vocab_words(finished: str) -> int:
+    """The vocabulary's size: the models read all of it (--vocab_size=0)."""
+    with open(os.path.join(finished, "vocab"), encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
 
 
 def score(decode_dir: str) -> dict:
@@ -410,27 +432,33 @@ def experiment_flags(work: str, name: str) -> list[str]:
 
 
 class Job:
-    """Train, measure and decode one run; every stage recorded in results.json."""
+    """Train, measure and decode one run; every stage recorded in results.json.
 
-    def __init__(self, run: Run, work: str, results: Results, progress: Progress):
+    `exp`: the experiment's name under <work>/runs (the run's by default; the coverage
+    phase and ABS+ are jobs on other experiments); `key`: where its results go; `logs_as`:
+    its logs' name (the experiment's by default)."""
+
+    def __init__(self, run: Run, work: str, results: Results, progress: Progress,
+                 exp: str = "", key: tuple = (), logs_as: str = ""):  # fmt: skip
         self.run, self.work, self.results, self.progress = run, work, results, progress
+        self.exp = exp or run.name
+        self.logs_as = logs_as or self.exp
+        self.keys = key or ("runs", run.name)
         self.finished = os.path.join(work, "data", "finished")
         self.logs = os.path.join(work, "logs")
-
-    def key(self, *rest):
-        return ("runs", self.run.name, *rest)
+        self.exp_dir = os.path.join(work, "runs", self.exp)
 
     def get(self, *rest):
-        return self.results.get(*self.key(*rest))
+        return self.results.get(*self.keys, *rest)
 
     def set(self, rest: tuple, value) -> None:
-        self.results.set(self.key(*rest), value)
+        self.results.set((*self.keys, *rest), value)
 
     def base(self) -> list[str]:
-        return experiment_flags(self.work, self.run.name)
+        return experiment_flags(self.work, self.exp)
 
     def log(self, what: str) -> str:
-        return os.path.join(self.logs, f"{self.run.name}.{what}.log")
+        return os.path.join(self.logs, f"{self.logs_as}.{what}.log")
 
     def steps_per_epoch(self) -> int:
         """Training's own count (`training.epochs.steps_per_epoch`) without TensorFlow."""
@@ -468,6 +496,7 @@ class Job:
                 v = self.eval_once(os.path.join(self.finished, "val.bin"), False, "valid")
                 self.set(("valid_perplexity",), v["perplexity"])
             return
+        self.restore_best()
         self.measure()
         self.decode("decode", os.path.join(self.finished, "test.bin"))
         self.shuffled()
@@ -487,20 +516,25 @@ class Job:
                f"--max_steps={steps}"]  # fmt: skip
         per_epoch = self.steps_per_epoch()
         run_logged(cmd, self.log("train"), self.progress.watch(r.name, per_epoch, steps))
-        best = os.path.join(self.work, "runs", r.name, "eval", "checkpoint_best")
-        if not r.preset and os.path.exists(best):
-            # The best validation epoch's weights, for everything measured after (a run
-            # stopped before its first epoch's end has none: its newest weights serve).
-            run_logged([*RUNNER, "--mode=train", "--restore_best_model", *self.base()],
-                       self.log("train"))  # fmt: skip
+        # Recorded before the best model is restored: the restored checkpoint must never
+        # be trained on (it has no validation state), so a rerun must not train again.
         self.set(("train",), self.training_record(time.time() - t0))
         print(f"{r.name}: trained in {_hms(time.time() - t0)}", flush=True)
+
+    def restore_best(self) -> None:
+        """The best validation point's weights, for everything measured after (a run that
+        stopped before its first validation has none: its newest weights serve)."""
+        if self.get("restored"):
+            return
+        if os.path.exists(os.path.join(self.exp_dir, "eval", "checkpoint_best")):
+            run_logged([*RUNNER, "--mode=train", "--restore_best_model", *self.base()],
+                       self.log("train"))  # fmt: skip
+        self.set(("restored",), True)
 
     def training_record(self, seconds: float) -> dict:
         from experiments.report import read_scalars
 
-        run_dir = os.path.join(self.work, "runs", self.run.name)
-        scalars = read_scalars(run_dir)
+        scalars = read_scalars(self.exp_dir)
         # The per-epoch validation's TensorBoard tag valid/perplexity, in eval/.
         valid = sorted(scalars.get("eval", {}).get("perplexity", []))
         loss = sorted(scalars.get("train", {}).get("loss", []))
@@ -524,20 +558,20 @@ class Job:
         cmd = [*RUNNER, "--mode=eval", "--single_pass", *LENGTHS, *self.base(),
                f"--data_path={data_path}"] + (["--input_gap"] if gap else [])  # fmt: skip
         run_logged(cmd, self.log(what))
-        path = os.path.join(self.work, "runs", self.run.name, "eval", "single_pass_loss.txt")
+        path = os.path.join(self.exp_dir, "eval", "single_pass_loss.txt")
         with open(path, encoding="utf-8") as f:
             values = dict(line.split(": ", 1) for line in f.read().splitlines())
         keys = ("loss", "perplexity", "loss_other_articles", "input_gap", "step", "tokens")
         return {k: float(values[k]) for k in keys if k in values}
 
-    def measure(self) -> None:
-        if self.get("valid_perplexity") is None:
+    def measure(self, perplexity: bool = True) -> None:
+        if perplexity and self.get("valid_perplexity") is None:
             v = self.eval_once(os.path.join(self.finished, "val.bin"), False, "valid")
             self.set(("valid_perplexity",), v["perplexity"])
         if self.get("gap") is None:
             g = self.eval_once(os.path.join(self.finished, "test.bin"), True, "gap")
             self.set(("gap",), g)
-            print(f"{self.run.name}: test input gap {g['input_gap']:.3f} nats", flush=True)
+            print(f"{self.exp}: test input gap {g['input_gap']:.3f} nats", flush=True)
 
     def decode(self, what: str, data_path: str, extra: tuple = ()) -> None:
         if self.get(what, "rouge") is not None:
@@ -555,63 +589,66 @@ class Job:
         d = dirs[-1]
         record = {"decode_dir": d, "rouge": read_rouge_results(d), **text_measures(d)}
         self.set((what,), record)
-        print(f"{self.run.name}: {what} ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
+        print(f"{self.exp}: {what} ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
 
     def shuffled(self) -> None:
-        """The decode's summaries scored against other stories' references."""
+        """The decode's summaries scored against other test pairs' references."""
         if self.get("shuffled", "rouge") is not None:
             return
         d = self.get("decode", "decode_dir") + "_shuffled"
         shuffled_decode(self.get("decode", "decode_dir"), d)
         record = {"decode_dir": d, "rouge": score(d), **text_measures(d)}
         self.set(("shuffled",), record)
-        print(f"{self.run.name}: shuffled ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
+        print(f"{self.exp}: shuffled ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
 
     def coverage(self) -> None:
-        """The pointer-generator's coverage phase: the conversion, then coverage_steps more
-        steps with --coverage and cov_loss_wt 1 (the original's recipe), then a decode."""
-        if self.get("coverage", "rouge") is not None:
-            return
-        name = self.run.name + "_coverage"
-        base = experiment_flags(self.work, name)
-        src = os.path.join(self.work, "runs", self.run.name)
-        dst = os.path.join(self.work, "runs", name)
-        log = os.path.join(self.logs, f"{name}.train.log")
-        if not os.path.exists(os.path.join(dst, "trained.txt")):
-            if not os.path.exists(dst):
-                copy_experiment(src, dst)
-                run_logged([*RUNNER, "--mode=train", *base, "--coverage=1",
-                            "--convert_to_coverage_model=1"], log)  # fmt: skip
+        """The pointer-generator's coverage phase, in a copy of the experiment (the
+        conversion writes into the experiment it converts): the conversion, coverage_steps
+        more steps with --coverage and cov_loss_wt 1 (the original's recipe), then the same
+        measurements as the run's (test input gap, decode, shuffled)."""
+        cov = Job(self.run, self.work, self.results, self.progress,
+                  exp=self.run.name + "_coverage", key=(*self.keys, "coverage"))  # fmt: skip
+        done = os.path.join(cov.exp_dir, "trained.txt")
+        if not os.path.exists(done):
+            started = os.path.join(cov.exp_dir, "copy_started.txt")
+            converted = os.path.join(cov.exp_dir, "converted.txt")
+            if os.path.exists(cov.exp_dir) and not os.path.exists(converted):
+                if not os.path.exists(started):
+                    raise Failed(f"{cov.exp_dir} exists and is not this driver's copy; "
+                                 "move it away and run again")  # fmt: skip
+                # This driver's own copy, stopped before the conversion finished.
+                import shutil
+
+                shutil.rmtree(cov.exp_dir)
+            if not os.path.exists(cov.exp_dir):
+                copy_experiment(self.exp_dir, cov.exp_dir, started)
+                run_logged([*RUNNER, "--mode=train", *cov.base(), "--coverage=1",
+                            "--convert_to_coverage_model=1"], cov.log("train"))  # fmt: skip
+                owned_files.replace_file(converted, "converted\n")
             more = min(self.run.coverage_steps, SMOKE["max_steps"] or self.run.coverage_steps)
             start = self.get("train", "best_step") or self.get("train", "steps") or 0
             steps = int(start) + more
             # No validation: the conversion's step starts the phase, which is short.
             common = [f for f in TRAIN_COMMON if not f.startswith("--early_stop")]
             run_logged([*RUNNER, "--mode=train", *self.run.flags, *common, *SMOKE["flags"],
-                        f"--seed={self.run.seed}", "--coverage=1", "--cov_loss_wt=1", *base,
+                        f"--seed={self.run.seed}", "--coverage=1", "--cov_loss_wt=1",
+                        *cov.base(),
                         f"--data_path={os.path.join(self.finished, 'chunked', 'train_*')}",
-                        f"--max_steps={steps}"], log)  # fmt: skip
-            owned_files.replace_file(os.path.join(dst, "trained.txt"), f"{steps}\n")
-        cov = Job(self.run, self.work, self.results, self.progress)
-        cov.base = lambda: base
-        cov.log = lambda what: os.path.join(self.logs, f"{name}.{what}.log")
-        cov.get = lambda *rest: self.get("coverage", *rest)
-        cov.set = lambda rest, value: self.set(("coverage", *rest), value)
-        if self.get("coverage", "gap") is None:
-            g = cov.eval_once(os.path.join(self.finished, "test.bin"), True, "gap")
-            self.set(("coverage", "gap"), g)
-        path = os.path.join(self.finished, "test.bin")
-        cov.decode("decode", path)
-        rec = self.get("coverage", "decode")
-        self.set(("coverage",), {**self.get("coverage"), **rec})
+                        f"--max_steps={steps}"], cov.log("train"))  # fmt: skip
+            owned_files.replace_file(done, f"{steps}\n")
+        cov.measure(perplexity=False)
+        cov.decode("decode", os.path.join(self.finished, "test.bin"))
+        cov.shuffled()
 
 
-def copy_experiment(src: str, dst: str) -> None:
+def copy_experiment(src: str, dst: str, marker: str) -> None:
     """A copy of a trained experiment's train/ folder and settings, for the coverage phase
-    (the conversion writes into the experiment it converts)."""
+    (the conversion writes into the experiment it converts). `marker` is written first:
+    a copy stopped half-way is then known to be this driver's, to be made again."""
     import shutil
 
     owned_files.make_dir(dst)
+    owned_files.replace_file(marker, "copied from " + src + "\n")
     for entry in os.listdir(src):
         if entry in ("train", "settings.json"):
             s, d = os.path.join(src, entry), os.path.join(dst, entry)
@@ -650,11 +687,8 @@ def abs_plus(work: str, results: Results, base_run: str) -> None:
     results.set(("abs_plus", "base_run"), base_run)
     results.set(("abs_plus", "weights_text"), text)
     results.set(("abs_plus", "weights"), read_weights(weights))
-    job = Job(Run("abs_plus", "ABS+", "abs", []), work, results, Progress(1))
-    job.base = lambda: base
-    job.log = lambda what: os.path.join(work, "logs", f"abs_plus.{what}.log")
-    job.get = lambda *rest: results.get("abs_plus", *rest)
-    job.set = lambda rest, value: results.set(("abs_plus", *rest), value)
+    job = Job(Run("abs_plus", "ABS+", "abs", []), work, results, Progress(1), exp=base_run,
+              key=("abs_plus",), logs_as="abs_plus")  # fmt: skip
     extra = (f"--feature_weights={weights}",)
     job.decode("decode", os.path.join(finished, "test.bin"), extra)
     job.shuffled()
@@ -676,7 +710,8 @@ def machine() -> str:
 
 
 def run_all(args) -> Results:
-    work = args.work_dir
+    # Made absolute once: the children run in the checkout, and the page names its folders.
+    work = os.path.abspath(args.work_dir)
     owned_files.make_dir(os.path.join(work, "logs"))
     results = Results(os.path.join(work, "results.json"))
     if results.get("meta", "started") is None:
@@ -701,6 +736,67 @@ def run_all(args) -> Results:
     return results
 
 
+class _Pool:
+    """The queue of runs and the job threads that take them, one run at a time each."""
+
+    def __init__(self, todo: list[Run], work: str, results: Results, progress: Progress):
+        self.queue, self.work, self.results, self.progress = list(todo), work, results, progress
+        self.lock = threading.Lock()
+        self.errors: list[str] = []
+        self.signals: list[BaseException] = []
+
+    def next_run(self) -> Run | None:
+        with self.lock:
+            if not self.queue or self.errors or STOP.is_set():
+                return None
+            return self.queue.pop(0)
+
+    def worker(self) -> None:
+        while (run := self.next_run()) is not None:
+            try:
+                Job(run, self.work, self.results, self.progress)()
+            except Stopped:
+                return
+            except Exception as e:  # noqa: BLE001 (one run's failure ends the command)
+                self.errors.append(str(e))
+                print(f"error: {run.name}: {e}", flush=True)
+                return
+            except BaseException as e:  # a signal, raised here as a child was started
+                self.signals.append(e)
+                return
+
+    def run(self, jobs: int) -> None:
+        threads = [threading.Thread(target=self.worker, daemon=True) for _ in range(jobs)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            threads[0].join(1.0) if threads[0].is_alive() else time.sleep(1.0)
+            if self.signals:  # the main thread stops everything, as for its own signal
+                raise self.signals[0]
+        if self.signals:
+            raise self.signals[0]
+
+
+def run_jobs(todo: list[Run], work: str, results: Results, progress: Progress, jobs: int):
+    """Every run of `todo`, `jobs` at a time; the first failure stops the queue (the
+    other thread finishes its run), a signal stops everything at once."""
+    pool = _Pool(todo, work, results, progress)
+    STOP.clear()
+    with child_processes.Children() as children:
+        CHILDREN.append(children)
+        try:
+            pool.run(jobs)
+        except BaseException:
+            STOP.set()
+            with pool.lock:
+                pool.queue.clear()
+            raise
+        finally:
+            CHILDREN.remove(children)
+    if pool.errors:
+        raise Failed(pool.errors[0])
+
+
 def _run_stages(args, work: str, results: Results) -> None:
     results.set(("data",), build_data(work, args.input))
     baselines(work, results)
@@ -708,42 +804,7 @@ def _run_stages(args, work: str, results: Results) -> None:
     left = [r for r in todo if results.get("runs", r.name, "train") is None]
     per_epoch = Job(todo[0], work, results, Progress(1)).steps_per_epoch() if todo else 1
     total = sum(r.preset_steps if r.preset else r.max_epochs * per_epoch for r in left)
-    progress = Progress(total)
-    errors = []
-    queue = list(todo)
-    qlock = threading.Lock()
-
-    def worker():
-        while True:
-            with qlock:
-                if not queue or errors:
-                    return
-                run = queue.pop(0)
-            try:
-                Job(run, work, results, progress)()
-            except Exception as e:  # noqa: BLE001 (one run's failure ends the command)
-                errors.append(str(e))
-                print(f"error: {run.name}: {e}", flush=True)
-                return
-
-    with child_processes.Children() as children:
-        CHILDREN.append(children)
-        try:
-            threads = [threading.Thread(target=worker, daemon=True) for _ in range(args.jobs)]
-            for t in threads:
-                t.start()
-            try:
-                for t in threads:
-                    while t.is_alive():
-                        t.join(1.0)
-            except BaseException:
-                with qlock:
-                    queue.clear()
-                raise
-        finally:
-            CHILDREN.remove(children)
-    if errors:
-        raise Failed(errors[0])
+    run_jobs(todo, work, results, Progress(total), args.jobs)
     base = "abs_attention_s0"
     if (not args.only or "abs_plus" in args.only) and results.get("runs", base, "decode"):
         abs_plus(work, results, base)
