@@ -52,6 +52,7 @@ from pointer_generator.runtime import owned_files
 
 RESULTS = "results.json"
 PER_DOCUMENT = "rouge_per_document.json"
+BUDGET_HOURS = 2.5  # issue 44, item 8: the whole page from nothing on a 2-core CPU
 NOT_RUN = "not run yet"
 SAMPLES, SEED, LEVEL = 1000, 0, 0.95
 MIN_GAP = 0.1  # nats per word (issue 44 item 5)
@@ -872,6 +873,46 @@ class Page:
         self.picture("learning_curves", "validation perplexity per step")
         self.source("`runs.*.train.valid_curve`, `baselines.ngram.trigram.valid_perplexity`")
 
+    def budget(self) -> None:
+        """What the time bought (issue 44, item 8): the page's time against BUDGET_HOURS,
+        each invocation's host, and every training's steps, passes and why it stopped."""
+        meta = self.r.get("meta") or {}
+        seconds = meta.get("seconds")
+        within = None if seconds is None else seconds <= BUDGET_HOURS * 3600
+        rows, improving = [], []
+        for name, run in sorted((self.r.get("runs") or {}).items()):
+            if not isinstance(run, dict):
+                continue
+            record = run.get("record") or run
+            t = run.get("train") or {}
+            curve = t.get("valid_curve") or []
+            # Its last validation its best: a longer training would have gone on improving.
+            still = bool(curve) and curve[-1][1] <= min(v for _, v in curve)
+            if still and not record.get("preset"):
+                improving.append(name)
+            rows.append([f"`{name}`", _hours(t.get("seconds")), _n(t.get("steps")),
+                         _f(t.get("epochs"), ".1f"), t.get("stopped") or NOT_RUN,
+                         "yes" if still else "no"])  # fmt: skip
+        sessions = meta.get("sessions") or []
+        hosts = "; ".join(f"{_hours(x.get('seconds'))} on {x.get('cpu')}" for x in sessions)
+        verdict_text = {None: "not measured yet", True: "within", False: "over"}[within]
+        self.add(
+            "## What the time bought",
+            "",
+            f"{_hours(seconds)} in all, {verdict_text} the {BUDGET_HOURS} hours the page "
+            f"is allowed on a 2-core CPU (each invocation: {hosts or NOT_RUN}). Two runs "
+            "train at a time. Every run validates every half pass over the training pairs "
+            "and stops after a whole pass without improvement; *still improving*: its last "
+            "validation was its best, so more passes would have lowered its perplexity.",
+            "",
+        )
+        self.add(*_table(["run", "training time", "steps", "passes", "stopped by",
+                          "still improving"], rows))  # fmt: skip
+        if improving:
+            self.add("", "Still improving when the budget stopped them: "
+                     + ", ".join(f"`{n}`" for n in improving) + ".")  # fmt: skip
+        self.source("`meta`, `runs.*.train`")
+
     def text(self) -> str:
         for section in (
             self.header,
@@ -883,6 +924,7 @@ class Page:
             self.pointer_generator,
             self.presets,
             self.curves,
+            self.budget,
         ):
             section()
         return "\n".join(self.lines).rstrip("\n") + "\n"
