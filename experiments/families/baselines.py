@@ -93,7 +93,7 @@ from pointer_generator.runtime import owned_files
 
 END = "</s>"  # the models' [STOP]
 MAX_DEC_STEPS = 50  # the families' flag files (experiments/families/*.flags)
-VOCAB_SIZE = 50000  # HParams.vocab_size, which the families' flag files keep
+VOCAB_SIZE = 0  # every word of the file, as the real-text runs read it (--vocab_size=0)
 GRID_STEP, FINE_STEP = 0.05, 0.01
 HELD_OUT_BLOCK, HELD_OUT_EVERY = 50, 10
 CANDIDATES = 300
@@ -490,7 +490,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--data_dir", required=True, help="what data_tools.highlight_pairs wrote")
     p.add_argument("--out_dir", required=True)
     p.add_argument("--vocab_path", default=None, help="default: DATA_DIR/finished/vocab")
-    p.add_argument("--vocab_size", type=arg_types.positive_int, default=VOCAB_SIZE)
+    p.add_argument(
+        "--vocab_size",
+        type=arg_types.non_negative_int,
+        default=VOCAB_SIZE,
+        help="the models' --vocab_size (0: every word of the file, the default)",
+    )
     p.add_argument("--max_dec_steps", type=arg_types.positive_int, default=MAX_DEC_STEPS)
     p.add_argument("--candidates", type=arg_types.positive_int, default=CANDIDATES)
     p.add_argument("--max_k", type=arg_types.positive_int, default=MAX_K)
