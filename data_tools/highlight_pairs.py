@@ -37,7 +37,7 @@ import os
 import sys
 from collections import Counter
 
-from data_tools import gigaword_rules
+from data_tools import gigaword_rules, sentence_dataset
 from data_tools.convert import read_jsonl
 from data_tools.proxy_task import SENTENCE_ENDS, SPLITS, split_of, strip_dateline
 from data_tools.sentence_dataset import (
@@ -138,12 +138,7 @@ def vocabulary(train: list[tuple[list[str], list[str]]], min_count: int) -> Coun
     return gigaword_rules.dictionary(lines, min_count)
 
 
-class _AllWords:
-    def __contains__(self, word) -> bool:
-        return True
-
-
-_EVERY = _AllWords()
+_EVERY = sentence_dataset.EVERY_WORD
 
 
 def ceiling(test: list[tuple[list[str], list[str]]], vocab) -> dict:

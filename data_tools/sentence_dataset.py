@@ -55,6 +55,9 @@ class _Every:
         return True
 
 
+EVERY_WORD = _Every()  # (also the highlight pairs' dictionary of the titles' words)
+
+
 def write_dataset(splits: dict, out_dir: str, min_count: int = 5, keep_words: bool = False) -> dict:
     """Write the text files and the `.bin` files of `splits` ({"train"|"valid"|"test":
     [(article tokens, title tokens)]}); returns {split: examples}.
@@ -78,11 +81,11 @@ def write_dataset(splits: dict, out_dir: str, min_count: int = 5, keep_words: bo
         os.makedirs(os.path.join(text_dir, folder), exist_ok=True)
         a_path = os.path.join(text_dir, folder, article_file)
         t_path = os.path.join(text_dir, folder, title_file)
-        source_words = _Every() if keep_words else articles
+        source_words = EVERY_WORD if keep_words else articles
         _write_lines(a_path, (" ".join(gigaword_rules.pull(a, source_words)) for a, _ in pairs))
         # Test titles keep their rare words: they are the references ROUGE scores against
         # (with `<unk>` in them a model would earn matches by writing [UNK]).
-        words = titles if split != "test" and not keep_words else _Every()
+        words = titles if split != "test" and not keep_words else EVERY_WORD
         _write_lines(t_path, (" ".join(gigaword_rules.pull(t, words, True)) for _, t in pairs))
         counts[split] = sumdata.convert(a_path, [t_path], finished, set_name)
     return counts

@@ -41,6 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from experiments.families.run_proxy import SHARED  # the shared CNN/DM sample's path
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
@@ -48,12 +49,6 @@ from pointer_generator.runtime import child_processes, json_files, owned_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SHARED = os.path.join(
-    os.environ.get(
-        "POINTER_GENERATOR_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data")
-    ),
-    "cnndm_sample.jsonl.gz",
-)
 DEFAULT_OUT = os.path.join(REPO, "experiments", "results", "families_real", "report.md")
 PROGRESS_SECS = 60.0
 RUNNER = [sys.executable, "-m", "pointer_generator.cli.run_summarization"]
