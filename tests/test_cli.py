@@ -29,6 +29,17 @@ def test_console_script_runs_run_summarization(tmp_path):
     assert proc.stderr.strip() == "error: --mode must be one of train, eval, decode, got 'bogus'"
 
 
+def test_a_bare_command_prints_the_usage_not_a_missing_flag():
+    """Issue 45 item 6: `pointer-generator` alone says what it does and how."""
+    proc = helpers.run_python(["-m", "pointer_generator.cli.entry"], timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("pointer-generator: train, evaluate and decode"), lines
+    assert "  pointer-generator summarize [flags] [FILE ...]   summaries of your own text" in lines
+    assert lines[-1] == "Every flag: pointer-generator --help"
+    assert not [ln for ln in lines if ln.startswith("error:")]
+
+
 def test_help_lists_the_flags():
     proc = helpers.run_python(["-m", "pointer_generator.cli.entry", "--helpfull"], timeout=60)
     for name in ("--max_steps", "--distribution_strategy", "--coverage", "--flagfile"):

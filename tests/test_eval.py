@@ -129,6 +129,35 @@ def test_eval_survives_a_checkpoint_vanishing_while_loading(setup, monkeypatch):
     assert len(calls) == 2 and int(evaluator.step.numpy()) == 21
 
 
+def test_eval_says_it_waits_and_ends_when_no_new_checkpoint_comes(setup, monkeypatch, caplog):
+    """Issue 45 item 7: with --eval_idle_secs the endless loop ends once training has
+    stopped writing checkpoints; while the checkpoint stays the same it says so."""
+    import logging
+    import time
+
+    data, exp, trainer, ckpts, evaluator, vocab = setup
+    _save_train_checkpoint(trainer, ckpts, 25, seed=25)
+    monkeypatch.setattr(evaluate._IdleClock, "NOTICE_SECS", 0.3)
+    caplog.set_level(logging.INFO, logger=evaluate.__name__)
+    t0 = time.monotonic()
+    evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05, idle_secs=1.5)
+    took = time.monotonic() - t0
+    lines = [r.getMessage() for r in caplog.records]
+    evaluated = [ln for ln in lines if ln.startswith("eval step 25 ")]
+    waiting = [ln for ln in lines if ln.startswith("Waiting for training's next checkpoint")]
+    ended = [ln for ln in lines if ln.startswith("No new checkpoint in")]
+    assert 1.5 <= took < 30 and len(evaluated) >= 2, (took, len(evaluated))
+    assert waiting and "ckpt-25 unchanged for" in waiting[0] and "ends after 2 s" in waiting[0]
+    assert len(ended) == 1 and ended[0].endswith("eval ends (--eval_idle_secs)"), ended
+    # 0 = the original: only max_eval_iterations ends it, and the notice names the flag.
+    caplog.clear()
+    monkeypatch.setattr(evaluate._IdleClock, "NOTICE_SECS", 0.0)
+    evaluate.concurrent(evaluator, vocab, exp, data.val_path, interval_secs=0.05, max_iterations=3)
+    lines = [r.getMessage() for r in caplog.records]
+    assert not [ln for ln in lines if ln.startswith("No new checkpoint in")]
+    assert any("--eval_idle_secs=S ends eval" in ln for ln in lines), lines
+
+
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_ctrl_c_that_a_finalizer_swallowed_still_ends_the_eval_loop(setup, monkeypatch):
     """The real eval job once evaluated on for a minute after Ctrl-C: the signal had

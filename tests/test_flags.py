@@ -56,7 +56,10 @@ ADDED_DEFAULTS = {
     "eval_interval_secs": 10.0,
     "max_eval_iterations": 0,
     "checkpoint_data_position": True,
-    "log_every_n_steps": 1,
+    "log_every_n_steps": 0,  # a line every log_every_secs (1: the original's every step)
+    "log_every_secs": 10.0,
+    "eval_idle_secs": 0.0,  # 0: the original's endless eval
+    "save_search": False,  # a decode changes no later command's search unless asked
     "decode_batch_size": 32,
     "full_final_dist": False,
     "trigram_blocking": False,

@@ -31,9 +31,13 @@ def test_count_progress_rate_eta_and_a_resumed_start(monkeypatch):
     clock.now += 3.0
     p.update(3)
     p.close()
-    # Non-terminal output: a line per interval and the final one, which gives the time
-    # and the rate of the whole run.
-    assert out.getvalue().splitlines()[-1] == "decoded: 10/10 articles (0.17 articles/s, 00:35)"
+    # Non-terminal output: a line per interval and the final one: the rate measured as
+    # the running lines measure it (since the first results: 5 articles in 5 s), the
+    # whole time, and the wait for the first results (issue 45 item 6: before, the final
+    # rate folded the wait in, 0.17 articles/s after lines of 1.00).
+    assert out.getvalue().splitlines()[-1] == (
+        "decoded: 10/10 articles (1.00 articles/s; 00:35 in all, the first after 00:30)"
+    )
 
 
 def test_count_progress_fast_rates_are_whole_numbers_and_nothing_done_prints_nothing():
@@ -84,3 +88,25 @@ def test_progress_marks_compiling_by_new_batch_shape_not_by_a_slow_step(monkeypa
     assert marked == [True, False, False, False, True, False, False]
     # The steady time is the median of 0.5, 0.5, 4.0 (kept: not a compile), 0.5, 0.5.
     assert "| 2.00 steps/s |" in lines[6]
+
+
+def test_by_default_a_line_every_few_seconds_and_at_the_first_and_last_step(monkeypatch, caplog):
+    """Issue 45 item 6: not a line a step (1,002 lines for a 1,000-step recipe)."""
+    import logging
+
+    now = [0.0]
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: now[0]))
+    caplog.set_level(logging.INFO, logger=progress.__name__)
+    p = progress.Progress(0, 1000, 16, log_every=0, log_every_secs=10.0)
+    for step in range(1, 1001):
+        now[0] += 0.0625  # 16 steps/s (exact in binary): 62.5 s in all
+        p.update(step, {"loss": 1.0})
+    steps = [int(r.getMessage().split()[1].split("/")[0]) for r in caplog.records]
+    assert steps == [1, 161, 321, 481, 641, 801, 961, 1000], steps
+    # N steps: as before (1 = every step, the original's).
+    caplog.clear()
+    p = progress.Progress(0, 10, 16, log_every=1)
+    for step in range(1, 11):
+        now[0] += 0.05
+        p.update(step, {"loss": 1.0})
+    assert len(caplog.records) == 10

@@ -54,6 +54,7 @@ NOT_SEARCH = {
     "decode_shards": "decode mode's split over processes",
     "decode_shard": "decode mode's split over processes",
     "continuous_batching": "deprecated, no effect in any command",
+    "save_search": "whether a decode saves its search as the experiment's",
 }
 
 
@@ -277,18 +278,20 @@ def test_the_command_line_refuses_a_search_flag_of_train_mode_in_one_line(data):
 
 
 def test_stored_search_values_are_not_refused_and_max_dec_steps_is_a_training_flag(data, capfd):
-    """The experiment's stored values (settings.json; last_decode.json, which the
-    commands that search read) are not given on the command line: eval mode runs with
+    """The experiment's stored values (settings.json; search.json, which the commands
+    that search read) are not given on the command line: eval mode runs with
     them, and with --max_dec_steps, the length it evaluates on."""
     root = os.path.join(data.log_root, EXPERIMENT)
-    experiment_settings.write_decode_settings(
-        root, {"beam_size": 3, "min_dec_steps": 1, "max_dec_steps": 5}
-    )
+    experiment_settings.save_search(
+        root,
+        {"beam_size": 3, "min_dec_steps": 1, "max_dec_steps": 5, "trigram_blocking": False,
+         "length_penalty": 0.0, "block_unk": False},
+    )  # fmt: skip
     try:
         fv = flags_lib.FLAGS
         fv(["prog", "--mode=eval", *data.experiment])
         try:
-            stored_settings.apply(fv, "eval", last_decode=True)
+            stored_settings.apply(fv, "eval", saved_search=True)
             assert (fv.beam_size, fv.min_dec_steps, fv.max_dec_steps) == (3, 1, 5)
             assert [n for n in SEARCH_FLAGS if fv[n].present] == []
             flag_checks.check_no_search(fv)  # nothing refused
@@ -297,7 +300,7 @@ def test_stored_search_values_are_not_refused_and_max_dec_steps_is_a_training_fl
         args = [*_mode_args(data, "eval"), "--max_dec_steps=6"]
         assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
     finally:
-        os.remove(os.path.join(root, experiment_settings.DECODE_FILE))
+        os.remove(experiment_settings.search_path(root))
 
 
 def test_run_args_gives_the_tiny_search_to_decode_mode_only(data):

@@ -351,10 +351,10 @@ def _read_settings(path):
     return experiment_settings.read(str(path.parent), family_registry)
 
 
-def _read_last_decode(path):
+def _read_saved_search(path):
     from pointer_generator.runtime import experiment_settings
 
-    return experiment_settings.read_decode_settings(str(path.parent))
+    return experiment_settings.read_saved_search(str(path.parent))
 
 
 def _recipe_error():
@@ -372,10 +372,11 @@ def _recipe_error():
         (_read_recipe, _recipe_error, "my_recipe.json"),
         (_read_export_info, lambda: FlagError, "export_info.json"),
         (_read_settings, lambda: FlagError, "settings.json"),
-        (_read_last_decode, lambda: FlagError, "last_decode.json"),
+        (_read_saved_search, lambda: FlagError, "search.json"),
+        (_read_saved_search, lambda: FlagError, "last_decode.json"),
     ],
     ids=["convert_jsonl", "cpu_scale_sample", "recipe_state", "recipe", "export_info",
-         "settings", "last_decode"],
+         "settings", "search", "last_decode"],
 )  # fmt: skip
 def test_every_json_reader_turns_deep_nesting_into_its_own_error(tmp_path, reader, error, name):
     """Each reader's own error naming the file (before: RecursionError, exit 3)."""

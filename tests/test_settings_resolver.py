@@ -97,8 +97,8 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
     older, opened, monkeypatch, tmp_path, capfd
 ):
     experiment = [f"--log_root={older.log_root}", "--exp_name=old"]
-    # Decode mode with a search of its own: the later commands' default (last_decode.json).
-    search = [f"--{k}={v}" for k, v in SEARCH.items()]
+    # Decode mode saving a search of its own: the later commands' default (search.json).
+    search = [f"--{k}={v}" for k, v in SEARCH.items()] + ["--save_search"]
     decode = ["--mode=decode", "--single_pass", f"--data_path={older.val_path}", *experiment]
     assert helpers.run_main_in_process([*decode, *search]) == 0, capfd.readouterr().err[-2000:]
     article = tmp_path / "article.txt"
@@ -137,7 +137,7 @@ def test_every_command_and_the_python_api_resolve_an_older_experiment_alike(
 
 def test_the_resolver_fills_what_the_settings_predate_and_keeps_what_is_given(older):
     resolved = experiment_settings.resolve(
-        older.root, {"beam_size": 3}, families=family_registry, last_decode=True
+        older.root, {"beam_size": 3}, families=family_registry, saved_search=True
     )
     assert resolved.values["ras_attention"] == "dot"  # RASFamily.predating
     assert "beam_size" not in resolved.values  # given: the caller's

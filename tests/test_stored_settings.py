@@ -1,7 +1,7 @@
 """An experiment remembers how it was made (issue 19): training stores its model flags and
 vocabulary (settings.json), later commands take them without being told, a flag that
-contradicts them is one error, another vocabulary is refused, and the last decode's search
-is the default of `summarize` and `pg.Summarizer`."""
+contradicts them is one error, another vocabulary is refused, and the search saved with
+`--mode=decode --save_search` is the default of `summarize` and `pg.Summarizer`."""
 
 from __future__ import annotations
 
@@ -141,30 +141,42 @@ def test_another_vocabulary_is_refused_and_the_original_habit_still_works(traine
     assert helpers.run_main_in_process(same + ["--vocab_size=100"]) == 0
 
 
-def test_the_last_decodes_search_is_the_default_of_summarize_and_the_summarizer(
+def test_a_saved_search_is_the_default_of_summarize_and_a_plain_decode_changes_nothing(
     trained, capfd, tmp_path
 ):
+    """Issue 45 item 2: only `--mode=decode --save_search` sets the search of summarize,
+    serve, export and pg.Summarizer; a decode with other settings (the flag defaults)
+    leaves it; summarize says which search it runs and where it came from."""
     import pointer_generator as pg
     from pointer_generator.cli import configs
     from pointer_generator.runtime import experiment_settings
 
     root = tmp_path / "log"
     shutil.copytree(trained.exp_dir, root / "exp")
-    args = [
+    exp = str(root / "exp")
+    decode = [
         "--mode=decode",
         "--single_pass",
         f"--data_path={trained.val_path}",
         f"--log_root={root}",
         "--exp_name=exp",
-        "--beam_size=2",
-        "--min_dec_steps=1",
-        "--max_dec_steps=5",
     ]
-    assert helpers.run_main_in_process(args) == 0, capfd.readouterr().err[-2000:]
-    last = {"beam_size": 2, "min_dec_steps": 1, "max_dec_steps": 5}
-    assert experiment_settings.read_decode_settings(str(root / "exp")) == last
+    # A decode that only tries a search saves nothing.
+    assert helpers.run_main_in_process([*decode, "--beam_size=3"]) == 0, capfd.readouterr().err
+    assert experiment_settings.read_saved_search(exp) == ({}, None)
+    assert not os.path.exists(os.path.join(exp, experiment_settings.SEARCH_FILE))
+    saving = [*decode, "--beam_size=2", "--min_dec_steps=1", "--max_dec_steps=5", "--block_unk"]
+    assert helpers.run_main_in_process([*saving, "--save_search"]) == 0, capfd.readouterr().err
+    saved = {"beam_size": 2, "min_dec_steps": 1, "max_dec_steps": 5, "trigram_blocking": False,
+             "length_penalty": 0.0, "block_unk": True}  # fmt: skip
+    path = experiment_settings.search_path(exp)
+    assert experiment_settings.read_saved_search(exp) == (saved, path)
+    # Another decode with the defaults (beam 4, min 35, max the training length): no change.
+    assert helpers.run_main_in_process(decode) == 0, capfd.readouterr().err[-2000:]
+    assert experiment_settings.read_saved_search(exp) == (saved, path)
     settings = pg.Summarizer.from_experiment(str(root), "exp").decoder.settings
     assert (settings.beam_size, settings.min_dec_steps, settings.max_dec_steps) == (2, 1, 5)
+    assert settings.block_unk and settings.length_penalty is None
     given = pg.Summarizer.from_experiment(str(root), "exp", beam_size=3).decoder.settings
     assert (given.beam_size, given.min_dec_steps) == (3, 1)
     # The command line: the same defaults, a flag still wins.
@@ -179,6 +191,35 @@ def test_the_last_decodes_search_is_the_default_of_summarize_and_the_summarizer(
     stored_settings.apply_trained(fv, "summarize")
     search = configs.search_settings(fv)
     assert (search.beam_size, search.min_dec_steps, search.max_dec_steps) == (2, 3, 5)
+    line = stored_settings.search_line(fv)
+    assert line == (
+        "search: beam_size=2, min_dec_steps=3, max_dec_steps=5, trigram_blocking=false, "
+        f"length_penalty=0.0, block_unk=true from the experiment's search ({path}); "
+        "given: --min_dec_steps"
+    ), line
+    # summarize prints that line first, on stderr (its stdout holds only summaries).
+    article = tmp_path / "a.txt"
+    article.write_text("the cat sat on the mat . the dog ran .\n", encoding="utf-8")
+    capfd.readouterr()
+    summarize = ["summarize", f"--log_root={root}", "--exp_name=exp", str(article)]
+    proc = helpers.run_python(["-m", "pointer_generator.cli", *summarize], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first = [ln for ln in proc.stderr.splitlines() if ln.startswith("search:")]
+    assert first == [
+        "search: beam_size=2, min_dec_steps=1, max_dec_steps=5, trigram_blocking=false, "
+        f"length_penalty=0.0, block_unk=true from the experiment's search ({path})"
+    ], proc.stderr
+    assert "search:" not in proc.stdout
+    # An older experiment's last_decode.json is read when there is no search.json.
+    os.remove(path)
+    legacy = os.path.join(exp, experiment_settings.LEGACY_DECODE_FILE)
+    with open(legacy, "w", encoding="utf-8") as f:
+        json.dump({"beam_size": 3, "min_dec_steps": 2, "max_dec_steps": 6}, f)
+    older = experiment_settings.read_saved_search(exp)
+    assert older == ({"beam_size": 3, "min_dec_steps": 2, "max_dec_steps": 6}, legacy)
     (root / "exp" / "last_decode.json").write_text("{}")
     with pytest.raises(pg.PointerGeneratorError, match="last_decode.json is unreadable"):
+        pg.Summarizer.from_experiment(str(root), "exp")
+    (root / "exp" / "search.json").write_text('{"beam_size": true}')
+    with pytest.raises(pg.PointerGeneratorError, match="search.json is unreadable"):
         pg.Summarizer.from_experiment(str(root), "exp")

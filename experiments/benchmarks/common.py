@@ -135,8 +135,10 @@ def data_missing(args, check_data_path: bool = False) -> bool:
         )
     if not present:
         print(
-            "SKIPPED: the real data (../shared/data/cnndm_sample.jsonl.gz and vocab_200k) "
-            "is absent; pass --data_path and --vocab_path",
+            "SKIPPED: no real data: ../shared/data (cnndm_sample.jsonl.gz, vocab_200k) is "
+            "absent and no --data_path/--vocab_path was given; pass --data_path (a glob of "
+            ".bin files made by data_tools, or a .jsonl.gz of stories) and --vocab_path "
+            "(docs/data.md, 'The real-data sample')",
             file=sys.stderr,
         )
     return not present

@@ -117,6 +117,7 @@ def main(argv: list[str]) -> int:
     flags_lib.parse_subcommand("export", argv)
     console.setup_logging()
     exp = stored_settings.apply_trained(fv, "export")  # its model flags and vocabulary
+    print(stored_settings.search_line(fv), flush=True)
     export_dir = check_export_dir(fv.export_dir)
 
     console.import_tensorflow()

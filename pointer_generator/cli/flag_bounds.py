@@ -91,7 +91,9 @@ BOUNDS: dict[str, Bound] = {
     "early_stop_epochs": Bound(0, note="0 = off"),
     "eval_interval_secs": Bound(0, DAY_S),
     "max_eval_iterations": Bound(0, note="0 = forever"),
-    "log_every_n_steps": POSITIVE,
+    "eval_idle_secs": Bound(0, DAY_S * 365, note="0 = forever"),
+    "log_every_n_steps": Bound(0, note="0 = every --log_every_secs"),
+    "log_every_secs": Bound(0, DAY_S),
     # decoding
     "decode_batch_size": POSITIVE,
     "length_penalty": NON_NEGATIVE,

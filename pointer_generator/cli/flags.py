@@ -290,6 +290,13 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "evaluated batches (0 = run forever, like the original).",
         flag_values=fv,
     )
+    flags.DEFINE_float(
+        "eval_idle_secs",
+        0.0,
+        "Concurrent eval: end once train/ has had no new checkpoint for this many "
+        "seconds, i.e. training has ended (0 = run forever, like the original).",
+        flag_values=fv,
+    )
     flags.DEFINE_boolean(
         "checkpoint_data_position",
         True,
@@ -301,8 +308,16 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
     )
     flags.DEFINE_integer(
         "log_every_n_steps",
-        1,
-        "Print training progress every N steps (summaries are written every step regardless).",
+        0,
+        "Print training progress every N steps (1 = a line a step, as the original); 0: "
+        "every --log_every_secs seconds, and at the first and last step (TensorBoard "
+        "summaries are written every step regardless).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "log_every_secs",
+        10.0,
+        "Training with --log_every_n_steps=0: seconds between progress lines.",
         flag_values=fv,
     )
 
@@ -377,6 +392,15 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         False,
         "decode --single_pass: also write every summary's ROUGE-1, -2 and -L (recall, "
         "precision, F) to <decode dir>/rouge_per_document.json, for paired comparisons.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "save_search",
+        False,
+        "decode: also save this decode's search (beam, lengths, trigram blocking, length "
+        "penalty, block_unk) as the experiment's own, <exp>/search.json, which summarize, "
+        "serve, export and pg.Summarizer use when not given one. Without it a decode "
+        "changes nothing they do.",
         flag_values=fv,
     )
     flags.DEFINE_boolean(

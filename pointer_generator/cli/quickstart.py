@@ -34,7 +34,9 @@ MODEL_FLAGS = [
     "--static_shapes=1",
     "--max_oovs=60",
 ]
-DECODE_FLAGS = ["--beam_size=4", "--min_dec_steps=10", "--max_dec_steps=40"]
+# Saved as the experiment's search: `summarize`, `serve` and the README's Python example
+# then write summaries of the length this model was made for.
+DECODE_FLAGS = ["--beam_size=4", "--min_dec_steps=10", "--max_dec_steps=40", "--save_search"]
 
 
 class StepFailed(PointerGeneratorError):

@@ -114,6 +114,14 @@ def print_help(kind: str) -> int:
     return exit_codes.OK
 
 
+def print_usage() -> int:
+    """A bare `pointer-generator`: the usage on stderr, status 2 (no command given)."""
+    from pointer_generator.cli import help as help_lib
+
+    print(help_lib.USAGE + "Every flag: pointer-generator --help", file=sys.stderr)
+    return exit_codes.BAD_INPUT
+
+
 def run(argv: list[str] | None = None) -> None:
     """Parse flags and run (the console script's default command), then end the process
     without TensorFlow's slow teardown (`process_exit`)."""
@@ -121,7 +129,10 @@ def run(argv: list[str] | None = None) -> None:
     from pointer_generator.runtime.process_exit import run_and_exit
 
     console.quiet_tensorflow()
-    kind = wants_help(list(sys.argv if argv is None else argv)[1:])
+    args = list(sys.argv if argv is None else argv)[1:]
+    if not args:  # a bare `pointer-generator`: what it does and how, not a missing flag
+        run_and_exit(exit_codes.run_command, print_usage)
+    kind = wants_help(args)
     if kind:
         run_and_exit(exit_codes.run_command, print_help, kind)
     run_and_exit(lambda: app.run(main, argv=argv, flags_parser=parse_flags))

@@ -11,7 +11,7 @@ clients are decoded together in batches of up to --serve_max_batch texts; the se
 compiled for one text at every article length before serving, and with
 --serve_warm_up_batches for every batch size too (else each size compiles at its first
 batch). The experiment is opened as `summarize` opens it: the model flags and the
-vocabulary come from the experiment (settings.json), the search from the last decode,
+vocabulary come from the experiment (settings.json), the search from its search.json,
 and every decoding flag given applies (--beam_size, --min_dec_steps, --max_dec_steps,
 --trigram_blocking, --length_penalty, --full_final_dist, --block_unk,
 --feature_weights, --namas_features), so a text gets `summarize`'s summary.
@@ -119,6 +119,7 @@ def summarizer_of(fv):
         console.import_tensorflow()
         return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
+    print(stored_settings.search_line(fv), flush=True)
     console.import_tensorflow()
     from pointer_generator.summarizing.trained import open_trained
 

@@ -70,7 +70,7 @@ def apply_trained(fv, command: str):
     from pointer_generator.cli.flag_checks import apply_model_family, check_decode_lengths
 
     exp = require_experiment(fv, command)
-    apply(fv, "decode", last_decode=True)  # the last decode's search too, unless given
+    apply(fv, "decode", saved_search=True)  # the experiment's saved search too, unless given
     apply_model_family(fv)
     check_decode_lengths(fv)
     if not fv.vocab_path:
@@ -79,6 +79,17 @@ def apply_trained(fv, command: str):
             "(it was trained before experiments kept their settings)"
         )
     return exp
+
+
+def search_line(fv) -> str:
+    """One line naming the search the flags now hold (after `apply_trained`) and where it
+    came from: the experiment's search.json, the defaults, the flags given."""
+    from pointer_generator.search.settings import SEARCH_FLAGS
+
+    values = {name: fv[name].value for name in experiment_settings.SAVED_SEARCH}
+    given = [name for name in SEARCH_FLAGS if fv[name].present]
+    source = experiment_settings.read_saved_search(_root(fv))[1] if fv.log_root else None
+    return experiment_settings.describe_search(values, source, given)
 
 
 def read(fv) -> dict | None:
@@ -90,11 +101,11 @@ def read(fv) -> dict | None:
     return experiment_settings.read(_root(fv), family_registry())
 
 
-def apply(fv, mode: str, last_decode: bool = False) -> dict | None:
+def apply(fv, mode: str, saved_search: bool = False) -> dict | None:
     """Fill the flags not given on the command line from the experiment's settings as
-    `experiment_settings.resolve` gives them (with `last_decode`, the last decode's
-    search too); FlagError for a given one that contradicts them. Returns the stored
-    settings (None: the experiment keeps none)."""
+    `experiment_settings.resolve` gives them (with `saved_search`, the experiment's saved
+    search too: `search_line` says which); FlagError for a given one that contradicts
+    them. Returns the stored settings (None: the experiment keeps none)."""
     if not fv.log_root or not fv.exp_name:
         return None
     given = {name: fv[name].value for name in fv if fv[name].present}
@@ -104,8 +115,9 @@ def apply(fv, mode: str, last_decode: bool = False) -> dict | None:
         families=family_registry(),
         mode=mode,
         vocab_path=fv.vocab_path if fv["vocab_path"].present else None,
-        last_decode=last_decode,
+        saved_search=saved_search,
     )
+
     for name, value in resolved.values.items():
         if name in fv:
             fv[name].value = value

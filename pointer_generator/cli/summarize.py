@@ -8,6 +8,12 @@ same tokenization as the training data, the same batched beam search as `--mode=
 from the newest checkpoint of the experiment (or `--tf1_checkpoint`). The model flags
 and the vocabulary come from the experiment (`settings.json`, written when it was
 trained); an experiment of an older version needs them repeated.
+
+The search (beam, summary lengths, trigram blocking, length penalty, block_unk) is the
+experiment's saved one, <exp>/search.json, which `--mode=decode --save_search` writes (the
+quick-start and the recipes' decode stages do), else the defaults below; a flag given wins.
+A decode without --save_search changes nothing here. The first line on stderr says which
+search runs and where it came from.
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ def main(argv: list[str]) -> int:
     rest = ["summarize", *flags_lib.parse_subcommand("summarize", argv, positional=True)]
     console.setup_logging()
     exp = stored_settings.apply_trained(fv, "summarize")  # its model flags and vocabulary
+    print(stored_settings.search_line(fv), file=sys.stderr, flush=True)
     inputs = read_inputs(rest[1:])
     names = [name for name, _ in inputs]
     texts = [text for _, text in inputs]

@@ -55,9 +55,9 @@ def main(argv: list[str]) -> int:
     flags_lib.parse_subcommand("tune_features", argv)
     console.setup_logging()
     exp = stored_settings.require_experiment(fv, "tune_features")
-    # The experiment's settings and its last decode's search, as summarize and export
-    # read them (one resolver).
-    stored_settings.apply(fv, "decode", last_decode=True)
+    # The experiment's settings and its saved search, as summarize and export read them
+    # (one resolver).
+    stored_settings.apply(fv, "decode", saved_search=True)
     apply_model_family(fv)
     _check(fv)
     fv.mode, fv.single_pass = "decode", True

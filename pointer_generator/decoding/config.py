@@ -40,6 +40,7 @@ class DecodeConfig:
     readable_summaries: single pass: also write detokenized summaries in `readable/`.
     rouge_per_document: single pass: also write every summary's ROUGE-1, -2, -L to
       `rouge_per_document.json` (`write_per_document`).
+    save_search: save the search as the experiment's (`experiment_settings.save_search`).
     decode_shards, decode_shard: single pass: decode this shard of that many (processes
       or machines), merged by the last to finish (`shards.py`).
     distribution_strategy: "mirrored" splits each batch over this machine's devices
@@ -58,6 +59,7 @@ class DecodeConfig:
     xla: bool = False
     readable_summaries: bool = False
     rouge_per_document: bool = False
+    save_search: bool = False
     decode_shards: int = 1
     decode_shard: int = 0
     distribution_strategy: str = "default"

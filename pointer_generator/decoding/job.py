@@ -270,11 +270,11 @@ def run_decode_mode(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
     from pointer_generator.runtime.experiment import open_experiment
 
     exp = open_experiment(cfg.log_root, cfg.exp_name, "decode")
-    # The defaults of `summarize`, `serve`, `export` and pg.Summarizer from now on.
-    experiment_settings.write_decode_settings(
-        exp.root,
-        {k: getattr(cfg.search, k) for k in experiment_settings.DECODE_SETTINGS},
-    )
+    if cfg.save_search:  # asked for: the search of `summarize`, `serve`, ... from now on
+        values = {k: getattr(cfg.search, k) for k in experiment_settings.SAVED_SEARCH}
+        values["length_penalty"] = values["length_penalty"] or 0.0  # as the flag: 0 = none
+        path = experiment_settings.save_search(exp.root, values)
+        print(f"Saved this search as the experiment's: {path}", flush=True)
     strategy = None
     if cfg.distribution_strategy == "mirrored":
         strategy = local_mirrored_strategy()

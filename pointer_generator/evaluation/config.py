@@ -18,6 +18,8 @@ class EvalConfig:
     single_pass: the exact loss over the data once (else the original's endless loop).
     eval_interval_secs: wait before looking again for a new checkpoint.
     max_eval_iterations: stop the concurrent loop after this many batches (0 = never).
+    eval_idle_secs: end the concurrent loop once no new checkpoint came for this long
+      (0 = never, the original).
     distributed: training was asked to run distributed (eval says it runs on one device).
     xla: compile the forward pass with XLA.
     input_gap: single pass: also the loss with every abstract paired with another
@@ -30,6 +32,7 @@ class EvalConfig:
     single_pass: bool = False
     eval_interval_secs: float = 10.0
     max_eval_iterations: int = 0
+    eval_idle_secs: float = 0.0
     distributed: bool = False
     xla: bool = False
     input_gap: bool = False

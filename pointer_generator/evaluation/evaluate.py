@@ -4,7 +4,9 @@ Concurrent (the original): forever (or `--max_eval_iterations` batches), load th
 train checkpoint when it changes (waiting `--eval_interval_secs` while there is none, and
 retrying when one disappears or is half-written), evaluate one batch, update the running
 average of the NLL loss (decay 0.99, clipped at 12) and save `eval/bestmodel-<step>`
-whenever the running average is the lowest so far.
+whenever the running average is the lowest so far. An addition: `--eval_idle_secs=S` ends
+the loop once no new checkpoint has come for S seconds (training has ended); while the
+checkpoint stays the same the job says so once a minute.
 
 Single pass (an addition; the original allowed single_pass in decode mode only): the
 newest train checkpoint's exact loss over every example of `--data_path` once, printed
@@ -140,7 +142,13 @@ def run_eval_mode(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
     if cfg.single_pass:
         return single_pass(evaluator, vocab, exp, cfg.data_path, cfg.input_gap)
     concurrent(
-        evaluator, vocab, exp, cfg.data_path, cfg.eval_interval_secs, cfg.max_eval_iterations
+        evaluator,
+        vocab,
+        exp,
+        cfg.data_path,
+        cfg.eval_interval_secs,
+        cfg.max_eval_iterations,
+        idle_secs=cfg.eval_idle_secs,
     )
     return None
 
@@ -165,8 +173,12 @@ def concurrent(
     data_path: str,
     interval_secs: float,
     max_iterations: int = 0,
+    idle_secs: float = 0.0,
 ) -> float | None:
-    """The original's eval loop; returns the final running average (None if none)."""
+    """The original's eval loop; returns the final running average (None if none).
+
+    idle_secs: end once the newest checkpoint (or, before the first, none) has stayed the
+    same for this long (0 = never, as the original)."""
     from pointer_generator.data.input_pipeline import data_errors
 
     hps = evaluator.hps
@@ -178,10 +190,13 @@ def concurrent(
     batches = iter(_dataset(data_path, vocab, hps, single_pass=False))
     running_avg, best, loaded, done = None, None, None, 0
     waiting_logged = False
+    idle = _IdleClock(idle_secs)
     try:
         while not max_iterations or done < max_iterations:
             interrupts.check()
             latest = checkpointing.latest_checkpoint(exp.train_dir)
+            if idle.ended(latest, exp.train_dir):
+                break
             if latest is None:
                 if not waiting_logged:
                     log.info("Waiting for a checkpoint in %s ...", exp.train_dir)
@@ -226,6 +241,51 @@ def concurrent(
         writer.close()
         locks.release(exp.eval_dir)
     return running_avg
+
+
+class _IdleClock:
+    """How long the newest checkpoint has stayed the same: a line a minute while it does
+    (the job is not stuck: it evaluates more batches of it, as the original), and the end
+    of the job after `idle_secs` (0 = never)."""
+
+    NOTICE_SECS = 60.0
+
+    def __init__(self, idle_secs: float):
+        self.idle_secs = idle_secs
+        self.newest = None
+        self.since = self.noticed = time.monotonic()
+
+    def ended(self, newest: str | None, train_dir: str) -> bool:
+        now = time.monotonic()
+        if newest != self.newest:
+            self.newest, self.since, self.noticed = newest, now, now
+            return False
+        unchanged = now - self.since
+        what = os.path.basename(newest) if newest else "no checkpoint yet"
+        if self.idle_secs and unchanged >= self.idle_secs:
+            log.info(
+                "No new checkpoint in %s for %.0f s (newest: %s): eval ends (--eval_idle_secs)",
+                train_dir,
+                unchanged,
+                what,
+            )
+            return True
+        if now - self.noticed >= self.NOTICE_SECS:
+            self.noticed = now
+            ending = (
+                f"; ends after {self.idle_secs:.0f} s without one"
+                if self.idle_secs
+                else " (--eval_idle_secs=S ends eval after S s without one)"
+            )
+            log.info(
+                "Waiting for training's next checkpoint in %s: %s unchanged for %.0f s, "
+                "evaluating more batches of it meanwhile%s",
+                train_dir,
+                what,
+                unchanged,
+                ending,
+            )
+        return False
 
 
 def input_gap_line(other: float, gap: float) -> str:

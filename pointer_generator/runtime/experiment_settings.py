@@ -6,6 +6,8 @@ the vocabulary.
                                                      "sha256": its content's digest,
                                                      "copy": "vocab"}}
     <log_root>/<exp_name>/vocab           that vocabulary, copied when training started
+    <log_root>/<exp_name>/search.json     the search it is meant to be used with, saved on
+                                          purpose (`--mode=decode --save_search`)
 
 An experiment is self-contained: moved, copied, or with its data folder rebuilt (a second
 `data_tools.convert` into the same folder rewrites `vocab`), it still reads the
@@ -20,7 +22,7 @@ command line (cli/stored_settings.py: eval, decode, summarize, export, tune_feat
 resumed training run) and the Python API (summarizing/trained.stored_settings:
 `pg.Summarizer.from_experiment`, `serve`). So one experiment is one model everywhere:
 the values of flags its settings predate, its family's fixed settings and defaults, the
-last decode's search, the checked vocabulary and the contradictions refused are the same
+saved search, the checked vocabulary and the contradictions refused are the same
 whichever way it is opened.
 """
 
@@ -30,7 +32,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from pointer_generator.errors import FlagError, OutputError
@@ -224,45 +226,95 @@ def _write_atomically(path: str, write) -> None:
         raise OutputError(f"cannot write {path} ({e.strerror or e})") from None
 
 
-# ------------------------------------------------------------------ the last decode's search
-DECODE_FILE = "last_decode.json"  # not decode_*: that names decode folders
-# What `summarize`, `serve`, `export` and `pg.Summarizer` take from the experiment's last
-# `--mode=decode` run when not given (a toy model decoded with --min_dec_steps=10 should
-# not be summarized with the paper's 35).
-DECODE_SETTINGS = ("beam_size", "min_dec_steps", "max_dec_steps")
+# ------------------------------------------------------------------ the experiment's search
+SEARCH_FILE = "search.json"
+# What `summarize`, `serve`, `export`, `tune_features` and `pg.Summarizer` search with when
+# not told otherwise: the search the experiment's maker chose on purpose (`--mode=decode
+# --save_search`; the quick-start and the recipes' decode stages give it). A decode that
+# only tries a search leaves it alone: before, every decode rewrote it (a decode with the
+# flag defaults made a toy model decoded with --min_dec_steps=10 write 35 words later).
+# {setting: type}; a setting missing from the file keeps its default.
+SAVED_SEARCH = {
+    "beam_size": int,
+    "min_dec_steps": int,
+    "max_dec_steps": int,
+    "trigram_blocking": bool,
+    "length_penalty": float,
+    "block_unk": bool,
+}
+# Older experiments: every decode wrote its beam and lengths here; still read, never written.
+LEGACY_DECODE_FILE = "last_decode.json"
+_LEGACY_SETTINGS = ("beam_size", "min_dec_steps", "max_dec_steps")
 
 
-def write_decode_settings(root: str, values: dict) -> None:
-    """Store the search settings of a decode run as `root/decode_settings.json`."""
-    text = json.dumps({k: int(values[k]) for k in DECODE_SETTINGS}, indent=1) + "\n"
-    path = os.path.join(root, DECODE_FILE)
+def search_path(root: str) -> str:
+    return os.path.join(root, SEARCH_FILE)
+
+
+def save_search(root: str, values: Mapping) -> str:
+    """Store `values`' search settings (`SAVED_SEARCH`) as the experiment's search,
+    `root/search.json`; returns its path."""
+    text = json.dumps({k: SAVED_SEARCH[k](values[k]) for k in SAVED_SEARCH}, indent=1) + "\n"
+    path = search_path(root)
     _write_atomically(path, lambda: owned_files.replace_file(path, text))
+    return path
 
 
-def read_decode_settings(root: str) -> dict:
-    """The last decode's search settings ({} before any decode). A file that is not what
-    `write_decode_settings` writes is an error naming it."""
-    path = os.path.join(root, DECODE_FILE)
-    if not os.path.isfile(path):
-        return {}
+def read_saved_search(root: str) -> tuple[dict, str | None]:
+    """(the experiment's saved search {setting: value}, the file it came from): search.json,
+    else an older experiment's last_decode.json, else ({}, None). A file that is not what
+    `save_search` wrote is a FlagError naming it."""
+    for name, keys in ((SEARCH_FILE, tuple(SAVED_SEARCH)), (LEGACY_DECODE_FILE, _LEGACY_SETTINGS)):
+        path = os.path.join(root, name)
+        if os.path.isfile(path):
+            return _read_search(path, keys), path
+    return {}, None
+
+
+def _read_search(path: str, keys: tuple[str, ...]) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             values = json_files.load(f)
     except (OSError, ValueError) as e:
         values = getattr(e, "strerror", None) or str(e)
-    ok = isinstance(values, dict) and all(
-        isinstance(values.get(k), int) and not isinstance(values.get(k), bool) and values[k] >= 0
-        for k in DECODE_SETTINGS
-    )
+    # search.json may hold any of its settings (a hand-written one); the older file, all
+    # three it always held.
+    ok = isinstance(values, dict) and set(values) <= set(keys)
+    ok = ok and (path.endswith(SEARCH_FILE) or set(values) == set(keys))
+    if ok:
+        ok = all(_search_value_ok(k, v) for k, v in values.items())
     if not ok:
-        why = (
-            values if isinstance(values, str) else "not the integers " + ", ".join(DECODE_SETTINGS)
-        )
+        why = values if isinstance(values, str) else f"not {', '.join(keys)} of their types"
         raise FlagError(
-            f"{path} is unreadable ({why}); remove it (the next --mode=decode writes it "
-            "again) or fix it"
+            f"{path} is unreadable ({why}); remove it (decode with --save_search writes "
+            "the experiment's search again) or fix it"
         )
-    return {k: values[k] for k in DECODE_SETTINGS}
+    return dict(values)
+
+
+def _search_value_ok(name: str, value) -> bool:
+    kind = SAVED_SEARCH[name]
+    if kind is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        return False
+    return value >= (1 if name in ("beam_size", "max_dec_steps") else 0)
+
+
+def describe_search(values: Mapping, source: str | None, given: Sequence[str] = ()) -> str:
+    """One line saying which search a command runs and where it comes from (`summarize`,
+    `serve`, `export` print it at start)."""
+
+    def show(value) -> str:  # as the flags are written
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    shown = ", ".join(f"{k}={show(values[k])}" for k in SAVED_SEARCH if k in values)
+    if source:
+        where = f"the experiment's search ({source})"
+    else:
+        where = "the defaults (this experiment saved no search: decode with --save_search)"
+    extra = f"; given: {', '.join('--' + g for g in given)}" if given else ""
+    return f"search: {shown} from {where}{extra}"
 
 
 # ------------------------------------------------------------------ the one resolver
@@ -312,13 +364,15 @@ class Resolved:
     stored: its checked settings.json (None: an experiment of an older version, which
       kept none); values: {setting: value} for each setting the experiment decides that
       the caller did not give (HParams fields); vocab_path: its vocabulary, checked (the
-      given one if any; None when neither is known).
+      given one if any; None when neither is known); search_source: the file the saved
+      search came from (None: none, or not asked for).
     """
 
     root: str
     stored: dict | None
     values: dict
     vocab_path: str | None
+    search_source: str | None = None
 
 
 def resolve(
@@ -328,7 +382,7 @@ def resolve(
     families: FamilyQuestions,
     mode: str = "decode",
     vocab_path: str | None = None,
-    last_decode: bool = False,
+    saved_search: bool = False,
 ) -> Resolved:
     """The settings of the experiment at `root` for a caller that sets `given`
     ({setting: value}: the flags given on the command line, the API's options);
@@ -337,8 +391,9 @@ def resolve(
 
     `values` holds, for the settings not given: the stored flags; for a flag the
     settings predate, the value the experiment ran with (`families.predating`); with
-    `last_decode`, the last `--mode=decode` run's search (summarize, export, serve and
-    the API; decode mode writes it); and the model family's own defaults.
+    `saved_search`, the experiment's saved search (summarize, export, serve and the API;
+    `--mode=decode --save_search` writes it: `search_source` names the file); and the model
+    family's own defaults.
     FlagError: a given model flag contradicts the stored one (but, in train mode, those
     the family lets training change: `families.changed_in_training`), a vocabulary that
     is gone or changed, an unreadable file.
@@ -351,11 +406,14 @@ def resolve(
         changeable = families.changed_in_training(values) if mode == "train" else ()
         _check_agreement(root, values, given, model_flags(families), changeable)
         vocab_path = _checked_vocabulary(root, stored, vocab_path)
-    if last_decode:
-        values.update(read_decode_settings(root))
+    source = None
+    if saved_search:
+        search, source = read_saved_search(root)
+        values.update(search)
     if stored is not None:
         _add_family_settings(values, families)
-    return Resolved(root, stored, {k: v for k, v in values.items() if k not in given}, vocab_path)
+    kept = {k: v for k, v in values.items() if k not in given}
+    return Resolved(root, stored, kept, vocab_path, source)
 
 
 def stored_values(stored: dict, families: FamilyQuestions) -> dict:

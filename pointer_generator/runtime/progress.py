@@ -38,7 +38,9 @@ class Progress:
       start_step: the global step training starts (or resumes) from.
       max_steps: the step limit (0 = none, then no ETA).
       examples_per_step: the global batch size.
-      log_every: log a line every N steps.
+      log_every: log a line every N steps (1 = the original's line a step); 0: by time.
+      log_every_secs: with log_every 0, a line when this many seconds have passed since
+        the last one, and at the first and the last step.
       window: how many recent step times the estimate uses.
     """
 
@@ -52,12 +54,15 @@ class Progress:
         examples_per_step: int,
         log_every: int = 1,
         window: int = 50,
+        log_every_secs: float = 10.0,
     ):
         self.max_steps = max_steps
         self.examples_per_step = examples_per_step
-        self.log_every = max(1, log_every)
+        self.log_every = max(0, log_every)
+        self.log_every_secs = log_every_secs
         self._last_step = start_step
         self._last_time = time.time()
+        self._last_line: float | None = None  # when the last line was logged
         self._times: collections.deque = collections.deque(maxlen=window)
         self._compiling = False
         self._shapes: set = set()
@@ -86,9 +91,19 @@ class Progress:
                 self._times.extend([sec] * min(done, self._times.maxlen))
             self._last_step, self._last_time = step, now
         speed = self.speed()
-        if step % self.log_every == 0:
+        if self._due(step, now):
+            self._last_line = now
             log.info(self.line(step, metrics, speed))
         return speed
+
+    def _due(self, step: int, now: float) -> bool:
+        if self.log_every:
+            return step % self.log_every == 0
+        return (
+            self._last_line is None
+            or now - self._last_line >= self.log_every_secs
+            or (bool(self.max_steps) and step >= self.max_steps)
+        )
 
     def pause(self) -> None:
         """Time since the last step was spent on something else (validation): the next
@@ -171,15 +186,21 @@ class CountProgress:
         # (time, done) at recent updates: the rate is measured between them, so the wait
         # for the first results (graph compilation) never enters it.
         self._marks: collections.deque = collections.deque()
+        self._first: tuple[float, int] | None = None  # the first update's mark
 
     RATE_WINDOW = 60.0  # seconds of recent updates the rate is measured over
 
     def _rate(self, final: bool) -> float | None:
-        if final:
-            return (self.done - self.already) / max(time.monotonic() - self.start, 1e-9)
+        """Items a second after the first results: the running lines over the last
+        RATE_WINDOW seconds, the final line over the whole run since the first results
+        (one measure throughout: the wait before the first results, mostly compiling,
+        is shown as such, never folded into a rate)."""
+        marks = [self._first, self._marks[-1]] if final and self._marks else self._marks
         if len(self._marks) < 2:
+            if final and self.done > self.already:  # one update: only the whole run
+                return (self.done - self.already) / max(time.monotonic() - self.start, 1e-9)
             return None
-        (t0, n0), (t1, n1) = self._marks[0], self._marks[-1]
+        (t0, n0), (t1, n1) = marks[0], marks[-1]
         return (n1 - n0) / max(t1 - t0, 1e-9)
 
     def line(self, final: bool = False) -> str:
@@ -195,12 +216,16 @@ class CountProgress:
         if self.total is not None and rate > 0 and self.done < self.total:
             text += f", ETA {format_duration((self.total - self.done) / rate)}"
         elif self.done and (self.total is None or self.done >= self.total):
-            text += f", {format_duration(time.monotonic() - self.start)}"
+            text += f"; {format_duration(time.monotonic() - self.start)} in all"
+            if self._first is not None and len(self._marks) >= 2:
+                text += f", the first after {format_duration(self._first[0] - self.start)}"
         return text + ")"
 
     def update(self, n: int = 1) -> None:
         self.done += n
         now = time.monotonic()
+        if self._first is None:
+            self._first = (now, self.done)
         self._marks.append((now, self.done))
         while len(self._marks) > 2 and now - self._marks[1][0] >= self.RATE_WINDOW:
             self._marks.popleft()

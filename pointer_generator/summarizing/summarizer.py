@@ -169,7 +169,7 @@ class Summarizer:
         **search_options,
     ) -> Summarizer:
         """The experiment `<log_root>/<exp_name>` as trained, searched with `search` (a
-        `pg.SearchSettings`; by default the experiment's last decode's beam and lengths)
+        `pg.SearchSettings`; by default the experiment's saved search, <exp>/search.json)
         and `search_options` on top: any field of `SearchSettings` (beam_size,
         min_dec_steps, max_dec_steps, trigram_blocking, length_penalty, full_final_dist,
         block_unk, feature_weights: a dict or the path of a weight file, namas_features).

@@ -102,15 +102,15 @@ def open_trained(
 def stored_settings(root: str, vocab_path: str | None = None, **given) -> tuple[HParams, dict, str]:
     """(hyper-parameters, search settings, vocabulary path) of the experiment at `root` as
     the command line's `summarize` resolves them (`experiment_settings.resolve`: the
-    stored flags, the values of flags they predate, the family's defaults, the last
-    decode's search; its checked vocabulary, or `vocab_path` if it has the same content),
+    stored flags, the values of flags they predate, the family's defaults, the experiment's
+    saved search; its checked vocabulary, or `vocab_path` if it has the same content),
     with `given` (HParams or SearchSettings fields) on top. The search settings are
-    {field: value} of those known (the last decode's beam and lengths, the given ones).
+    {field: value} of those known (the saved search's, the given ones).
     FlagError for a folder without settings."""
     from pointer_generator.search.settings import SEARCH_FLAGS
 
     resolved = experiment_settings.resolve(
-        root, given, families=family_registry, vocab_path=vocab_path or None, last_decode=True
+        root, given, families=family_registry, vocab_path=vocab_path or None, saved_search=True
     )
     if resolved.stored is None:
         raise FlagError(
@@ -126,6 +126,8 @@ def stored_settings(root: str, vocab_path: str | None = None, **given) -> tuple[
     hps = hps.replace(options={k: v for k, v in values.items() if k in own})
     hps = hps.replace(options=family.option_values(hps))
     search = {k: v for k, v in values.items() if k in SEARCH_FLAGS}
+    if "length_penalty" in resolved.values and not search["length_penalty"]:
+        search["length_penalty"] = None  # saved as the flag: 0 = none
     return hps, search, resolved.vocab_path
 
 

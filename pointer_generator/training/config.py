@@ -18,7 +18,8 @@ class TrainConfig:
     data_path: glob of the training `.bin` files.
     log_root, exp_name: the experiment directory `<log_root>/<exp_name>`.
     max_steps: stop at this global step (0 = never, like the original).
-    save_checkpoint_secs, log_every_n_steps: checkpoint and console-progress intervals.
+    save_checkpoint_secs, log_every_n_steps: checkpoint and console-progress intervals
+      (log_every_n_steps 0: a progress line every log_every_secs seconds).
     checkpoint_data_position: save the input pipeline's position in checkpoints.
     distribution_strategy: `default`, `mirrored`, `multi_worker_mirrored` or `tpu` (a
       `--tpu` address alone already resolved to `tpu`); tpu: its address.
@@ -42,7 +43,8 @@ class TrainConfig:
     exp_name: str = ""
     max_steps: int = 0
     save_checkpoint_secs: float = 60.0
-    log_every_n_steps: int = 1
+    log_every_n_steps: int = 0
+    log_every_secs: float = 10.0
     checkpoint_data_position: bool = True
     distribution_strategy: str = "default"
     tpu: str = ""

@@ -393,7 +393,13 @@ def _run_steps(
     hps = trainer.hps
     reported, logged = trainer.family.scalars(hps), trainer.family.logged(hps)
     step = int(trainer.step.numpy())
-    progress = Progress(step, cfg.max_steps, hps.batch_size, cfg.log_every_n_steps)
+    progress = Progress(
+        step,
+        cfg.max_steps,
+        hps.batch_size,
+        cfg.log_every_n_steps,
+        log_every_secs=cfg.log_every_secs,
+    )
     log.info("Compiling the training step: %s", _shape_note(hps))
     while True:
         epochs.before_step(step)
