@@ -64,10 +64,12 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'pointer_generator' has no attribute {name!r}")
     if _API[name] not in _WITHOUT_TENSORFLOW:
         # As quiet as the command line: TensorFlow's start-up notices (CUDA drivers,
-        # cuInit, CPU instructions) held back, unless POINTER_GENERATOR_TF_LOGS=1.
+        # cuInit, CPU instructions) held back, unless POINTER_GENERATOR_TF_LOGS=1; and, as
+        # `summarize` and `serve`, compiled searches kept for the next process
+        # (runtime/compile_cache.py; POINTER_GENERATOR_COMPILE_CACHE=off: not).
         from pointer_generator.cli.console import import_tensorflow
 
-        import_tensorflow()
+        import_tensorflow(keep_compiled=True)
     value = getattr(importlib.import_module(_API[name]), name)
     globals()[name] = value  # later look-ups skip this function
     return value

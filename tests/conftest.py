@@ -10,6 +10,9 @@ SHARED_DATA = os.environ.get(
 )
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Compiled searches are not kept across the suite's processes (runtime/compile_cache.py):
+# the tests of that cache turn it on in folders of their own.
+os.environ.setdefault("POINTER_GENERATOR_COMPILE_CACHE", "off")
 
 
 def shared_file(name: str) -> str:

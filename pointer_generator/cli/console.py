@@ -54,13 +54,20 @@ def _stderr_kept_back():
             os.close(saved)
 
 
-def import_tensorflow() -> None:
+def import_tensorflow(keep_compiled: bool = False) -> None:
     """Import TensorFlow and find its devices without the notices both print.
 
     TensorFlow 2.21 logs them through absl before its logging is set up, where
     TF_CPP_MIN_LOG_LEVEL does not reach; afterwards the variable works.
+    keep_compiled: keep XLA's compiled executables across processes
+    (`runtime.compile_cache`: the interactive commands and the Python API), which must be
+    set up before TensorFlow is imported.
     """
     quiet_tensorflow()
+    if keep_compiled and "tensorflow" not in sys.modules:
+        from pointer_generator.runtime import compile_cache
+
+        compile_cache.enable()
     if verbose() or "tensorflow" in sys.modules:
         return
     with _stderr_kept_back():
@@ -87,3 +94,23 @@ def setup_logging() -> None:
         return
     absl_logging.set_verbosity(absl_logging.WARNING)
     absl_logging.get_absl_handler().setFormatter(_Short())
+
+
+@contextlib.contextmanager
+def notice_if_slow(text: str, after_s: float = 2.0, stream=None):
+    """Say `text` (on stderr) if the block is still running after `after_s` seconds: a
+    wait a user would notice says what it is; a quick one prints nothing."""
+    import threading
+
+    out = stream if stream is not None else sys.stderr
+
+    def say():
+        print(text, file=out, flush=True)
+
+    timer = threading.Timer(after_s, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
     print(stored_settings.search_line(fv), flush=True)
     export_dir = check_export_dir(fv.export_dir)
 
-    console.import_tensorflow()
+    console.import_tensorflow(keep_compiled=True)
     from pointer_generator.serving.saved_model import export_saved_model
     from pointer_generator.summarizing.trained import open_trained
 

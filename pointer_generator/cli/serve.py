@@ -116,11 +116,11 @@ def summarizer_of(fv):
     from pointer_generator.summarizing.summarizer import Summarizer
 
     if fv.saved_model:
-        console.import_tensorflow()
+        console.import_tensorflow(keep_compiled=True)
         return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
     print(stored_settings.search_line(fv), flush=True)
-    console.import_tensorflow()
+    console.import_tensorflow(keep_compiled=True)
     from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(
@@ -160,7 +160,14 @@ def main(argv: list[str]) -> int:
     )
     t0 = time.time()
     shapes = summarizer.warm_up(rows)
-    print(f"  {shapes} shapes compiled in {time.time() - t0:.1f} s", flush=True)
+    from pointer_generator.runtime import compile_cache
+
+    kept = compile_cache.kept_folder()
+    print(
+        f"  {shapes} shapes compiled in {time.time() - t0:.1f} s"
+        + (f" (kept in {kept}: the next start loads them)" if kept else ""),
+        flush=True,
+    )
     service = SummaryService(
         summarizer,
         name=name,

@@ -80,6 +80,19 @@ def help_text(fv) -> str:
     return "\n".join([__doc__.strip(), "", *flag_lines(fv, help_flags()), example])
 
 
+def _compiling_notice() -> str:
+    """What a first search is waiting for, and whether the next run will wait again."""
+    from pointer_generator.runtime import compile_cache
+
+    kept = compile_cache.kept_folder()
+    where = (
+        f"kept in {kept}: the next run of these lengths skips it"
+        if kept
+        else "not kept across runs (POINTER_GENERATOR_COMPILE_CACHE)"
+    )
+    return f"Compiling the search for these article lengths (first use; {where}) ..."
+
+
 def main(argv: list[str]) -> int:
 
     from pointer_generator.cli import configs, console, stored_settings
@@ -102,7 +115,7 @@ def main(argv: list[str]) -> int:
 
     examples = articles_of_texts(texts, names)  # checked before TensorFlow starts
 
-    console.import_tensorflow()
+    console.import_tensorflow(keep_compiled=True)
     from pointer_generator.data.detokenize import detokenize, text_casing
     from pointer_generator.decoding import folder
     from pointer_generator.summarizing.article_texts import summarize_examples
@@ -113,7 +126,8 @@ def main(argv: list[str]) -> int:
     )
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
     decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
-    summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
+    with console.notice_if_slow(_compiling_notice()):
+        summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
     for name, text, summary in zip(names, texts, summaries, strict=True):
         if len(inputs) > 1:
             print(f"==> {name} <==")

@@ -20,6 +20,7 @@ import tempfile
 
 from pointer_generator.errors import PointerGeneratorError
 from pointer_generator.runtime import child_processes, json_files, owned_files
+from pointer_generator.runtime.user_cache import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +44,6 @@ class RougeError(PointerGeneratorError):
 
 # ---------------------------------------------------------------------------------------
 # Locating and preparing ROUGE-1.5.5
-
-
-def cache_root() -> str:
-    """Directory holding the prepared ROUGE copy: $POINTER_GENERATOR_CACHE if set, else
-    $XDG_CACHE_HOME/pointer_generator, else ~/.cache/pointer_generator."""
-    root = os.environ.get("POINTER_GENERATOR_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(xdg, "pointer_generator")
-    return os.path.abspath(root)
 
 
 def wheel_rouge_dir() -> str:

@@ -1,0 +1,99 @@
+"""The first summary of a new process: `pointer-generator summarize` on one article, each
+run a fresh process, with compiled searches not kept, with an empty cache (cold) and with
+the cache the cold run filled (warm), in turn (runtime/compile_cache.py).
+
+    python -m experiments.benchmarks.first_call [--log_root L --exp_name E] [--rounds 3]
+
+Without an experiment it trains the quick-start's toy model briefly. For each setting it
+prints the median over the rounds of: the whole command, and the time from "Loaded
+checkpoint" to the end (the first summary after the model is loaded: tracing the search,
+compiling or loading it, searching), beside the targets of issue 45 item 3 (warm <= 2 s,
+cold <= 5 s) and the ratios warm / off and cold / off. Settings alternate within each round,
+so a busy host slows all of them alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from experiments.benchmarks import common
+from experiments.benchmarks.serve import _articles, _toy_experiment
+
+ARTICLE_WORDS = 120
+SETTINGS = ("off", "cold", "warm")
+
+
+def _summarize_once(log_root: str, exp_name: str, article: str, cache: str) -> tuple[float, float]:
+    """(whole command, loaded-to-end) seconds of one `summarize` process."""
+    env = dict(os.environ, POINTER_GENERATOR_COMPILE_CACHE=cache)
+    cmd = [sys.executable, "-m", "pointer_generator.cli", "summarize", f"--log_root={log_root}",
+           f"--exp_name={exp_name}", article]  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    loaded = None
+    for line in proc.stderr:
+        if "Loaded checkpoint" in line and loaded is None:
+            loaded = time.perf_counter()
+    proc.stdout.read()
+    if proc.wait() != 0 or loaded is None:
+        raise SystemExit(f"error: summarize failed (exit {proc.returncode}): {' '.join(cmd)}")
+    end = time.perf_counter()
+    return end - t0, end - loaded
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--log_root", default="")
+    p.add_argument("--exp_name", default="")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--train_steps", type=int, default=200)
+    p.add_argument("--out_json", default="")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as work:
+        log_root, exp_name = args.log_root, args.exp_name
+        if log_root:
+            data_bin = None
+        else:
+            print(f"Training the quick-start's toy model for {args.train_steps} steps ...")
+            log_root, exp_name, data_bin = _toy_experiment(work, args.train_steps)
+        text = "the council voted on tuesday to build a new bridge over the river . " * 20
+        if data_bin:
+            text = _articles(data_bin, 1)[0]
+        article = os.path.join(work, "article.txt")
+        with open(article, "w", encoding="utf-8") as f:
+            f.write(" ".join(text.split()[:ARTICLE_WORDS]) + "\n")
+        times: dict[str, list[tuple[float, float]]] = {s: [] for s in SETTINGS}
+        for r in range(args.rounds):
+            cache = os.path.join(work, f"cache{r}")  # empty: the cold run fills it
+            for setting in SETTINGS:
+                folder = "off" if setting == "off" else cache
+                times[setting].append(_summarize_once(log_root, exp_name, article, folder))
+    med = {s: tuple(statistics.median(t[i] for t in times[s]) for i in (0, 1)) for s in SETTINGS}
+    print(f"\nFirst summary of a new process ({common.machine_description()}), "
+          f"median of {args.rounds} rounds:")  # fmt: skip
+    print("| compiled searches | whole command | after the model is loaded | target |")
+    print("|---|---|---|---|")
+    targets = {"off": "", "cold": "<= 5 s", "warm": "<= 2 s"}
+    for s in SETTINGS:
+        print(f"| {s} | {med[s][0]:.2f} s | {med[s][1]:.2f} s | {targets[s]} |")
+    figures = {
+        f"{s}_{part}_s": round(med[s][i], 3)
+        for s in SETTINGS
+        for i, part in enumerate(("command", "after_load"))
+    }
+    figures["warm_over_off_after_load"] = round(med["warm"][1] / med["off"][1], 3)
+    figures["cold_over_off_after_load"] = round(med["cold"][1] / med["off"][1], 3)
+    print(f"warm / off after load: {figures['warm_over_off_after_load']:.2f}; "
+          f"cold / off: {figures['cold_over_off_after_load']:.2f}")  # fmt: skip
+    common.record("first_call", f"{args.rounds} rounds", figures, args.out_json or None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
