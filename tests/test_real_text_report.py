@@ -62,6 +62,7 @@ def _run(system, label, family, seed, ppl, gap, decode=None, shuffled=None, curv
             "train_curve": [[100, 5.0], [400, 4.0]],
         },
         "valid_perplexity": ppl,
+        "train_sample_perplexity": ppl / 2,
         "gap": {"loss": 4.0, "loss_other_articles": 4.0 + gap, "input_gap": gap},
     }
     if decode:
@@ -210,7 +211,10 @@ def test_the_page_and_its_figures(tmp_path):
         "**ABS (attention encoder)**", "mean", "61.00 (seeds 60.00 to 62.00)", "-12.30"
     ]  # fmt: skip
     assert _cells(text, "**RAS-Elman**")[2] == "80.00 (1 of 2 seeds; the rest not run yet)"
-    assert _cells(text, "`ras_elman_s1`")[2:] == [rtr.NOT_RUN] * 4
+    assert _cells(text, "`ras_elman_s1`")[2:] == [rtr.NOT_RUN] * 5
+    # Each run's perplexity on as many training pairs (the fit it does not carry over).
+    fit = _cells(text, "`abs_attention_s0`")  # (the perplexity table's row comes first)
+    assert float(fit[4]) == pytest.approx(float(fit[2]) / 2)
     assert _cells(text, "trigram model of the training highlights (input-blind)")[2] == "73.30"
     assert rtr.PG_NOTE in text
 

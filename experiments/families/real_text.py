@@ -229,6 +229,32 @@ def build_data(work: str, source: str) -> dict:
     return load_json(os.path.join(finished, "ceiling.json"))
 
 
+TRAIN_SAMPLE = "train_sample.bin"  # in data/finished: the fit of each run (`Job.measure`)
+
+
+def train_sample(finished: str) -> str:
+    """`finished/train_sample.bin`: the first training pairs, as many as the validation
+    split holds (written once, atomically). Each run's perplexity on it beside its
+    validation perplexity measures how far it fits its training pairs beyond what carries
+    over to new ones (issue 44 item 5: why a family misses, measured)."""
+    from pointer_generator.data.binfile import count_records, read_records, write_bin
+
+    path = os.path.join(finished, TRAIN_SAMPLE)
+    if os.path.exists(path):
+        return path
+    n = count_records(os.path.join(finished, "val.bin"))
+    pairs = []
+    for chunk in sorted(glob.glob(os.path.join(finished, "chunked", "train_*"))):
+        for pair in read_records(chunk):
+            pairs.append(pair)
+            if len(pairs) >= n:
+                break
+        if len(pairs) >= n:
+            break
+    write_bin(path, pairs)
+    return path
+
+
 def derangement(n: int, seed: int = 0) -> list[int]:
     """A fixed permutation of range(n) that moves every index (Sattolo's shuffle: one
     cycle through all n), so no example keeps its own article."""
@@ -568,6 +594,9 @@ class Job:
         if perplexity and self.get("valid_perplexity") is None:
             v = self.eval_once(os.path.join(self.finished, "val.bin"), False, "valid")
             self.set(("valid_perplexity",), v["perplexity"])
+        if perplexity and self.get("train_sample_perplexity") is None:
+            t = self.eval_once(train_sample(self.finished), False, "train_sample")
+            self.set(("train_sample_perplexity",), t["perplexity"])
         if self.get("gap") is None:
             g = self.eval_once(os.path.join(self.finished, "test.bin"), True, "gap")
             self.set(("gap",), g)

@@ -250,6 +250,7 @@ def run_figures(work: Work, name: str, run: dict, fixed: dict | None) -> dict:
         "run": name,
         "seed": run.get("seed"),
         "valid_perplexity": run.get("valid_perplexity"),
+        "train_sample_perplexity": run.get("train_sample_perplexity"),
         "input_gap": _get(run, "gap", "input_gap"),
         "rouge": {k: _get(decode, "rouge", k) for k in ROUGE_KEYS},
         "shuffled_rouge1": _get(shuffled, "rouge", "1"),
@@ -270,9 +271,10 @@ def run_checks(fig: dict, ctx: dict, plus: dict | None) -> dict[str, tuple[bool 
     tri = ctx["trigram"]
     if plus is None:
         ppl = fig["valid_perplexity"]
+        fit = fig.get("train_sample_perplexity")
         out["perplexity"] = (
             None if ppl is None or tri is None else ppl < tri,
-            f"{_f(ppl)} vs {_f(tri)}",
+            f"{_f(ppl)} vs {_f(tri)}" + (f" (on training pairs {_f(fit)})" if fit else ""),
         )
         gap = fig["input_gap"]
         out["input_gap"] = (None if gap is None else gap >= MIN_GAP, _f(gap, "+.3f"))
@@ -535,6 +537,7 @@ class Page:
                         _minus(mean, tri["valid_perplexity"]),
                         "",
                         "",
+                        "",
                     ]
                 )
             for f, (_, run) in zip(s["per_seed"], self._runs(s), strict=True):
@@ -545,6 +548,7 @@ class Page:
                         f["seed"],
                         _f(f["valid_perplexity"]),
                         _minus(f["valid_perplexity"], tri["valid_perplexity"]),
+                        _f(f.get("train_sample_perplexity")),
                         _of(t.get("best_step"), t.get("steps")),
                         _of(t.get("epochs"), t.get("stopped"), ", "),
                     ]
@@ -558,6 +562,7 @@ class Page:
                     "–",
                     "–",
                     "–",
+                    "–",
                 ]
             )
         self.add("## Validation perplexity", "")
@@ -568,6 +573,7 @@ class Page:
                     "seed",
                     "validation perplexity",
                     "minus the trigram's",
+                    "on training pairs",
                     "best step of steps",
                     "epochs, stopped",
                 ],
@@ -579,11 +585,17 @@ class Page:
             "Lower is better. A model below the trigram row predicts the validation "
             "highlights better than a model that never reads the article. Test perplexity "
             f"of the n-gram models: trigram {_f(tri['test_perplexity'])}, bigram "
-            f"{_f(bi['test_perplexity'])}.",
+            f"{_f(bi['test_perplexity'])}. *On training pairs*: the same measure on as many "
+            "training pairs as the validation split holds (`data/finished/train_sample.bin`); "
+            "far below the validation figure, the run fits its training pairs beyond what "
+            "carries over to new ones.",
         )
         if any(s["family"] == "pointer_generator" for s in self.fig["systems"].values()):
             self.add("", PG_NOTE)
-        self.source("`runs.*.valid_perplexity`, `runs.*.train`, `baselines.ngram`")
+        self.source(
+            "`runs.*.valid_perplexity`, `runs.*.train_sample_perplexity`, `runs.*.train`, "
+            "`baselines.ngram`"
+        )
 
     def _runs(self, s: dict) -> list:
         return [(name, _get(self.r, "runs", name) or {}) for name in s["runs"]]
