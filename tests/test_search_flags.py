@@ -262,6 +262,23 @@ def test_train_and_eval_mode_refuse_each_search_flag(flag, mode, data, capfd):
     assert not os.path.exists(os.path.join(data.log_root, "never_made"))  # nothing started
 
 
+@pytest.mark.parametrize(
+    "flag, mode",
+    [("--save_search", "train"), ("--save_search", "eval"), ("--eval_idle_secs=5", "train"),
+     ("--log_every_secs=5", "eval")],
+)  # fmt: skip
+def test_a_flag_of_another_mode_is_one_error(data, capfd, flag, mode):
+    """A flag only one mode reads (save_search: decode; eval_idle_secs: eval;
+    log_every_secs: train) given to another is refused, not silently ignored."""
+    name = flag[2:].split("=")[0]
+    status = helpers.run_main_in_process([*_mode_args(data, mode), flag])
+    errors = _errors(capfd.readouterr().err)
+    owner = flag_checks.MODE_ONLY_FLAGS[name]
+    want = f"error: --{name} is for --mode={owner}; --mode={mode} ignores it: drop it"
+    assert status == 2 and errors == [want], errors
+    assert not os.path.exists(os.path.join(data.log_root, "never_made"))  # nothing started
+
+
 def test_a_search_flag_set_off_is_refused_too(data, capfd):
     """A flag given is refused whatever its value: train mode would ignore it all the same."""
     args = [*_mode_args(data, "train"), "--notrigram_blocking", "--length_penalty=0"]

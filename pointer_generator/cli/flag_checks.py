@@ -67,6 +67,7 @@ def _validate_mode_options(fv) -> None:
         )
     _check_conversion_targets(fv)
     check_no_search(fv)
+    check_mode_only(fv)
 
 
 # The search flags that are no hyper-parameter of the model: only a command that searches
@@ -74,6 +75,21 @@ def _validate_mode_options(fv) -> None:
 SEARCH_ONLY_FLAGS = tuple(n for n in SEARCH_FLAGS if n not in HParams.__dataclass_fields__)
 # The commands that search, as the refusal names them.
 SEARCHING_COMMANDS = "--mode=decode, summarize, export, serve, tune_features"
+
+
+# Flags that only one mode reads: given to another, they would be ignored.
+MODE_ONLY_FLAGS = {
+    "save_search": "decode",
+    "eval_idle_secs": "eval",
+    "log_every_secs": "train",
+}
+
+
+def check_mode_only(fv) -> None:
+    """One error for a flag of `MODE_ONLY_FLAGS` given to a mode that does not read it."""
+    for name, mode in MODE_ONLY_FLAGS.items():
+        if fv.mode != mode and given(fv, name, unknown=False):
+            raise FlagError(f"--{name} is for --mode={mode}; --mode={fv.mode} ignores it: drop it")
 
 
 def check_no_search(fv) -> None:
