@@ -2,9 +2,10 @@
 
 Builds a synthetic news-like dataset (no download), trains a small pointer-generator for
 1,000 steps, evaluates it on the validation split, decodes the test split with beam
-search, scores it with the official ROUGE-1.5.5 and writes the attention pages: 2-4
-minutes on a 2-core CPU. Each step is printed as the command a user would type for it
-(the experiment remembers its model flags, so eval and decode name none).
+search, scores it with the official ROUGE-1.5.5 and writes the attention pages: about 2
+minutes on a 2-core CPU (stored runs: experiments/results/quickstart.md). Each step is
+printed as the command a user would type for it (the experiment remembers its model
+flags, so eval and decode name none).
 """
 
 from __future__ import annotations
