@@ -38,6 +38,7 @@ cell. One decoding variant throughout: the one the driver decoded with.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -170,6 +171,16 @@ def distinct_share(work: Work, decode: dict | None) -> float | None:
     return significance.distinct_share(summaries) if summaries else None
 
 
+def most_common_summary(work: Work, decode: dict | None) -> dict | None:
+    """{"text", "count", "of"}: the summary a decode writes most often, and for how many of
+    its articles (what a low distinct share is made of)."""
+    summaries = work.summaries(_get(decode, "decode_dir"))
+    if not summaries:
+        return None
+    text, count = collections.Counter(" ".join(x.split()) for x in summaries).most_common(1)[0]
+    return {"text": text, "count": count, "of": len(summaries)}
+
+
 def repeated_trigrams(work: Work, decode: dict | None) -> dict | None:
     given = _get(decode, "repeated_trigrams")
     if given:
@@ -258,6 +269,7 @@ def run_figures(work: Work, name: str, run: dict, fixed: dict | None) -> dict:
         "vs_fixed": paired(scores, fixed),
         "vs_shuffled": paired(scores, work.scores(_get(shuffled, "decode_dir"))),
         "documents": len(scores) if scores else 0,
+        "most_common_summary": most_common_summary(work, decode),
     }
 
 
@@ -729,6 +741,70 @@ class Page:
             self.add("", f"ABS+: {NOT_RUN}.")
         self.source("`runs`, `abs_plus`, `baselines.ngram.trigram`, `baselines.fixed`")
 
+    def why(self) -> None:
+        """Issue 44 item 5: where a family misses a check, why, in measured numbers: how
+        its validation perplexity went and how far it fits its training pairs beyond it
+        (beside the ratio of the systems that pass), what its summaries repeat."""
+        failing = [s for s in self.fig["systems"].values()
+                   if any(c.get("passed") is False for c in s["checks"].values())]  # fmt: skip
+        if not failing:
+            return
+        fits = []
+        for s in self.fig["systems"].values():
+            if (
+                s["checks"].get("perplexity", {}).get("passed")
+                and s["family"] != "pointer_generator"
+            ):
+                fits += [f["valid_perplexity"] / f["train_sample_perplexity"]
+                         for f in s["per_seed"]
+                         if f["valid_perplexity"] and f.get("train_sample_perplexity")]  # fmt: skip
+        passing = (min(fits), max(fits)) if fits else None
+        self.add("", "### Why a family misses, measured", "")
+        for s in failing:
+            for f, (_, run) in zip(s["per_seed"], self._runs(s), strict=True):
+                why = self._why_seed(f, run, passing)
+                self.add(f"* **{s['label']}**, seed {f['seed']}: {why}")
+        self.source(
+            "`runs.*.train.valid_curve`, `runs.*.valid_perplexity`, "
+            "`runs.*.train_sample_perplexity`, the decode folders' summaries"
+        )
+
+    def _why_seed(self, f: dict, run: dict, passing: tuple | None) -> str:
+        parts = []
+        t = run.get("train") or {}
+        curve = t.get("valid_curve") or []
+        per = (t.get("steps") / t["epochs"]) if t.get("steps") and t.get("epochs") else None
+        if curve:
+            best = min(curve, key=lambda sv: sv[1])
+            after = [v for step, v in curve if step > best[0]]
+            where = f" (pass {best[0] / per:.1f})" if per else ""
+            text = f"validation perplexity best at step {best[0]:,}{where}, {best[1]:.1f}"
+            if after:
+                n = f"{len(after)} validation" + ("s" if len(after) > 1 else "")
+                text += f"; the {n} after it no better ({after[-1]:.1f} at the last)"
+            parts.append(text)
+        valid, fit = f.get("valid_perplexity"), f.get("train_sample_perplexity")
+        if valid and fit:
+            text = f"on as many training pairs {fit:.1f}, {valid / fit:.1f} times lower than on "
+            if passing is None:
+                text += "validation (no system that passes the perplexity check measured yet)"
+            else:
+                text += (
+                    f"validation, where the systems that pass the perplexity check are "
+                    f"{passing[0]:.1f} to {passing[1]:.1f} times lower"
+                )
+                if valid / fit > 1.5 * passing[1]:  # (a clear excess, not noise)
+                    text += ": it fits its training pairs far beyond what carries over"
+            parts.append(text)
+        common = f.get("most_common_summary")
+        if common and f.get("distinct_share") is not None:
+            parts.append(
+                f'its most frequent summary, "{common["text"]}", is written for '
+                f"{common['count']:,} of {common['of']:,} test articles (distinct share "
+                f"{f['distinct_share']:.2f})"
+            )
+        return "; ".join(parts) + "." if parts else f"{NOT_RUN}."
+
     def orderings(self) -> None:
         self.add(
             "## Orderings between systems",
@@ -932,6 +1008,7 @@ class Page:
             self.perplexity,
             self.rouge,
             self.checks,
+            self.why,
             self.orderings,
             self.pointer_generator,
             self.presets,
