@@ -110,3 +110,25 @@ def test_by_default_a_line_every_few_seconds_and_at_the_first_and_last_step(monk
         now[0] += 0.05
         p.update(step, {"loss": 1.0})
     assert len(caplog.records) == 10
+
+
+def test_a_long_wait_for_the_first_results_says_what_it_is():
+    """Issue 45 item 3c: decode's first batch compiles the search for seconds; the progress
+    line says so after FIRST_WAIT_S instead of staying silent, and only once."""
+    import time
+
+    out = io.StringIO()  # (nothing comes for FIRST_WAIT_S = 2 s)
+    p = progress.CountProgress("decoded", 10, unit="articles", stream=out, first_wait="compiling")
+    deadline = time.monotonic() + 10
+    while "compiling" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.getvalue() == "decoded: 0/10 articles (compiling ...)\n"
+    p.update(1)
+    p.close()
+    assert out.getvalue().count("compiling") == 1
+    quick = io.StringIO()
+    q = progress.CountProgress("decoded", 1, unit="articles", stream=quick, first_wait="x")
+    q.update(1)  # at once: nothing said about waiting
+    q.close()
+    time.sleep(0.1)
+    assert "(x ...)" not in quick.getvalue()

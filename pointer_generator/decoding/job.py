@@ -92,7 +92,13 @@ def decode_single_pass(
         log.info("Resuming single-pass decode in %s after %d complete examples", decode_dir, done)
     if os.path.isdir(decode_dir):
         folder.remove_stale_temporaries(decode_dir)  # from a run killed mid-write
-    progress = CountProgress("decoded", total, unit="articles", already=done)
+    progress = CountProgress(
+        "decoded",
+        total,
+        unit="articles",
+        already=done,
+        first_wait="compiling the search for the first batch",
+    )
     pages_dir = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
     owned_files.make_dir(decode_dir)
     p_gens_path = os.path.join(decode_dir, P_GENS_FILE)

@@ -175,6 +175,7 @@ class CountProgress:
         stream: TextIO | None = None,
         interval: float = 0.5,
         log_interval: float = 30.0,
+        first_wait: str = "",
     ):
         self.label, self.total, self.unit = label, total, unit
         self.stream = stream if stream is not None else sys.stderr
@@ -187,8 +188,25 @@ class CountProgress:
         # for the first results (graph compilation) never enters it.
         self._marks: collections.deque = collections.deque()
         self._first: tuple[float, int] | None = None  # the first update's mark
+        # `first_wait`: what the wait for the first results is (the search compiling), said
+        # once if it lasts FIRST_WAIT_S: a wait a user notices never passes in silence.
+        self._waiting = None
+        if first_wait:
+            import threading
+
+            self._waiting = threading.Timer(self.FIRST_WAIT_S, self._say_waiting, (first_wait,))
+            self._waiting.daemon = True
+            self._waiting.start()
 
     RATE_WINDOW = 60.0  # seconds of recent updates the rate is measured over
+    FIRST_WAIT_S = 2.0
+
+    def _say_waiting(self, what: str) -> None:
+        if self._first is None:
+            total = f"/{self.total}" if self.total is not None else ""
+            unit = f" {self.unit}" if self.unit else ""
+            self.stream.write(f"{self.label}: {self.done}{total}{unit} ({what} ...)\n")
+            self.stream.flush()
 
     def _rate(self, final: bool) -> float | None:
         """Items a second after the first results: the running lines over the last
@@ -226,6 +244,8 @@ class CountProgress:
         now = time.monotonic()
         if self._first is None:
             self._first = (now, self.done)
+            if self._waiting is not None:
+                self._waiting.cancel()
         self._marks.append((now, self.done))
         while len(self._marks) > 2 and now - self._marks[1][0] >= self.RATE_WINDOW:
             self._marks.popleft()
@@ -234,6 +254,8 @@ class CountProgress:
             self._write(self.line(), final=False)
 
     def close(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
         if self.done > self.already:  # nothing done: nothing to report
             self._write(self.line(final=True), final=True)
 
