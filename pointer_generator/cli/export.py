@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import time
 
 from pointer_generator.cli.help import SEARCH_HELP
@@ -146,7 +147,11 @@ def main(argv: list[str]) -> int:
     start = time.time()
     try:
         try:
-            export_saved_model(decoder, tmp, info)
+            with console.notice_if_slow(
+                "Tracing the search into the SavedModel and writing it (seconds) ...",
+                stream=sys.stdout,
+            ):
+                export_saved_model(decoder, tmp, info)
         except Exception as e:
             reason = owned_files.write_failure(e)
             if reason is None:
