@@ -220,6 +220,8 @@ def test_a_saved_search_is_the_default_of_summarize_and_a_plain_decode_changes_n
     (root / "exp" / "last_decode.json").write_text("{}")
     with pytest.raises(pg.PointerGeneratorError, match="last_decode.json is unreadable"):
         pg.Summarizer.from_experiment(str(root), "exp")
-    (root / "exp" / "search.json").write_text('{"beam_size": true}')
-    with pytest.raises(pg.PointerGeneratorError, match="search.json is unreadable"):
-        pg.Summarizer.from_experiment(str(root), "exp")
+    for bad in ('{"beam_size": true}', '{"length_penalty": Infinity}', '{"beam_size": 0}',
+                '{"min_dec_steps": 9, "max_dec_steps": 5}', '{"beam": 4}', "[4]"):  # fmt: skip
+        (root / "exp" / "search.json").write_text(bad)
+        with pytest.raises(pg.PointerGeneratorError, match="search.json is unreadable"):
+            pg.Summarizer.from_experiment(str(root), "exp")

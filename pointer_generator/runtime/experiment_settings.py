@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -283,8 +284,14 @@ def _read_search(path: str, keys: tuple[str, ...]) -> dict:
     ok = ok and (path.endswith(SEARCH_FILE) or set(values) == set(keys))
     if ok:
         ok = all(_search_value_ok(k, v) for k, v in values.items())
+        # (no summary could end before its minimum length)
+        ok = ok and values.get("min_dec_steps", 0) <= values.get("max_dec_steps", math.inf)
     if not ok:
-        why = values if isinstance(values, str) else f"not {', '.join(keys)} of their types"
+        why = (
+            values
+            if isinstance(values, str)
+            else f"not {', '.join(keys)} of their types and ranges"
+        )
         raise FlagError(
             f"{path} is unreadable ({why}); remove it (decode with --save_search writes "
             "the experiment's search again) or fix it"
@@ -298,7 +305,7 @@ def _search_value_ok(name: str, value) -> bool:
         return isinstance(value, bool)
     if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
         return False
-    return value >= (1 if name in ("beam_size", "max_dec_steps") else 0)
+    return math.isfinite(value) and value >= (1 if name in ("beam_size", "max_dec_steps") else 0)
 
 
 def describe_search(values: Mapping, source: str | None, given: Sequence[str] = ()) -> str:
