@@ -189,6 +189,28 @@ def test_the_line_search_finds_the_best_point_of_the_line(objective):
         assert mert.evaluate(nbests, w + gamma * d, objective) == pytest.approx(value)
 
 
+def test_hypotheses_scored_minus_infinity_neither_hang_nor_win_the_line_search():
+    """A hypothesis the model scored -inf (a blocked word) gave NaN breakpoints, and the
+    sweep never advanced past them: tune_features ran forever on the families' real-text
+    page. Such lines are off the envelope; the search ends with the finite lines' best."""
+    nbests = _random_nbests(seed=5)
+    nbests[0].model[:2] = -np.inf  # two -inf lines in one input, one in another
+    nbests[1].model[0] = -np.inf
+    dead = mert.NBest(np.full(3, -np.inf), np.ones((3, 5)), nbests[2].stats[:3])
+    nbests.append(dead)  # an input with no finite hypothesis at all
+    lines, breaks = mert.upper_envelope(nbests[0].model, nbests[0].features[:, 0])
+    assert 0 not in lines and 1 not in lines and all(math.isfinite(x) for x in breaks)
+    assert mert.upper_envelope(dead.model, dead.features[:, 0]) == ([0], [])
+    w = np.zeros(5)
+    for axis in range(5):
+        d = np.eye(5)[axis]
+        gamma, value = mert.line_search(nbests, w, d, "rouge1_recall")  # (ends)
+        grid = np.linspace(-15, 15, 601)
+        best = max(mert.evaluate(nbests, w + x * d, "rouge1_recall") for x in grid)
+        assert math.isfinite(gamma) and value == pytest.approx(best)
+        assert mert.evaluate(nbests, w + gamma * d, "rouge1_recall") == pytest.approx(value)
+
+
 def test_mert_keeps_the_bounded_weight_below_its_bound_and_improves():
     nbests = _random_nbests(seed=4)
     start = np.zeros(5)

@@ -105,8 +105,17 @@ def evaluate(nbests: list[NBest], weights: np.ndarray, objective: str) -> float:
 
 def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> tuple[list[int], list[float]]:
     """The lines on the upper envelope of y = a + b γ, left to right, and the γ where
-    each next one takes over: (lines [L], breakpoints [L - 1])."""
-    order = sorted(range(len(slopes)), key=lambda h: (slopes[h], intercepts[h]))
+    each next one takes over: (lines [L], breakpoints [L - 1]).
+
+    A line with a non-finite intercept or slope (a hypothesis the model scored -inf, as
+    one holding a blocked word) is never on the envelope of finite ones: it is left out,
+    as its -inf - -inf breakpoints would be NaN (before, a NaN breakpoint stopped the line
+    search's sweep from advancing: tune_features ran forever). With no finite line the
+    first hypothesis stands for the input, with no breakpoint."""
+    finite = [h for h in range(len(slopes)) if math.isfinite(intercepts[h] + slopes[h])]
+    if not finite:
+        return [0], []
+    order = sorted(finite, key=lambda h: (slopes[h], intercepts[h]))
     lines: list[int] = []
     starts: list[float] = []  # where each envelope line starts being the maximum
     for h in order:
