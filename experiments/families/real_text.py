@@ -600,7 +600,7 @@ class Job:
         if self.get("gap") is None:
             g = self.eval_once(os.path.join(self.finished, "test.bin"), True, "gap")
             self.set(("gap",), g)
-            print(f"{self.exp}: test input gap {g['input_gap']:.3f} nats", flush=True)
+            print(f"{self.logs_as}: test input gap {g['input_gap']:.3f} nats", flush=True)
 
     def decode(self, what: str, data_path: str, extra: tuple = ()) -> None:
         if self.get(what, "rouge") is not None:
@@ -618,7 +618,7 @@ class Job:
         d = dirs[-1]
         record = {"decode_dir": d, "rouge": read_rouge_results(d), **text_measures(d)}
         self.set((what,), record)
-        print(f"{self.exp}: {what} ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
+        print(f"{self.logs_as}: {what} ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
 
     def shuffled(self) -> None:
         """The decode's summaries scored against other test pairs' references."""
@@ -628,7 +628,7 @@ class Job:
         shuffled_decode(self.get("decode", "decode_dir"), d)
         record = {"decode_dir": d, "rouge": score(d), **text_measures(d)}
         self.set(("shuffled",), record)
-        print(f"{self.exp}: shuffled ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
+        print(f"{self.logs_as}: shuffled ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
 
     def coverage(self) -> None:
         """The pointer-generator's coverage phase, in a copy of the experiment (the
