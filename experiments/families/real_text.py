@@ -233,8 +233,11 @@ TRAIN_SAMPLE = "train_sample.bin"  # in data/finished: the fit of each run (`Job
 
 
 def train_sample(finished: str) -> str:
-    """`finished/train_sample.bin`: the first training pairs, as many as the validation
-    split holds (written once, atomically). Each run's perplexity on it beside its
+    """`finished/train_sample.bin`: as many training pairs as the validation split holds,
+    every k-th of the training chunks in their order (k = training pairs // validation
+    pairs), so the sample spreads over the whole training split as validation does (the
+    chunks are in story order: CNN's stories come before Daily Mail's, and a first-n sample
+    would be mostly CNN). Written once, atomically. Each run's perplexity on it beside its
     validation perplexity measures how far it fits its training pairs beyond what carries
     over to new ones (issue 44 item 5: why a family misses, measured)."""
     from pointer_generator.data.binfile import count_records, read_records, write_bin
@@ -243,14 +246,15 @@ def train_sample(finished: str) -> str:
     if os.path.exists(path):
         return path
     n = count_records(os.path.join(finished, "val.bin"))
+    chunks = sorted(glob.glob(os.path.join(finished, "chunked", "train_*")))
+    stride = max(1, sum(count_records(c) for c in chunks) // max(1, n))
     pairs = []
-    for chunk in sorted(glob.glob(os.path.join(finished, "chunked", "train_*"))):
+    index = 0
+    for chunk in chunks:
         for pair in read_records(chunk):
-            pairs.append(pair)
-            if len(pairs) >= n:
-                break
-        if len(pairs) >= n:
-            break
+            if index % stride == 0 and len(pairs) < n:
+                pairs.append(pair)
+            index += 1
     write_bin(path, pairs)
     return path
 
