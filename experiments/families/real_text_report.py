@@ -782,6 +782,8 @@ class Page:
             if after:
                 n = f"{len(after)} validation" + ("s" if len(after) > 1 else "")
                 text += f"; the {n} after it no better ({after[-1]:.1f} at the last)"
+            elif t.get("stopped") == "step limit":
+                text += "; still improving when its pass limit stopped it (its best, its last)"
             parts.append(text)
         valid, fit = f.get("valid_perplexity"), f.get("train_sample_perplexity")
         if valid and fit:
@@ -795,6 +797,8 @@ class Page:
                 )
                 if valid / fit > 1.5 * passing[1]:  # (a clear excess, not noise)
                     text += ": it fits its training pairs far beyond what carries over"
+                elif valid / fit < passing[0] / 1.5:
+                    text += ": it fits its training pairs hardly better than new ones (underfits)"
             parts.append(text)
         common = f.get("most_common_summary")
         if common and f.get("distinct_share") is not None:
