@@ -370,3 +370,22 @@ def test_without_matplotlib_the_page_says_so(tmp_path, monkeypatch):
 def test_no_results_json(tmp_path, capsys):
     assert rtr.main(["--work_dir", str(tmp_path), "--out", str(tmp_path / "r.md")]) == 2
     assert "results.json does not exist" in capsys.readouterr().err
+
+
+def test_why_names_a_run_stopped_while_improving_and_one_that_underfits():
+    """The clauses of `Page._why_seed` the fixture's systems do not reach."""
+    page = rtr.Page.__new__(rtr.Page)  # (_why_seed reads only its arguments)
+    run = {"train": {"steps": 400, "epochs": 4, "stopped": "step limit",
+                     "valid_curve": [[100, 300.0], [400, 280.0]]}}  # fmt: skip
+    fig = {"valid_perplexity": 280.0, "train_sample_perplexity": 250.0}
+    text = page._why_seed(fig, run, (2.6, 4.2))
+    assert text == (
+        "validation perplexity best at step 400 (pass 4.0), 280.0; still improving when its "
+        "pass limit stopped it (its best, its last); on as many training pairs 250.0, 1.1 times "
+        "lower than on validation, where the systems that pass the perplexity check are 2.6 to "
+        "4.2 times lower: it fits its training pairs hardly better than new ones (underfits)."
+    )
+    fig["train_sample_perplexity"] = 28.0  # 10x: beyond 1.5 times the passing systems' 4.2
+    assert page._why_seed(fig, run, (2.6, 4.2)).endswith(
+        "it fits its training pairs far beyond what carries over."
+    )
