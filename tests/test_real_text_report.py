@@ -330,6 +330,8 @@ def test_the_page_and_its_figures(tmp_path):
         {"run": "abs_attention_s1", "step": 100, "valid_perplexity": 120.0},
     ]
     assert "`abs_attention_s0` 120.00 at step 100" in text
+    # ...and the perplexity of a uniform guess over the vocabulary (12,000 words + 4)
+    assert "the same probability has perplexity 12,004: a preset near it" in text
 
     # 8. the pictures
     if importlib.util.find_spec("matplotlib") is not None:

@@ -952,7 +952,18 @@ class Page:
                 rows,
             )
         )
-        self.source("`runs.*` with `preset: true`, `runs.*.train.valid_curve`")
+        words = _get(self.r, "data", "vocab_words")
+        if words:
+            # The reference point of a perplexity this high: guessing every word alike.
+            self.add(
+                "",
+                f"A model that gives every one of the {words + 4:,} vocabulary entries (the "
+                f"{words:,} words and 4 special tokens) the same probability has perplexity "
+                f"{words + 4:,}: a preset near it has barely moved from its start in its "
+                "steps. The presets train with their papers' optimisers and learning rates "
+                "(plain SGD; `flags`), set for millions of Gigaword pairs over many epochs.",
+            )
+        self.source("`runs.*` with `preset: true`, `runs.*.train.valid_curve`, `data.vocab_words`")
 
     def curves(self) -> None:
         self.add(
