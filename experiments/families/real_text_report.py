@@ -1167,9 +1167,12 @@ def draw_learning_curves(runs: dict, trigram: float | None, path: str) -> str | 
     if not curves or plt is None:
         return None
     fig, ax = plt.subplots(figsize=base_report.FIGSIZE, dpi=base_report.DPI)
-    for name, curve in curves.items():
+    # One colour a run (the default cycle repeats after 10: two runs would look alike).
+    colours = plt.get_cmap("tab20").colors
+    for i, (name, curve) in enumerate(curves.items()):
         style = "--" if runs[name].get("preset") else "-"
-        ax.plot([p[0] for p in curve], [p[1] for p in curve], style, marker=".", label=name)
+        ax.plot([p[0] for p in curve], [p[1] for p in curve], style, marker=".", label=name,
+                color=colours[i % len(colours)])  # fmt: skip
     if trigram is not None:
         ax.axhline(trigram, color="black", linestyle=":", label="trigram (input-blind)")
     ax.set_yscale("log")
