@@ -131,3 +131,19 @@ def test_eval_single_pass_from_the_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Single-pass eval of model.ckpt-12 (step 12) over 6 examples" in out
     assert os.path.isfile(exp.single_pass_loss)
+
+
+@pytest.mark.parametrize("command", ["summarize", "serve", "export"])
+def test_a_subcommand_refuses_mode_in_one_line(command, capsys):
+    """`pointer-generator summarize --mode=train` used to run, ignoring --mode."""
+    from pointer_generator.cli import flags as flags_lib
+
+    try:
+        assert cli.run_subcommand(command, ["--mode=train"]) == 2
+    finally:
+        flags_lib.FLAGS.unparse_flags()
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: --mode is for the main command (pointer-generator --mode=train|eval|decode); "
+        f"`pointer-generator {command}` has no mode: drop it"
+    )

@@ -483,5 +483,12 @@ def parse_subcommand(name: str, argv: list[str], positional: bool = False) -> li
         raise FlagError(str(e)) from None
     if rest and not positional:
         raise FlagError(f"unexpected arguments {rest!r} (flags are written --name=value)")
+    # A subcommand is its own mode (tune_features decodes, and its documented flag file
+    # names --mode=decode): given to another, --mode would be ignored.
+    if name != "tune_features" and FLAGS["mode"].present:
+        raise FlagError(
+            f"--mode is for the main command (pointer-generator --mode=train|eval|decode); "
+            f"`pointer-generator {name}` has no mode: drop it"
+        )
     after_parsing()
     return rest
