@@ -330,6 +330,10 @@ def test_the_page_and_its_figures(tmp_path):
         {"run": "abs_attention_s1", "step": 100, "valid_perplexity": 120.0},
     ]
     assert "`abs_attention_s0` 120.00 at step 100" in text
+    # The recipes: each system's flags as they ran, its pass limit, the one search
+    recipes = text.split("## The recipes", 1)[1].split("## ", 1)[0]
+    assert "One search for every family and seed: `--mode=decode --single_pass=true" in recipes
+    assert [c for c in _cells(recipes, "RAS-Elman")[2:3]] == ["6"], recipes  # the code's limit
     # ...and the perplexity of a uniform guess over the vocabulary (12,000 words + 4)
     assert "the same probability has perplexity 12,004: a preset near it" in text
 
@@ -380,14 +384,47 @@ def test_why_names_a_run_stopped_while_improving_and_one_that_underfits():
     run = {"train": {"steps": 400, "epochs": 4, "stopped": "step limit",
                      "valid_curve": [[100, 300.0], [400, 280.0]]}}  # fmt: skip
     fig = {"valid_perplexity": 280.0, "train_sample_perplexity": 250.0}
-    text = page._why_seed(fig, run, (2.6, 4.2))
+    text = page._why_seed(fig, run, (1.0, 4.2), 200.0)
     assert text == (
         "validation perplexity best at step 400 (pass 4.0), 280.0; still improving when its "
         "pass limit stopped it (its best, its last); on as many training pairs 250.0, 1.1 times "
-        "lower than on validation, where the systems that pass the perplexity check are 2.6 to "
-        "4.2 times lower: it fits its training pairs hardly better than new ones (underfits)."
+        "lower than on validation, where the systems that pass the perplexity check are 1.0 to "
+        "4.2 times lower; even on training pairs above the trigram model's 200.0 on new "
+        "highlights: it underfits."
     )
     fig["train_sample_perplexity"] = 28.0  # 10x: beyond 1.5 times the passing systems' 4.2
-    assert page._why_seed(fig, run, (2.6, 4.2)).endswith(
+    assert page._why_seed(fig, run, (2.6, 4.2), 200.0).endswith(
         "it fits its training pairs far beyond what carries over."
     )
+
+
+def test_an_ordering_must_hold_for_every_pair_of_seeds():
+    """Seed spread is not in a bootstrap over documents: A's seeds at 30 and 20 average
+    25 > B's 22 clearly, but A's weaker seed is below B: no ordering."""
+    rng = np.random.default_rng(0)
+    docs = [f"{i:06d}" for i in range(300)]
+
+    def scores(level):
+        noise = rng.normal(0, 1, len(docs))
+        return {d: level + float(x) for d, x in zip(docs, noise, strict=True)}
+
+    a_seeds, b_seeds = [scores(30.0), scores(20.0)], [scores(22.0)]
+    a = {"_scores": rtr.seed_average(a_seeds), "_seed_scores": a_seeds,
+         "distinct_share": [0.9, [0.9, 0.9]]}  # fmt: skip
+    b = {"_scores": b_seeds[0], "_seed_scores": b_seeds, "distinct_share": [0.9, [0.9]]}
+    (p,), left_out = rtr.orderings({"a": a, "b": b})
+    assert left_out == [] and (p["a"], p["b"]) == ("a", "b")
+    assert p["holds_seed_averaged"] == 1 and p["diff"] == pytest.approx(3.0, abs=0.3)
+    assert (p["seed_pairs"], p["seed_pairs_hold"], p["holds"]) == (2, 1, 0)
+    assert p["seed_pairs_min"] == pytest.approx(-2.0, abs=0.3)
+    assert rtr._ordering_verdict(p) == "does not hold (not for every pair of seeds)"
+    b_seeds[0] = scores(10.0)  # below both of A's seeds: holds
+    b["_scores"] = b_seeds[0]
+    (p,), _ = rtr.orderings({"a": a, "b": b})
+    assert (p["seed_pairs_hold"], p["holds"]) == (2, 1) and rtr._ordering_verdict(p) == "holds"
+
+
+def test_the_header_says_when_the_page_was_resumed():
+    assert rtr._invocations({"sessions": [{}]}) == ""
+    text = rtr._invocations({"sessions": [{}, {}, {}]})
+    assert text.startswith(", in 3 invocations (resumed twice")

@@ -303,8 +303,9 @@ def baselines(work: str, results: Results) -> None:
         if not os.path.exists(os.path.join(out, "lead.json")):
             run_logged([sys.executable, "-m", "experiments.families.baselines",
                         f"--data_dir={os.path.join(work, 'data')}", f"--out_dir={out}",
-                        "--max_dec_steps=30", f"--vocab_size={vocab_words(finished)}",
-                        "--overwrite"],
+                        # The whole file, as the models read it (--vocab_size counts
+                        # the 4 special tokens: the file's word count would drop 4 words).
+                        "--max_dec_steps=30", "--vocab_size=0", "--overwrite"],
                        os.path.join(work, "logs", "baselines.log"))  # fmt: skip
         results.set(("baselines", "ngram"), load_json(os.path.join(out, "ngram.json")))
         fixed = load_json(os.path.join(out, "fixed.json"))
@@ -319,12 +320,6 @@ def baselines(work: str, results: Results) -> None:
                     "--no_rouge", "--overwrite"],
                    os.path.join(work, "logs", "prefix.log"))  # fmt: skip
         results.set(("baselines", "prefix"), {"decode_dir": d, "rouge": score(d)})
-
-
-def vocab_words(finished: str) -> int:
-    """The vocabulary's size: the models read all of it (--vocab_size=0)."""
-    with open(os.path.join(finished, "vocab"), encoding="utf-8") as f:
-        return sum(1 for line in f if line.strip())
 
 
 def score(decode_dir: str) -> dict:
@@ -519,7 +514,9 @@ class Job:
         if self.get("record") is None:
             self.set(("record",), {"system": r.system, "label": r.label, "family": r.family,
                                    "seed": r.seed, "preset": bool(r.preset),
-                                   "flags": self.train_flags()})  # fmt: skip
+                                   "flags": self.train_flags(), "max_steps": self.max_steps(),
+                                   "max_epochs": r.max_epochs if not r.preset else None,
+                                   "coverage_steps": r.coverage_steps})  # fmt: skip
         self.train()
         if r.preset:
             if self.get("valid_perplexity") is None:

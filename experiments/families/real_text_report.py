@@ -366,6 +366,7 @@ def system_figures(work: Work, system: str, runs: list, ctx: dict) -> dict:
         out["checks"]["perplexity"]["numbers"] += " (copied rare words count as words: not "
         out["checks"]["perplexity"]["numbers"] += "comparable one to one)"
     out["_scores"] = averaged
+    out["_seed_scores"] = [d for d in decodes if d]
     return out
 
 
@@ -425,12 +426,53 @@ def orderings(systems: dict) -> tuple[list[dict], list[dict]]:
                 hi, lo = second, first
                 p = paired(systems[hi]["_scores"], systems[lo]["_scores"])
             if p is not None:
-                pairs.append({"a": hi, "b": lo, **p})
+                pairs.append({"a": hi, "b": lo, **p, **_seed_pairs(systems[hi], systems[lo], p)})
     return pairs, left_out
+
+
+def _seed_pairs(hi: dict, lo: dict, averaged: dict) -> dict:
+    """A bootstrap over documents leaves the spread between seeds out: the ordering also
+    has to hold for every pair of seeds (each seed of the higher system against each of
+    the lower), each by its own paired bootstrap. {"seed_pairs", "seed_pairs_hold",
+    "seed_pairs_min": the smallest seed-pair difference, "holds": 1 only if the seed-
+    averaged ordering and every seed pair hold}."""
+    seeds_hi, seeds_lo = hi.get("_seed_scores", []), lo.get("_seed_scores", [])
+    results = [paired(a, b) for a in seeds_hi for b in seeds_lo]
+    results = [r for r in results if r is not None]
+    held = sum(1 for r in results if r["holds"] == 1)
+    every = bool(results) and held == len(results)
+    return {
+        "seed_pairs": len(results),
+        "seed_pairs_hold": held,
+        "seed_pairs_min": min((r["diff"] for r in results), default=None),
+        "holds": 1 if averaged["holds"] == 1 and every else 0,
+        "holds_seed_averaged": averaged["holds"],
+    }
 
 
 # ---------------------------------------------------------------------------------------
 # Formatting
+
+
+def _invocations(meta: dict) -> str:
+    """ ", in 3 invocations (resumed twice: each resumption runs only the stages not yet
+    recorded)" when the command was run more than once, else ""."""
+    n = len(meta.get("sessions") or [])
+    if n < 2:
+        return ""
+    again = "once" if n == 2 else ("twice" if n == 3 else f"{n - 1} times")
+    return (
+        f", in {n} invocations (resumed {again}: a resumed run does only the stages not "
+        "yet recorded, so a stage added or changed in between ran with the later code)"
+    )
+
+
+def _ordering_verdict(p: dict) -> str:
+    if p["holds"] == 1:
+        return "holds"
+    if p.get("holds_seed_averaged", p["holds"]) == 1:
+        return "does not hold (not for every pair of seeds)"
+    return "does not hold (interval contains 0)"
 
 
 def _f(x, spec: str = ".2f") -> str:
@@ -495,7 +537,9 @@ class Page:
             f"Rebuilt by `{meta.get('command') or NOT_RUN}` on {meta.get('cpu') or NOT_RUN}: "
             f"started {meta.get('started') or NOT_RUN}, "
             + (f"finished {finished}" if finished else "**not finished yet**")
-            + f", {_hours(meta.get('seconds'))} in all (budget: {meta.get('budget') or NOT_RUN}). "
+            + f", {_hours(meta.get('seconds'))} in all"
+            + _invocations(meta)
+            + f" (budget: {meta.get('budget') or NOT_RUN}). "
             f"Every figure comes from `{RESULTS}` of that command's work folder and the "
             f"per-document ROUGE files (`{PER_DOCUMENT}`) of the decode folders it names; "
             f"this page, `report.json`, `learning_curves.png` and `orderings.png` by "
@@ -532,6 +576,50 @@ class Page:
             "words of the pair's source (what a model that copies can write).",
         )
         self.source("`data`, `meta`")
+
+    def recipes(self) -> None:
+        """Issue 44 items 2 and 3: each system's recipe as it ran (`record.flags`), its
+        pass limit, and the one search every family decodes with."""
+        from experiments.families import real_text
+
+        limits = {r.system: r for r in real_text.runs()}  # (the code's, for records without)
+        rows = []
+        for s in self.fig["systems"].values():
+            if s["reranks"]:
+                continue
+            run = _get(self.r, "runs", s["runs"][0]) or {}
+            quiet = ("--seed=", "--log_every", "--save_checkpoint")  # (not the recipe)
+            shown = [f for f in run.get("flags") or [] if not f.startswith(quiet)]
+            plan = limits.get(run.get("system"))
+            passes = run.get("max_epochs") or (plan.max_epochs if plan else None)
+            cover = run.get("coverage_steps", plan.coverage_steps if plan else 0)
+            then = f"then {cover} steps with coverage" if cover else ""
+            flags = f"`{' '.join(shown)}`" if shown else NOT_RUN
+            rows.append([s["label"], flags, _n(passes), then])
+        if not rows:
+            return
+        search = " ".join(a for a in real_text.SEARCH if not a.startswith("--rouge_per"))
+        self.add(
+            "## The recipes",
+            "",
+            "Each system's training flags as they ran (seeds differ only in `--seed`), at "
+            "most this many passes over the training pairs; validation every half pass "
+            "(`--epoch_steps`), stopping after two validations (a whole pass) without a "
+            "better perplexity (`--early_stop_epochs=2`), then the best validation point's "
+            "weights restored for everything measured. Sizes and rates were chosen for this "
+            "data and budget in a pilot run of the same configuration (the convolutional "
+            "encoder at its own default rate, 0.02: docs/families.md); they were not tuned "
+            "on the test split.",
+            "",
+        )
+        self.add(*_table(["system", "flags", "at most passes", "then"], rows))
+        self.add(
+            "",
+            f"One search for every family and seed: `{search}`. ABS+: its feature weights by "
+            f"MERT (`pointer-generator tune_features`, ROUGE-1 recall) on the first "
+            f"{real_text.MERT_PAIRS} validation pairs, on its ABS model's search.",
+        )
+        self.source("`runs.*.record`")
 
     def perplexity(self) -> None:
         tri, bi = self.fig["baselines"]["trigram"], self.fig["baselines"]["bigram"]
@@ -751,25 +839,26 @@ class Page:
             return
         fits = []
         for s in self.fig["systems"].values():
-            if (
-                s["checks"].get("perplexity", {}).get("passed")
-                and s["family"] != "pointer_generator"
-            ):
+            # (the pointer-generator too: its ratio compares its own events with each other)
+            if s["checks"].get("perplexity", {}).get("passed"):
                 fits += [f["valid_perplexity"] / f["train_sample_perplexity"]
                          for f in s["per_seed"]
                          if f["valid_perplexity"] and f.get("train_sample_perplexity")]  # fmt: skip
         passing = (min(fits), max(fits)) if fits else None
+        trigram = self.fig["baselines"]["trigram"]["valid_perplexity"]
         self.add("", "### Why a family misses, measured", "")
         for s in failing:
             for f, (_, run) in zip(s["per_seed"], self._runs(s), strict=True):
-                why = self._why_seed(f, run, passing)
+                why = self._why_seed(f, run, passing, trigram)
                 self.add(f"* **{s['label']}**, seed {f['seed']}: {why}")
         self.source(
             "`runs.*.train.valid_curve`, `runs.*.valid_perplexity`, "
             "`runs.*.train_sample_perplexity`, the decode folders' summaries"
         )
 
-    def _why_seed(self, f: dict, run: dict, passing: tuple | None) -> str:
+    def _why_seed(
+        self, f: dict, run: dict, passing: tuple | None, trigram: float | None = None
+    ) -> str:
         parts = []
         t = run.get("train") or {}
         curve = t.get("valid_curve") or []
@@ -797,8 +886,11 @@ class Page:
                 )
                 if valid / fit > 1.5 * passing[1]:  # (a clear excess, not noise)
                     text += ": it fits its training pairs far beyond what carries over"
-                elif valid / fit < passing[0] / 1.5:
-                    text += ": it fits its training pairs hardly better than new ones (underfits)"
+            if trigram and fit > trigram:
+                text += (
+                    f"; even on training pairs above the trigram model's {trigram:.1f} on "
+                    "new highlights: it underfits"
+                )
             parts.append(text)
         common = f.get("most_common_summary")
         if common and f.get("distinct_share") is not None:
@@ -815,8 +907,10 @@ class Page:
             "",
             "Paired bootstrap of the per-document ROUGE-1 F (each system's documents "
             f"averaged over its seeds first; {SAMPLES} resamples): the higher system first, "
-            "the difference with its 95 % interval. An ordering holds only where the "
-            "interval excludes 0.",
+            "the difference with its 95 % interval. A bootstrap over documents leaves the "
+            "spread between seeds out, so an ordering holds only where that interval "
+            "excludes 0 *and* every pair of seeds (each seed of the one against each seed "
+            "of the other, by its own paired bootstrap) does too.",
             "",
         )
         rows = [
@@ -824,12 +918,19 @@ class Page:
                 f"{self._label(p['a'])} > {self._label(p['b'])}",
                 f"{p['diff']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]",
                 p["n"],
-                "holds" if p["holds"] == 1 else "does not hold (interval contains 0)",
+                f"{p.get('seed_pairs_hold', 0)} of {p.get('seed_pairs', 0)}"
+                + (f" (smallest {p['seed_pairs_min']:+.2f})" if p.get("seed_pairs") else ""),
+                _ordering_verdict(p),
             ]
             for p in self.fig["orderings"]
         ]
         if rows:
-            self.add(*_table(["ordering", "difference", "documents", "verdict"], rows))
+            self.add(
+                *_table(
+                    ["ordering", "difference", "documents", "seed pairs that hold", "verdict"],
+                    rows,
+                )
+            )
         else:
             self.add(f"No pair of systems to order ({NOT_RUN} or left out).")
         for x in self.fig["left_out_of_orderings"]:
@@ -960,8 +1061,11 @@ class Page:
                 f"A model that gives every one of the {words + 4:,} vocabulary entries (the "
                 f"{words:,} words and 4 special tokens) the same probability has perplexity "
                 f"{words + 4:,}: a preset near it has barely moved from its start in its "
-                "steps. The presets train with their papers' optimisers and learning rates "
-                "(plain SGD; `flags`), set for millions of Gigaword pairs over many epochs.",
+                "steps; one above it moved away first (its curve in the learning curves). "
+                "Each preset's optimiser, rate, batch and any step-0 rescaling of the "
+                "embeddings (`--embedding_max_norm`) are its flag file's; at equal steps a "
+                "preset with a smaller batch has seen fewer pairs. What stops each preset "
+                "is not measured here.",
             )
         self.source("`runs.*` with `preset: true`, `runs.*.train.valid_curve`, `data.vocab_words`")
 
@@ -1020,6 +1124,7 @@ class Page:
         for section in (
             self.header,
             self.task,
+            self.recipes,
             self.perplexity,
             self.rouge,
             self.checks,
@@ -1290,7 +1395,7 @@ def write(work_dir: str, out: str) -> dict:
     figures["source"]["report_command"] = command
     figures["pictures"] = {k: v for k, v in pictures.items() if v and not k.endswith("_why")}
     for s in figures["systems"].values():
-        del s["_scores"]
+        del s["_scores"], s["_seed_scores"]
     stem = os.path.splitext(out)[0]
     owned_files.replace_file(stem + ".json", json.dumps(figures, indent=1, sort_keys=True) + "\n")
     return figures
