@@ -582,7 +582,6 @@ class Page:
         pass limit, and the one search every family decodes with."""
         from experiments.families import real_text
 
-        limits = {r.system: r for r in real_text.runs()}  # (the code's, for records without)
         rows = []
         for s in self.fig["systems"].values():
             if s["reranks"]:
@@ -590,12 +589,16 @@ class Page:
             run = _get(self.r, "runs", s["runs"][0]) or {}
             quiet = ("--seed=", "--log_every", "--save_checkpoint")  # (not the recipe)
             shown = [f for f in run.get("flags") or [] if not f.startswith(quiet)]
-            plan = limits.get(run.get("system"))
-            passes = run.get("max_epochs") or (plan.max_epochs if plan else None)
-            cover = run.get("coverage_steps", plan.coverage_steps if plan else 0)
-            then = f"then {cover} steps with coverage" if cover else ""
+            t = run.get("train") or {}
+            passes = run.get("max_epochs")
+            if passes is None and t.get("stopped") == "step limit":
+                passes = round(t["epochs"], 1)  # (a record from before the limit was kept)
+            cover = run.get("coverage_steps") or (1 if run.get("coverage") else 0)
+            then = ""
+            if cover:
+                then = f"then {cover} steps with coverage" if cover > 1 else "then coverage"
             flags = f"`{' '.join(shown)}`" if shown else NOT_RUN
-            rows.append([s["label"], flags, _n(passes), then])
+            rows.append([s["label"], flags, "not recorded" if passes is None else _n(passes), then])
         if not rows:
             return
         search = " ".join(a for a in real_text.SEARCH if not a.startswith("--rouge_per"))
