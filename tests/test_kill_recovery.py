@@ -277,6 +277,7 @@ def kill_scenario(tmp_path_factory):
         data_path=data.train_path,
         save_checkpoint_secs=SAVE_SECS,
         max_steps=0,
+        log_every_n_steps=1,  # (the test reads every step's line)
         **common,
     )
     eval_args = helpers.cli_args(
@@ -350,6 +351,7 @@ def kill_scenario(tmp_path_factory):
                 data_path=data.train_path,
                 save_checkpoint_secs=SAVE_SECS,
                 max_steps=max_steps,
+                log_every_n_steps=1,
                 **common,
             )
         )
