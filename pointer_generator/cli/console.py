@@ -98,19 +98,12 @@ def setup_logging() -> None:
 
 @contextlib.contextmanager
 def notice_if_slow(text: str, after_s: float = 2.0, stream=None):
-    """Say `text` (on stderr) if the block is still running after `after_s` seconds: a
-    wait a user would notice says what it is; a quick one prints nothing."""
-    import threading
+    """Say `text` (on stderr) if the block is still running after `after_s` seconds
+    (`runtime.progress.DelayedNotice`)."""
+    from pointer_generator.runtime.progress import DelayedNotice
 
-    out = stream if stream is not None else sys.stderr
-
-    def say():
-        print(text, file=out, flush=True)
-
-    timer = threading.Timer(after_s, say)
-    timer.daemon = True
-    timer.start()
+    notice = DelayedNotice(text, after_s, stream if stream is not None else sys.stderr)
     try:
         yield
     finally:
-        timer.cancel()
+        notice.cancel()

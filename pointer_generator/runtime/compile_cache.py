@@ -4,8 +4,9 @@
 computation per article-length bucket; compiling one takes seconds, and before this every
 new process compiled them all again. TensorFlow can keep each compiled executable in a
 folder (`--tf_xla_persistent_cache_directory` in `TF_XLA_FLAGS`) and load it instead of
-compiling when the same computation comes again: the second process skips the compile
-(tracing the Python function still happens; it is the smaller part).
+compiling when the same computation comes again: the second process skips the compile.
+Tracing the Python function still happens in every process, and on the quick-start's model
+it is most of a first summary's wait (`experiments.benchmarks.first_call`).
 
 Where: `<user cache>/xla/<key>/` (`runtime.user_cache.cache_root`: $POINTER_GENERATOR_CACHE,
 else $XDG_CACHE_HOME/pointer_generator, else ~/.cache/pointer_generator). The key names the

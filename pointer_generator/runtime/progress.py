@@ -156,6 +156,26 @@ class Progress:
         return " | ".join(parts)
 
 
+class DelayedNotice:
+    """Say `text` once on `stream` if not cancelled within `after_s` seconds: a wait a user
+    would notice says what it is; a quick one prints nothing (`cli.console.notice_if_slow`,
+    `CountProgress`'s wait for its first results)."""
+
+    def __init__(self, text: str, after_s: float, stream: TextIO):
+        import threading
+
+        def say():
+            stream.write(text + "\n")
+            stream.flush()
+
+        self._timer = threading.Timer(after_s, say)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
 class CountProgress:
     """`label: done/total unit (rate unit/s, ETA h:mm:ss)` on stderr, for jobs that count
     items (decoded articles, tokenized stories).
@@ -192,21 +212,16 @@ class CountProgress:
         # once if it lasts FIRST_WAIT_S: a wait a user notices never passes in silence.
         self._waiting = None
         if first_wait:
-            import threading
-
-            self._waiting = threading.Timer(self.FIRST_WAIT_S, self._say_waiting, (first_wait,))
-            self._waiting.daemon = True
-            self._waiting.start()
+            total_text = f"/{total}" if total is not None else ""
+            unit_text = f" {unit}" if unit else ""
+            self._waiting = DelayedNotice(
+                f"{label}: {already}{total_text}{unit_text} ({first_wait} ...)",
+                self.FIRST_WAIT_S,
+                self.stream,
+            )
 
     RATE_WINDOW = 60.0  # seconds of recent updates the rate is measured over
     FIRST_WAIT_S = 2.0
-
-    def _say_waiting(self, what: str) -> None:
-        if self._first is None:
-            total = f"/{self.total}" if self.total is not None else ""
-            unit = f" {self.unit}" if self.unit else ""
-            self.stream.write(f"{self.label}: {self.done}{total}{unit} ({what} ...)\n")
-            self.stream.flush()
 
     def _rate(self, final: bool) -> float | None:
         """Items a second after the first results: the running lines over the last
