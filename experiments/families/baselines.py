@@ -8,7 +8,8 @@ without reading its input, measured the way the models are measured.
 
 1. **N-gram language models of the training titles** (`OUT/ngram.json`): an interpolated
    trigram and, for comparison, bigram model, with their perplexity on the validation and
-   test titles.
+   test titles (and of any `--also_score NAME=FILE.bin`'s abstracts: the real-text page
+   scores its training sample, titles the model was counted on, beside the runs').
 2. **The best fixed summary** (`OUT/fixed.json`, `OUT/fixed/`): one string, the same for
    every input, chosen on the validation titles.
 3. **Lead-k** (`OUT/lead.json`, `OUT/lead/`): the first k tokens of the source, k chosen on
@@ -418,8 +419,24 @@ def write_decode_folder(out_dir: str, summaries: list[list[str]], titles: list[s
         folder.write_for_rouge([normalize(title)], words, k, out_dir)
 
 
-def ngram_report(data: dict, events: Events) -> dict:
-    seqs = {name: [events.title(t) for t in split.titles] for name, split in data.items()}
+def bin_titles(path: str) -> list[str]:
+    """The abstracts of a `.bin` file (`<s> title </s>`) as title lines."""
+    from pointer_generator.data.binfile import read_records
+
+    titles = []
+    for _, abstract in read_records(path):
+        words = [w for w in ascii_split(abstract) if w not in ("<s>", "</s>")]
+        if not words:
+            raise DataError(f"{path}: an example with an empty abstract")
+        titles.append(" ".join(words))
+    return titles
+
+
+def ngram_report(data: dict, events: Events, also: dict | None = None) -> dict:
+    """`data`'s splits (train, valid, test: `Split`s) and `also`'s ({name: title lines},
+    scored only)."""
+    titles = {name: split.titles for name, split in data.items()} | dict(also or {})
+    seqs = {name: [events.title(t) for t in lines] for name, lines in titles.items()}
     report = {
         "how_chosen": HOW_CHOSEN,
         "max_dec_steps": events.max_dec_steps,
@@ -441,7 +458,7 @@ def ngram_report(data: dict, events: Events) -> dict:
             "weights": {n: round(float(w), 4) for n, w in zip(names, fitted.weights, strict=True)},
             "held_out_perplexity": fitted.held_out_perplexity,
         }
-        for name in ("valid", "test"):
+        for name in ("valid", "test", *(also or {})):
             ppl, tokens = perplexity(fitted.model, seqs[name], fitted.weights)
             report[label][f"{name}_perplexity"] = ppl
             report[label][f"{name}_tokens"] = tokens
@@ -497,6 +514,13 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="the models' --vocab_size (0: every word of the file, the default)",
     )
     p.add_argument("--max_dec_steps", type=arg_types.positive_int, default=MAX_DEC_STEPS)
+    p.add_argument(
+        "--also_score",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.bin",
+        help="also give the n-gram models' perplexity on FILE.bin's abstracts, as NAME",
+    )
     p.add_argument("--candidates", type=arg_types.positive_int, default=CANDIDATES)
     p.add_argument("--max_k", type=arg_types.positive_int, default=MAX_K)
     p.add_argument(
@@ -515,13 +539,22 @@ def main(argv: list[str] | None = None) -> int:
     vocab_path = args.vocab_path or os.path.join(args.data_dir, "finished", "vocab")
     events = Events(Vocab(vocab_path, args.vocab_size), args.max_dec_steps)
     data = {name: read_split(args.data_dir, name) for name in ("train", "valid", "test")}
+    also = {}
+    for item in args.also_score:
+        name, sep, path = item.partition("=")
+        if not sep or not name or name in data or not os.path.isfile(path):
+            raise DataError(
+                f"--also_score={item}: give NAME=FILE.bin, NAME not train/valid/test, "
+                "FILE.bin an existing file"
+            )
+        also[name] = bin_titles(path)
     owned_files.make_dir(args.out_dir)
     dirs = {}
     for name in ("fixed", "lead"):
         dirs[name] = owned_files.make_dir(os.path.join(args.out_dir, name), root=args.out_dir)
         prepare_out_dir(dirs[name], args.overwrite)
 
-    ngram = ngram_report(data, events)
+    ngram = ngram_report(data, events, also)
     _write_json(os.path.join(args.out_dir, "ngram.json"), ngram)
     fixed, summary = fixed_report(data, args.candidates)
     write_decode_folder(dirs["fixed"], [summary] * len(data["test"].titles), data["test"].titles)

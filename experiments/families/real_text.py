@@ -65,8 +65,9 @@ VALIDATE_EVERY = 207
 TRAIN_COMMON = [*LENGTHS, f"--batch_size={BATCH}", "--xla=1", "--log_every_n_steps=50",
                 "--save_checkpoint_secs=300", f"--epoch_steps={VALIDATE_EVERY}",
                 "--early_stop_epochs=2"]  # fmt: skip
-# The papers' presets train this many steps (validated every PRESET_VALIDATE).
-# The fitted runs' first validation point, so the two are compared at the same step.
+# The papers' presets train on as many pairs as PRESET_STEPS batches of the fitted runs
+# (their first validation point, so the two are compared at equal pairs seen), validated
+# every PRESET_VALIDATE such batches: a preset with batches of 32 takes twice the steps.
 PRESET_STEPS, PRESET_VALIDATE = VALIDATE_EVERY, 69
 # One search for every family and every claim: beam 5, stop at [STOP], [UNK] blocked (the
 # references keep their rare words: [UNK] never matches; the pointer-generator copies them).
@@ -85,8 +86,8 @@ class Run:
     flags: list[str]
     seed: int = 0
     max_epochs: int = 4
-    preset: str = ""  # a paper preset's flag file: trained briefly, not decoded
-    preset_steps: int = 0
+    preset: str = ""  # a paper preset's flag file (`flags` added after it): not decoded
+    preset_steps: int = 0  # in the fitted runs' batches (`preset_steps()`)
     coverage_steps: int = 0  # the pointer-generator's coverage phase
     extra: dict = field(default_factory=dict)
 
@@ -129,13 +130,43 @@ def runs() -> list[Run]:
             [*ABS, "--abs_encoder=conv", "--lr=0.02"], max_epochs=6),
     ]  # fmt: skip
     out = [*main, *others, *(dataclasses.replace(r, seed=1) for r in main)]
-    for preset, family, label in (
-        ("abs_paper", "abs", "ABS, paper preset"),
-        ("ras_elman_paper", "ras_elman", "RAS-Elman, paper preset"),
-        ("ras_lstm_paper", "ras_lstm", "RAS-LSTM, paper preset"),
-    ):
-        out.append(Run(preset, label, family, [], preset=preset, preset_steps=PRESET_STEPS))
+    for system, preset, family, label, extra in (
+        ("abs_paper", "abs_paper", "abs", "ABS, paper preset", []),
+        # The one change that isolates the step-0 rescale of E, F and G (issue 44).
+        ("abs_paper_no_max_norm", "abs_paper", "abs",
+         "ABS, paper preset without --embedding_max_norm", ["--embedding_max_norm=0"]),
+        ("ras_elman_paper", "ras_elman_paper", "ras_elman", "RAS-Elman, paper preset", []),
+        ("ras_lstm_paper", "ras_lstm_paper", "ras_lstm", "RAS-LSTM, paper preset", []),
+    ):  # fmt: skip
+        out.append(Run(system, label, family, extra, preset=preset, preset_steps=PRESET_STEPS))
     return out
+
+
+def preset_flags(preset: str) -> dict:
+    """{flag: value} a preset's flag file sets (its `--name=value` lines)."""
+    return effective_flags([f"--flagfile={os.path.join(HERE, preset + '.flags')}"])
+
+
+def effective_flags(flags: list[str]) -> dict:
+    """{flag: value} of a command line's `--name=value` flags, `--flagfile=` files
+    expanded in place (later ones win, as absl reads them)."""
+    out = {}
+    for flag in flags:
+        name, _, value = flag.removeprefix("--").partition("=")
+        if name == "flagfile":
+            with open(value, encoding="utf-8") as f:
+                lines = [x.strip() for x in f if x.strip().startswith("--")]
+            out.update(effective_flags(lines))
+        else:
+            out[name] = value
+    return out
+
+
+def preset_steps(run: Run) -> tuple[int, int]:
+    """(steps, validate every): `run.preset_steps` batches of BATCH pairs in the preset's
+    own batches, so every preset sees the same pairs as the fitted runs' first steps."""
+    batch = int(preset_flags(run.preset).get("batch_size", BATCH))
+    return run.preset_steps * BATCH // batch, PRESET_VALIDATE * BATCH // batch
 
 
 # ---------------------------------------------------------------------------------------
@@ -308,7 +339,9 @@ def baselines(work: str, results: Results) -> None:
                         f"--data_dir={os.path.join(work, 'data')}", f"--out_dir={out}",
                         # The whole file, as the models read it (--vocab_size counts
                         # the 4 special tokens: the file's word count would drop 4 words).
-                        "--max_dec_steps=30", "--vocab_size=0", "--overwrite"],
+                        "--max_dec_steps=30", "--vocab_size=0", "--overwrite",
+                        # The runs' training sample, calibrating their fit beside it.
+                        f"--also_score=train_sample={train_sample(finished)}"],
                        os.path.join(work, "logs", "baselines.log"))  # fmt: skip
         results.set(("baselines", "ngram"), load_json(os.path.join(out, "ngram.json")))
         fixed = load_json(os.path.join(out, "fixed.json"))
@@ -502,14 +535,15 @@ class Job:
         r = self.run
         if r.preset:
             # The preset's own flags, at this task's lengths, validated every 100 steps.
-            return [f"--flagfile={os.path.join(HERE, r.preset + '.flags')}", *LENGTHS,
-                    "--xla=1", "--log_every_n_steps=50", f"--epoch_steps={PRESET_VALIDATE}",
+            return [f"--flagfile={os.path.join(HERE, r.preset + '.flags')}", *r.flags,
+                    *LENGTHS, "--xla=1", "--log_every_n_steps=50",
+                    f"--epoch_steps={preset_steps(r)[1]}",
                     "--save_checkpoint_secs=300"]  # fmt: skip
         return [*r.flags, *TRAIN_COMMON, f"--seed={r.seed}"]
 
     def max_steps(self) -> int:
         r = self.run
-        steps = r.preset_steps if r.preset else r.max_epochs * self.steps_per_epoch()
+        steps = preset_steps(r)[0] if r.preset else r.max_epochs * self.steps_per_epoch()
         return min(steps, SMOKE["max_steps"] or steps)
 
     def __call__(self) -> None:
@@ -521,6 +555,8 @@ class Job:
                                    "max_epochs": r.max_epochs if not r.preset else None,
                                    "coverage_steps": r.coverage_steps})  # fmt: skip
         self.train()
+        if self.get("optimizer") is None:
+            self.set(("optimizer",), self.optimizer_record())
         if r.preset:
             if self.get("valid_perplexity") is None:
                 v = self.eval_once(os.path.join(self.finished, "val.bin"), False, "valid")
@@ -583,6 +619,29 @@ class Job:
             "train_curve": loss[:: max(1, len(loss) // 200)],
             "best_valid_perplexity": best[1] if best else None,
         }
+
+    def optimizer_record(self) -> dict:
+        """What the optimiser did, from the run's flags and TensorBoard's global_norm (the
+        gradient norm before clipping, every step): the why of a run that barely moves or
+        jumps away (the papers' presets at this scale)."""
+        from experiments.report import read_scalars
+
+        flags = effective_flags(self.train_flags())
+        keys = ("optimizer", "lr", "max_grad_norm", "batch_size", "loss_reduction",
+                "embedding_max_norm")  # fmt: skip
+        record = {"flags": {k: flags[k] for k in keys if k in flags}}
+        norms = [v for _, v in read_scalars(self.exp_dir).get("train", {}).get("global_norm", [])]
+        if norms:
+            clip = float(flags.get("max_grad_norm", "inf"))
+            q = sorted(norms)
+            record["global_norm"] = {
+                "steps": len(q),
+                "p10": q[len(q) // 10],
+                "median": q[len(q) // 2],
+                "p90": q[min(len(q) - 1, 9 * len(q) // 10)],
+                "clipped_share": sum(n > clip for n in q) / len(q),
+            }
+        return record
 
     def eval_once(self, data_path: str, gap: bool, what: str) -> dict:
         cmd = [*RUNNER, "--mode=eval", "--single_pass", *LENGTHS, *self.base(),
@@ -696,7 +755,7 @@ def copy_experiment(src: str, dst: str, marker: str) -> None:
 
 
 def abs_plus(work: str, results: Results, base_run: str) -> None:
-    if results.get("abs_plus", "decode", "rouge") is not None:
+    if results.get("abs_plus_features_only", "shuffled", "rouge") is not None:
         return
     finished = os.path.join(work, "data", "finished")
     weights = os.path.join(work, "abs_plus_weights.txt")
@@ -725,6 +784,23 @@ def abs_plus(work: str, results: Results, base_run: str) -> None:
     extra = (f"--feature_weights={weights}",)
     job.decode("decode", os.path.join(finished, "test.bin"), extra)
     job.shuffled()
+    # How much of ABS+ its features make alone: the tuned weights with the model's own
+    # weight cut to FEATURES_ONLY_LM (the search needs it positive; the model then only
+    # breaks ties between equally featured words).
+    features = os.path.join(work, "abs_plus_features_only.txt")
+    if not os.path.exists(features):
+        lines = [f"lm {FEATURES_ONLY_LM}" if line.split()[:1] == ["lm"] else line
+                 for line in text.splitlines()]  # fmt: skip
+        owned_files.replace_file(features, "\n".join(lines) + "\n")
+    results.set(("abs_plus_features_only", "weights"), read_weights(features))
+    job = Job(Run("abs_plus_features_only", "ABS+ features alone", "abs", []), work, results,
+              Progress(1), exp=base_run, key=("abs_plus_features_only",),
+              logs_as="abs_plus_features_only")  # fmt: skip
+    job.decode("decode", os.path.join(finished, "test.bin"), (f"--feature_weights={features}",))
+    job.shuffled()
+
+
+FEATURES_ONLY_LM = 0.001
 
 
 MERT_PAIRS = 500
@@ -836,7 +912,7 @@ def _run_stages(args, work: str, results: Results) -> None:
     todo = [r for r in runs() if not args.only or r.name in args.only or r.system in args.only]
     left = [r for r in todo if results.get("runs", r.name, "train") is None]
     per_epoch = Job(todo[0], work, results, Progress(1)).steps_per_epoch() if todo else 1
-    total = sum(r.preset_steps if r.preset else r.max_epochs * per_epoch for r in left)
+    total = sum(preset_steps(r)[0] if r.preset else r.max_epochs * per_epoch for r in left)
     run_jobs(todo, work, results, Progress(total), args.jobs)
     base = "abs_attention_s0"
     if (not args.only or "abs_plus" in args.only) and results.get("runs", base, "decode"):
