@@ -247,3 +247,28 @@ def test_a_planted_link_is_refused(tmp_path, capsys):
     assert b.main(["--data_dir", str(data), "--out_dir", str(out)]) == exit_codes.BAD_INPUT
     assert "symbolic link" in capsys.readouterr().err
     assert os.listdir(elsewhere) == []
+
+
+def test_also_score_gives_the_perplexity_of_a_bin_files_abstracts(tmp_path, capsys):
+    """--also_score NAME=FILE.bin: the same models' perplexity on the abstracts of a
+    `.bin` file (the real-text page's training sample), equal to scoring those titles as
+    a split: here the validation titles written as a .bin."""
+    from pointer_generator.data.binfile import write_bin
+
+    data = _data_dir(tmp_path)
+    titles = (data / "sumdata" / "train" / "valid.title.filter.txt").read_text().splitlines()
+    sample = tmp_path / "sample.bin"
+    write_bin(str(sample), [("an article .", f"<s> {t} </s>") for t in titles])
+    out = tmp_path / "out"
+    argv = ["--data_dir", str(data), "--out_dir", str(out), f"--also_score=again={sample}"]
+    assert b.main(argv) == exit_codes.OK
+    ngram = json.loads((out / "ngram.json").read_text())
+    for label in ("trigram", "bigram"):
+        assert ngram[label]["again_perplexity"] == pytest.approx(ngram[label]["valid_perplexity"])
+        assert ngram[label]["again_tokens"] == ngram[label]["valid_tokens"]
+    assert ngram["tokens"]["again"] == ngram["tokens"]["valid"]
+    for bad in ("again", f"valid={sample}", f"x={tmp_path / 'missing.bin'}"):
+        argv = ["--data_dir", str(data), "--out_dir", str(tmp_path / "o2"), f"--also_score={bad}"]
+        assert b.main(argv) == exit_codes.BAD_INPUT
+        err = _without_info(capsys.readouterr().err)
+        assert len(err) == 1 and err[0].startswith(f"error: --also_score={bad}: give NAME=")

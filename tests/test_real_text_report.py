@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 
 import numpy as np
 import pytest
@@ -294,8 +295,11 @@ def test_the_page_and_its_figures(tmp_path):
             ("abs_plus", "ras_elman"),
             ("pointer_generator", "ras_elman"),
             ("abs_attention", "pointer_generator"),
+            # the pointer-generator after its coverage phase: a system of its own
+            *((s, "pointer_generator_coverage") for s in
+              ("abs_plus", "abs_attention", "ras_elman", "pointer_generator")),
         )
-    }
+    }  # fmt: skip
     p = pairs[("abs_plus", "abs_attention")]
     assert p["diff"] == pytest.approx(100 * (ABS_PLUS - avg).mean()) and p["holds"] == 1
     # ras_elman's unfinished seed has no documents: its average is seed 0's
@@ -336,7 +340,7 @@ def test_the_page_and_its_figures(tmp_path):
     assert "One search for every family and seed: `--mode=decode --single_pass=true" in recipes
     assert _cells(recipes, "RAS-Elman")[2] == "4", recipes  # its record's pass limit
     # ...and the perplexity of a uniform guess over the vocabulary (12,000 words + 4)
-    assert "the same probability has perplexity 12,004: a preset near it" in text
+    assert "(a uniform guess: 12,004)" in text
 
     # 8. the pictures
     if importlib.util.find_spec("matplotlib") is not None:
@@ -429,3 +433,95 @@ def test_the_header_says_when_the_page_was_resumed():
     assert rtr._invocations({"sessions": [{}]}) == ""
     text = rtr._invocations({"sessions": [{}, {}, {}]})
     assert text.startswith(", in 3 invocations (resumed twice")
+
+
+def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path):
+    """The pointer-generator after coverage: its gap, ROUGE and distinct checks, no
+    perplexity (not measured) and no row of its own in the recipes and perplexity tables.
+    ABS+ with its features alone: ROUGE and distinct only."""
+    results = _work(tmp_path)
+    results["abs_plus_features_only"] = {
+        "weights": {"lm": 0.001, "uni": 0.8},
+        "decode": {"decode_dir": _decode(tmp_path, "alone", FIXED + 0.01),
+                   "rouge": _rouge([16.0, 15.0, 17.0])},
+        "shuffled": {"decode_dir": _decode(tmp_path, "alone_shuffled", FIXED),
+                     "rouge": _rouge([12.0, 11.0, 13.0])},
+    }  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    out = tmp_path / "page" / "report.md"
+    fig = rtr.write(str(tmp_path), str(out))
+    text = out.read_text()
+    cov = fig["systems"]["pointer_generator_coverage"]
+    assert cov["runs"] == ["pointer_generator_s0_coverage"]
+    assert set(cov["checks"]) == {"input_gap", "rouge", "distinct"}
+    assert cov["checks"]["input_gap"]["numbers"] == "seed 0: +1.000"
+    alone = fig["systems"]["abs_plus_features_only"]
+    assert alone["label"] == "ABS+ features alone (its model's weight 0.001)"
+    assert set(alone["checks"]) == {"rouge", "distinct"}
+    assert alone["checks"]["rouge"]["passed"] is False  # 16.0 is not above fixed's 15-16
+    pair = [
+        p for p in fig["orderings"] if {p["a"], p["b"]} == {"abs_plus", "abs_plus_features_only"}
+    ]
+    assert pair[0]["a"] == "abs_plus" and pair[0]["diff"] == pytest.approx(
+        100 * (ABS_PLUS - FIXED - 0.01).mean()
+    )
+    for section in ("The recipes", "Validation perplexity"):
+        assert "+ coverage" not in _section(text, section)
+        assert "features alone" not in _section(text, section)
+    assert "| Pointer-generator + coverage | n/a | ✓ 1 of 1 seeds" in text
+
+
+def test_presets_at_equal_pairs_seen_with_their_optimiser_in_numbers():
+    """A preset with batches of 32 is compared with the fitted recipe (batches of 64) at
+    half its steps; its SGD step is lr x min(median norm, clip); a variant of the same
+    preset file is set beside it."""
+    curve = [[69, 900.0], [138, 700.0], [207, 600.0], [276, 500.0]]
+    fitted = {"system": "ras_elman", "family": "ras_elman", "preset": False,
+              "flags": ["--batch_size=64"], "train": {"valid_curve": curve}}  # fmt: skip
+    flags = ["--flagfile=/x/ras_elman_paper.flags", "--max_enc_steps=60", "--xla=1"]
+    preset = {
+        "system": "ras_elman_paper", "label": "RAS-Elman, paper preset", "family": "ras_elman",
+        "preset": True, "flags": flags, "valid_perplexity": 3000.0,
+        "train": {"steps": 414, "valid_curve": [[138, 21000.0], [414, 3000.0]]},
+        "optimizer": {"flags": {"optimizer": "sgd", "lr": "0.5", "max_grad_norm": "10",
+                                "batch_size": "32", "loss_reduction": "sum"},
+                      "global_norm": {"median": 900.0, "p10": 200.0, "p90": 2000.0,
+                                      "clipped_share": 1.0, "steps": 414}},
+    }  # fmt: skip
+    variant = json.loads(json.dumps(preset))
+    variant.update(system="ras_elman_paper_x", label="variant", valid_perplexity=800.0)
+    variant["flags"] = [*flags, "--lr=0.05"]
+    variant["optimizer"]["global_norm"]["median"] = 40.0
+    runs = {"ras_elman_s0": fitted, "p_s0": preset, "v_s0": variant}
+    figs = rtr.preset_figures(runs)
+    p, v = figs
+    assert p["pairs"] == 414 * 32 and p["fitted"] == [
+        {"run": "ras_elman_s0", "step": 207, "valid_perplexity": 600.0}
+    ]
+    assert p["sgd_step"] == pytest.approx(0.5 * 10) and p["changed"] == {}
+    assert v["changed"] == {"lr": "0.05"} and v["preset_file"] == "ras_elman_paper.flags"
+    page = rtr.Page.__new__(rtr.Page)
+    page.r, page.fig = {"data": {"vocab_words": 14671}}, {"presets": figs}
+    text = page._preset_reason(p)
+    assert text.startswith("**RAS-Elman, paper preset** (sgd at 0.5, batches of 32, loss summed")
+    assert "21,000 at step 138, 3,000 at step 414 (a uniform guess: 14,675); above the " in text
+    assert "gradient norm median 900 against a clip of 10, 100.0 % of steps clipped" in text
+    assert text.endswith(
+        "The same preset with `--lr=0.05`: 800.00 after the same pairs, gradient norm median "
+        "40 (against 900)."
+    )
+
+
+def test_the_fit_calibration_is_the_trigrams_own_ratio_and_the_unk_shares():
+    page = rtr.Page.__new__(rtr.Page)
+    page.r = {"baselines": {"ngram": {
+        "trigram": {"valid_perplexity": 269.0, "train_sample_perplexity": 26.9},
+        "tokens": {"train_sample": {"tokens": 1000, "unk_tokens": 43},
+                   "valid": {"tokens": 1000, "unk_tokens": 61}},
+    }}}  # fmt: skip
+    text = page._fit_calibration()
+    assert "perplexity 26.9 on the same training sample and 269.0 on validation (10.0 times" in text
+    assert "[UNK] is 4.3% of the training sample's target tokens and 6.1% of validation's" in text
+    assert f"= {-math.log(0.043):.2f} nats, against ln 269.0 = {math.log(269.0):.2f}" in text
+    page.r = {"baselines": {"ngram": {"trigram": {"valid_perplexity": 269.0}}}}
+    assert page._fit_calibration() == ""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import os
 import sys
 
@@ -70,8 +71,16 @@ CHECKS = (
 PG_NOTE = (
     "The pointer-generator's perplexity scores a rare word its source holds as that word "
     "(its copy id), not as [UNK]: not the same events as the other rows and the n-gram "
-    "models', so not comparable one to one."
+    "models'. Counted over their events (every rare word one [UNK] event) each rare "
+    "target's probability could only grow: the event would hold the generator's [UNK] "
+    "and the copy mass of every rare source word, the scored word's among them; every "
+    "other target is scored alike. So its perplexity over the same events is at most the "
+    "figure shown, and its check compares that bound with the trigram's."
 )
+# Systems made from another system's runs (their own checks; their perplexity is not
+# measured): ABS+ with its features alone, the pointer-generator after its coverage phase.
+FEATURES_ONLY_LABEL = "ABS+ features alone (its model's weight {lm})"
+COVERAGE_LABEL = "Pointer-generator + coverage"
 REPORT_COMMAND = "python -m experiments.families.real_text_report --work_dir {} --out {}"
 
 
@@ -249,6 +258,39 @@ def systems_of(results: dict) -> dict[str, list[tuple[str, dict]]]:
             "abs_plus": plus,
         }
         out["abs_plus"] = [("abs_plus", run)]
+    alone = results.get("abs_plus_features_only")
+    if isinstance(plus, dict) and isinstance(alone, dict):
+        lm = _get(alone, "weights", "lm")
+        out["abs_plus_features_only"] = [
+            (
+                "abs_plus_features_only",
+                {
+                    "label": FEATURES_ONLY_LABEL.format(lm=lm),
+                    "family": "abs",
+                    "seed": base.get("seed"),
+                    "decode": alone.get("decode"),
+                    "shuffled": alone.get("shuffled"),
+                    "reranks": True,
+                    "checks_na": ("perplexity", "input_gap"),
+                },
+            )
+        ]
+    covered = []
+    for name, run in out.get("pointer_generator", []):
+        if _get(run, "coverage", "decode"):
+            entry = {
+                "label": COVERAGE_LABEL,
+                "family": "pointer_generator",
+                "seed": run.get("seed"),
+                "decode": _get(run, "coverage", "decode"),
+                "shuffled": _get(run, "coverage", "shuffled"),
+                "gap": _get(run, "coverage", "gap"),
+                "derived": True,
+                "checks_na": ("perplexity",),
+            }
+            covered.append((f"{name}_coverage", entry))
+    if covered:
+        out["pointer_generator_coverage"] = covered
     return out
 
 
@@ -270,6 +312,7 @@ def run_figures(work: Work, name: str, run: dict, fixed: dict | None) -> dict:
         "vs_shuffled": paired(scores, work.scores(_get(shuffled, "decode_dir"))),
         "documents": len(scores) if scores else 0,
         "most_common_summary": most_common_summary(work, decode),
+        "checks_na": list(run.get("checks_na") or ()),
     }
 
 
@@ -281,13 +324,15 @@ def run_checks(fig: dict, ctx: dict, plus: dict | None) -> dict[str, tuple[bool 
     """Issue 44 item 5 for one seed: {check: (passed or None if not measured, numbers)}."""
     out = {}
     tri = ctx["trigram"]
-    if plus is None:
+    na = fig.get("checks_na") or ()
+    if plus is None and "perplexity" not in na:
         ppl = fig["valid_perplexity"]
         fit = fig.get("train_sample_perplexity")
         out["perplexity"] = (
             None if ppl is None or tri is None else ppl < tri,
             f"{_f(ppl)} vs {_f(tri)}" + (f" (on training pairs {_f(fit)})" if fit else ""),
         )
+    if plus is None and "input_gap" not in na:
         gap = fig["input_gap"]
         out["input_gap"] = (None if gap is None else gap >= MIN_GAP, _f(gap, "+.3f"))
     r1, fixed, shuf = fig["rouge"]["1"], ctx["fixed_r1"], fig["shuffled_rouge1"]
@@ -360,11 +405,15 @@ def system_figures(work: Work, system: str, runs: list, ctx: dict) -> dict:
         "vs_fixed": paired(averaged, ctx["fixed_scores"]),
         "vs_shuffled": paired(averaged, seed_average(shuffles)),
         "checks": {k: aggregate([c[k] for c in checks], seeds) for k in checks[0]},
-        "reranks": plus is not None,
+        "reranks": plus is not None or bool(runs[0][1].get("reranks")),
+        # Not a recipe of its own: no row in the recipes and perplexity tables.
+        "derived": plus is not None or any(runs[0][1].get(k) for k in ("reranks", "derived")),
     }
     if out["family"] == "pointer_generator" and "perplexity" in out["checks"]:
-        out["checks"]["perplexity"]["numbers"] += " (copied rare words count as words: not "
-        out["checks"]["perplexity"]["numbers"] += "comparable one to one)"
+        out["checks"]["perplexity"]["numbers"] += (
+            " (an upper bound of its perplexity over the other rows' events: the note under "
+            "the perplexity table)"
+        )
     out["_scores"] = averaged
     out["_seed_scores"] = [d for d in decodes if d]
     return out
@@ -584,7 +633,7 @@ class Page:
 
         rows = []
         for s in self.fig["systems"].values():
-            if s["reranks"]:
+            if s["derived"]:
                 continue
             run = _get(self.r, "runs", s["runs"][0]) or {}
             quiet = ("--seed=", "--log_every", "--save_checkpoint")  # (not the recipe)
@@ -628,8 +677,8 @@ class Page:
         tri, bi = self.fig["baselines"]["trigram"], self.fig["baselines"]["bigram"]
         rows = []
         for s in self.fig["systems"].values():
-            if s["reranks"]:
-                continue  # ABS+ has its ABS model's perplexity
+            if s["derived"]:
+                continue  # ABS+ has its ABS model's perplexity, coverage is not measured
             mean = s["valid_perplexity"][0]
             if len(s["per_seed"]) > 1:
                 rows.append(
@@ -768,7 +817,11 @@ class Page:
             "summary word by word, each the word of the training highlights' most frequent "
             "that most raises the mean ROUGE-1 F on the validation highlights, until none "
             "does; lead-k's k the one with the highest validation ROUGE-1 F; PREFIX is fixed "
-            "(75 characters). The n-gram models' weights: " + (how or NOT_RUN) + ".",
+            "(75 characters). The n-gram models' weights: " + (how or NOT_RUN) + ". "
+            "Lead-k and PREFIX read the pair's source, which by construction is the article "
+            "sentence that shares most words with the highlight: they are not input-blind, "
+            "and far ahead for that reason (what copying the source's start scores), not "
+            "a bar the abstractive systems were expected to reach.",
         )
         self.source(
             "`runs.*.decode`, `runs.*.shuffled`, `runs.*.gap`, `abs_plus`, "
@@ -854,10 +907,52 @@ class Page:
             for f, (_, run) in zip(s["per_seed"], self._runs(s), strict=True):
                 why = self._why_seed(f, run, passing, trigram)
                 self.add(f"* **{s['label']}**, seed {f['seed']}: {why}")
+        calibration = self._fit_calibration()
+        if calibration:
+            self.add("", calibration)
         self.source(
             "`runs.*.train.valid_curve`, `runs.*.valid_perplexity`, "
-            "`runs.*.train_sample_perplexity`, the decode folders' summaries"
+            "`runs.*.train_sample_perplexity`, `baselines.ngram`, the decode folders' "
+            "summaries"
         )
+
+    def _fit_calibration(self) -> str:
+        """What the ratio of validation to training-sample perplexity is for a model that
+        only counts (the trigram, counted on every training highlight), and how the two
+        samples differ in their one [UNK] class: the scale the runs' ratios are read on."""
+        ngram = _get(self.r, "baselines", "ngram") or {}
+        tri = ngram.get("trigram") or {}
+        valid, fit = tri.get("valid_perplexity"), tri.get("train_sample_perplexity")
+        tokens = ngram.get("tokens") or {}
+        if not valid or not fit:
+            return ""
+        text = (
+            f"*Calibration.* The trigram model, counted on every training highlight, has "
+            f"perplexity {fit:.1f} on the same training sample and {valid:.1f} on "
+            f"validation ({valid / fit:.1f} times lower on pairs it counted): a model that "
+            "only stores what it saw sits there."
+        )
+        shares = {}
+        for name in ("train_sample", "valid"):
+            t = tokens.get(name) or {}
+            if t.get("tokens"):
+                shares[name] = t.get("unk_tokens", 0) / t["tokens"]
+        if len(shares) == 2:
+            unk = -math.log(shares["train_sample"]) if shares["train_sample"] > 0 else None
+            text += (
+                f" [UNK] is {shares['train_sample']:.1%} of the training sample's target "
+                f"tokens and {shares['valid']:.1%} of validation's: more of validation's "
+                "words fall into that one class"
+            )
+            if unk is not None:
+                text += (
+                    f", a frequent one (its share alone gives it -ln {shares['train_sample']:.3f}"
+                    f" = {unk:.2f} nats, against ln {valid:.1f} = {math.log(valid):.2f} nats, "
+                    "the trigram's mean per token on validation): more of it makes "
+                    "validation easier, so it does not inflate the runs' ratios"
+                )
+            text += "."
+        return text
 
     def _why_seed(
         self, f: dict, run: dict, passing: tuple | None, trigram: float | None = None
@@ -1013,7 +1108,7 @@ class Page:
         self.source("`runs.*.decode`, `runs.*.shuffled`, `runs.*.gap`, `runs.*.coverage`")
 
     def presets(self) -> None:
-        rows = []
+        rows, reasons = [], []
         for p in self.fig["presets"]:
             fitted = (
                 "; ".join(
@@ -1022,25 +1117,40 @@ class Page:
                 )
                 or NOT_RUN
             )
+            o = p["optimizer"]
+            g = o.get("global_norm") or {}
             rows.append(
                 [
                     f"`{p['run']}`",
                     p["label"],
-                    f"`{' '.join(p['flags'])}`",
+                    " ".join(f"`--{k}={v}`" for k, v in sorted(p["changed"].items())) or "–",
                     _n(p["steps"]),
+                    _n(p["pairs"]),
                     _f(p["valid_perplexity"]),
                     fitted,
+                    f"{_f(g.get('median'), '.3g')} [{_f(g.get('p10'), '.3g')}, "
+                    f"{_f(g.get('p90'), '.3g')}]"
+                    if g
+                    else NOT_RUN,
+                    _share(g.get("clipped_share")) if g else NOT_RUN,
+                    _f(p.get("sgd_step"), ".3g") if p.get("sgd_step") is not None else "–",
                 ]
             )
+            reasons.append(self._preset_reason(p))
         if not rows:
             return
         self.add(
             "## The papers' presets at this scale",
             "",
-            "Each paper preset trained briefly on this task (not decoded), its validation "
-            "perplexity after its steps beside the fitted recipe of the same system (for a "
-            "preset named apart, e.g. `abs_paper`, the first fitted system of its family) at "
-            "the nearest step of that recipe's validation curve.",
+            "Each paper preset (its flag file, at this task's lengths) trained on as many "
+            "training pairs as the fitted recipes' first half pass (a preset with batches "
+            "of 32 takes twice the steps), not decoded; its validation perplexity beside "
+            "the fitted recipe of the same system (for a preset named apart, e.g. "
+            "`abs_paper`, the first fitted system of its family) at the validation point "
+            "nearest the same pairs seen. *Gradient norm*: TensorBoard's `global_norm` "
+            "(before clipping), every step: median [10th, 90th percentile]; *clipped*: the "
+            "share of steps above the preset's `--max_grad_norm`; *SGD step*: the median of "
+            "lr x min(norm, clip), the length of a plain-SGD update.",
             "",
         )
         self.add(
@@ -1048,29 +1158,66 @@ class Page:
                 [
                     "preset run",
                     "system",
-                    "flags",
+                    "flags beside the preset's file",
                     "steps",
+                    "pairs seen",
                     "validation perplexity",
-                    "fitted recipe at the nearest step",
+                    "fitted recipe at the same pairs",
+                    "gradient norm",
+                    "clipped",
+                    "SGD step",
                 ],
                 rows,
             )
         )
+        self.add("", *(f"* {r}" for r in reasons if r))
+        self.source(
+            "`runs.*` with `preset: true` (`optimizer`, `train.valid_curve`), "
+            "`runs.*.train.valid_curve`, `data.vocab_words`"
+        )
+
+    def _preset_reason(self, p: dict) -> str:
+        """One preset's curve and optimiser in numbers: its validation points beside a
+        uniform guess, its update sizes, and the paired variant that changes one flag."""
         words = _get(self.r, "data", "vocab_words")
-        if words:
-            # The reference point of a perplexity this high: guessing every word alike.
-            self.add(
-                "",
-                f"A model that gives every one of the {words + 4:,} vocabulary entries (the "
-                f"{words:,} words and 4 special tokens) the same probability has perplexity "
-                f"{words + 4:,}: a preset near it has barely moved from its start in its "
-                "steps; one above it moved away first (its curve in the learning curves). "
-                "Each preset's optimiser, rate, batch and any step-0 rescaling of the "
-                "embeddings (`--embedding_max_norm`) are its flag file's; at equal steps a "
-                "preset with a smaller batch has seen fewer pairs. What stops each preset "
-                "is not measured here.",
+        uniform = words + 4 if words else None
+        o = p["optimizer"].get("flags") or {}
+        curve = p.get("valid_curve") or []
+        text = f"**{p['label']}** ({o.get('optimizer', '?')} at {o.get('lr', '?')}, "
+        text += f"batches of {o.get('batch_size', '?')}"
+        if o.get("loss_reduction"):
+            text += f", loss summed over the batch ({o['loss_reduction']})"
+        if o.get("embedding_max_norm") not in (None, "0"):
+            text += f", embedding rows rescaled to norm {o['embedding_max_norm']} at step 0"
+        points = ", ".join(f"{v:,.0f} at step {s:,}" for s, v in curve)
+        if not points and p.get("valid_perplexity") is not None:
+            points = f"{p['valid_perplexity']:,.0f} after its {_n(p['steps'])} steps"
+        text += "): validation perplexity " + (points or NOT_RUN)
+        if uniform and curve:
+            above = [s for s, v in curve if v > uniform]
+            text += f" (a uniform guess: {uniform:,})"
+            if above:
+                text += f"; above the uniform guess at step {above[0]:,}, so it moved away first"
+        g = p["optimizer"].get("global_norm") or {}
+        if g and p.get("sgd_step") is not None:
+            clip = o.get("max_grad_norm")
+            text += (
+                f"; gradient norm median {g['median']:.3g}"
+                + (f" against a clip of {clip}" if clip else "")
+                + f", {_share(g['clipped_share'])} of steps clipped, so a median plain-SGD "
+                f"step of {p['sgd_step']:.3g}"
             )
-        self.source("`runs.*` with `preset: true`, `runs.*.train.valid_curve`, `data.vocab_words`")
+        for q in self.fig["presets"]:
+            if q is not p and q["preset_file"] == p["preset_file"] and p["changed"] == {}:
+                diff = ", ".join(f"--{k}={v}" for k, v in q["changed"].items())
+                text += (
+                    f". The same preset with `{diff}`: {_f(q['valid_perplexity'])} after the "
+                    f"same pairs"
+                )
+                qg = q["optimizer"].get("global_norm") or {}
+                if qg and g:
+                    text += f", gradient norm median {qg['median']:.3g} (against {g['median']:.3g})"
+        return text + "."
 
     def curves(self) -> None:
         self.add(
@@ -1228,32 +1375,76 @@ def fitted_system(preset: dict, runs: dict) -> str | None:
 
 
 def preset_figures(runs: dict) -> list[dict]:
+    """Each preset run beside its fitted system at equal pairs seen, with its optimiser
+    record (`runs.*.optimizer`: flags, gradient norms) and what it changes beside its
+    preset's flag file."""
     out = []
     for name, run in runs.items():
         if not run.get("preset"):
             continue
         steps = _get(run, "train", "steps")
+        optimizer = run.get("optimizer") or {}
+        batch = _int(_get(optimizer, "flags", "batch_size"))
+        pairs = steps * batch if steps and batch else None
         system = fitted_system(run, runs)
         fitted = []
         for other, o in runs.items():
             if o.get("preset") or system is None or o.get("system") != system:
                 continue
-            point = nearest(_get(o, "train", "valid_curve"), steps)
+            other_batch = _int(_get(o, "optimizer", "flags", "batch_size")) or _flag_int(
+                o.get("flags") or [], "batch_size"
+            )
+            at = pairs // other_batch if pairs and other_batch else steps
+            point = nearest(_get(o, "train", "valid_curve"), at)
             if point:
                 fitted.append({"run": other, "step": point[0], "valid_perplexity": point[1]})
+        flags = run.get("flags") or []
+        preset_file = next((f for f in flags if f.startswith("--flagfile=")), "")
+        # What the run sets beside its preset's file, less the task's common flags.
+        common = ("--flagfile=", "--max_enc_steps", "--max_dec_steps", "--xla", "--log_every",
+                  "--epoch_steps", "--save_checkpoint")  # fmt: skip
+        changed = dict(
+            f.removeprefix("--").partition("=")[::2] for f in flags if not f.startswith(common)
+        )
+        o = optimizer.get("flags") or {}
+        g = optimizer.get("global_norm") or {}
+        sgd_step = None
+        if o.get("optimizer") == "sgd" and g.get("median") is not None and o.get("lr"):
+            clip = float(o.get("max_grad_norm", "inf"))
+            sgd_step = float(o["lr"]) * min(g["median"], clip)
         out.append(
             {
                 "run": name,
                 "system": run.get("system"),
                 "fitted_system": system,
                 "label": run.get("label") or name,
-                "flags": run.get("flags") or [],
+                "flags": flags,
+                "preset_file": os.path.basename(preset_file),
+                "changed": changed,
                 "steps": steps,
+                "pairs": pairs,
                 "valid_perplexity": run.get("valid_perplexity"),
+                "valid_curve": _get(run, "train", "valid_curve") or [],
+                "optimizer": optimizer,
+                "sgd_step": sgd_step,
                 "fitted": fitted,
             }
         )
     return out
+
+
+def _int(x) -> int | None:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _flag_int(flags: list[str], name: str) -> int | None:
+    for f in reversed(flags):
+        if f.startswith(f"--{name}="):
+            return _int(f.split("=", 1)[1])
+    return None
 
 
 # ---------------------------------------------------------------------------------------
