@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -159,6 +160,9 @@ def cli_args(**flags) -> list[str]:
     or eval, which refuse the search flags, without TINY's search (`TINY_SEARCH`; a
     search flag in `flags` is still given)."""
     values = dict(TINY)
+    if str(flags.get("model", "")).startswith(("abs", "ras")):
+        # The pointer-generator's fused loops: ABS and RAS refuse the flag they do not read.
+        values.pop("fused_recurrence")
     if flags.get("mode") in NO_SEARCH_MODES:
         values = {k: v for k, v in values.items() if k not in TINY_SEARCH}
     values.update(flags)
@@ -177,6 +181,15 @@ def run_args(data, exp_name: str, mode: str = "train", **flags) -> list[str]:
         save_checkpoint_secs=3600,
     )
     values.update(flags)
+    if "model" not in values:
+        # A command on an ABS or RAS experiment: its stored model (cli_args then leaves
+        # out the pointer-generator's --fused_recurrence, which they refuse).
+        stored = os.path.join(data.log_root, exp_name, "settings.json")
+        if os.path.isfile(stored):
+            with open(stored, encoding="utf-8") as f:
+                model = json.load(f).get("flags", {}).get("model", "")
+            if str(model).startswith(("abs", "ras")):
+                values["model"] = model
     return cli_args(mode=mode, **values)
 
 

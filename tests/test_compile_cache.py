@@ -64,7 +64,16 @@ def test_a_folder_that_cannot_be_made_leaves_compiling_as_before(monkeypatch, tm
     assert message.startswith("compiled searches are not kept across runs: ") and "off" in message
 
 
+def _xla_folder(cache) -> str:
+    """The compiled executables' folder in `cache` (beside it: the kept searches)."""
+    (folder,) = [os.path.join(cache, d) for d in os.listdir(cache) if not d.endswith("-searches")]
+    return folder
+
+
 def test_a_second_summarize_process_loads_the_compiled_search(trained, tmp_path):
+    """The first process keeps its search (summarizing/kept_search.py); the second loads
+    it and compiles it once (its graph is the kept one); the third compiles nothing. The
+    summaries are the same every time."""
     article = tmp_path / "a.txt"
     article.write_text("the cat sat on the mat . the dog ran to the park .\n", encoding="utf-8")
     cache = tmp_path / "cache"
@@ -73,13 +82,17 @@ def test_a_second_summarize_process_loads_the_compiled_search(trained, tmp_path)
             "--exp_name=exp", str(article)]  # fmt: skip
     first = helpers.run_python(args, timeout=300, **env)
     assert first.returncode == 0, first.stderr[-2000:]
-    (folder,) = [os.path.join(cache, d) for d in os.listdir(cache)]
-    compiled = sorted(os.listdir(folder))
-    assert compile_cache.entries(folder) >= 1, compiled
+    folder = _xla_folder(cache)
+    assert compile_cache.entries(folder) >= 1, os.listdir(folder)
+    assert "Kept the search in " in first.stderr
     second = helpers.run_python(args, timeout=300, **env)
     assert second.returncode == 0, second.stderr[-2000:]
+    assert "(its search as kept in " in second.stderr
+    compiled = sorted(os.listdir(folder))
+    third = helpers.run_python(args, timeout=300, **env)
+    assert third.returncode == 0, third.stderr[-2000:]
     assert sorted(os.listdir(folder)) == compiled  # nothing compiled (or written) again
-    assert second.stdout == first.stdout and first.stdout.strip()
+    assert first.stdout.strip() and first.stdout == second.stdout == third.stdout
     # Off: nothing is kept.
     off = helpers.run_python(args, timeout=300, **{compile_cache.ENV: "off"})
     assert off.returncode == 0 and off.stdout == first.stdout

@@ -190,14 +190,15 @@ def test_the_python_api_searches_with_every_search_setting(data, searched):
         pg.Summarizer.from_experiment(root, EXPERIMENT, trigram_block=True)
 
 
+@pytest.mark.parametrize("flag", ["--decode_attention=train_consistent", "--nofused_recurrence"])
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_setting_the_family_does_not_read_is_refused(
-    command, data, tmp_path, capfd, monkeypatch, searched
+    command, flag, data, tmp_path, capfd, monkeypatch, searched
 ):
-    """--decode_attention is the pointer-generator's: with the ABS experiment, every
-    command that searches refuses it (before, each accepted it and ignored it). Were it
-    not refused, the command would stop where it builds its search ("error: searched")
-    and serve before it listens."""
+    """--decode_attention and --fused_recurrence are the pointer-generator's: with the ABS
+    experiment, every command that searches refuses them (before, each accepted them and
+    ignored them). Were one not refused, the command would stop where it builds its
+    search ("error: searched") and serve before it listens."""
     helpers.stop_serve_before_listening(monkeypatch)
     runs = {
         "decode": lambda: helpers.run_main_in_process(
@@ -210,11 +211,11 @@ def test_a_setting_the_family_does_not_read_is_refused(
             "tune_features", [*args, f"--data_path={data.val_path}", f"--weights_out={tmp_path}/w"]
         ),
     }
-    args = [*data.experiment, "--decode_attention=train_consistent"]
+    args = [*data.experiment, flag]
+    name = flag.split("=")[0].removeprefix("--no").removeprefix("--")
     assert runs[command]() == 2
     assert _errors(capfd.readouterr().err) == [
-        "error: --decode_attention is no setting of --model=abs (its models do not read it): "
-        "drop it"
+        f"error: --{name} is no setting of --model=abs (its models do not read it): drop it"
     ]
 
 
@@ -265,7 +266,9 @@ def test_train_and_eval_mode_refuse_each_search_flag(flag, mode, data, capfd):
 @pytest.mark.parametrize(
     "flag, mode",
     [("--save_search", "train"), ("--save_search", "eval"), ("--eval_idle_secs=5", "train"),
-     ("--log_every_secs=5", "eval")],
+     ("--log_every_secs=5", "eval"), ("--decode_batch_size=4", "train"),
+     ("--attention_pages=3", "eval"), ("--max_decode_examples=3", "train"),
+     ("--readable_summaries", "eval"), ("--rouge_per_document", "train")],
 )  # fmt: skip
 def test_a_flag_of_another_mode_is_one_error(data, capfd, flag, mode):
     """A flag only one mode reads (save_search: decode; eval_idle_secs: eval;

@@ -80,6 +80,11 @@ SEARCHING_COMMANDS = "--mode=decode, summarize, export, serve, tune_features"
 # Flags that only one mode reads: given to another, they would be ignored.
 MODE_ONLY_FLAGS = {
     "save_search": "decode",
+    "decode_batch_size": "decode",
+    "attention_pages": "decode",
+    "max_decode_examples": "decode",
+    "readable_summaries": "decode",
+    "rouge_per_document": "decode",
     "eval_idle_secs": "eval",
     "log_every_secs": "train",
 }
@@ -279,7 +284,7 @@ def _check_options(fv, registry, family) -> None:
             f"--{name} is a setting of --model={'|'.join(owners)}, not of --model={fv.model}: "
             "drop it"
         )
-    for name in family.unused_settings:
+    for name in (*family.unused_settings, *family.unused_flags):
         if name in fv and fv[name].present:
             raise FlagError(
                 f"--{name} is no setting of --model={fv.model} (its models do not read it): drop it"

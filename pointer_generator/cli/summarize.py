@@ -18,6 +18,8 @@ search runs and where it came from.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 from pointer_generator.cli.help import SEARCH_HELP
@@ -27,6 +29,8 @@ from pointer_generator.errors import DataError, FlagError
 # The most one input may hold: an article is kilobytes, and the model reads its first
 # --max_enc_steps tokens; a larger input is a mistake (a whole corpus, /dev/zero).
 MAX_INPUT_BYTES = 16 << 20
+
+log = logging.getLogger(__name__)
 
 
 def read_inputs(paths: list[str]) -> list[tuple[str, str]]:
@@ -116,29 +120,88 @@ def main(argv: list[str]) -> int:
     examples = articles_of_texts(texts, names)  # checked before TensorFlow starts
 
     console.import_tensorflow(keep_compiled=True)
+    hps, settings = configs.hparams(fv), configs.search_settings(fv)
+    keep = None
+    summaries = _kept_summaries(fv, exp.root, hps, settings, examples)
+    if summaries is None:
+        from pointer_generator.summarizing.article_texts import summarize_examples
+        from pointer_generator.summarizing.trained import open_trained
+
+        trained = open_trained(
+            exp.root, hps, fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
+        )
+        # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
+        decoder = trained.decoder(settings, jit_compile=True)
+        with console.notice_if_slow(_compiling_notice()):
+            summaries = [
+                s.words for s in summarize_examples(decoder, examples, fv.decode_batch_size)
+            ]
+        keep = (decoder, trained.checkpoint) if not fv.tf1_checkpoint else None
+    _print_summaries(fv, names, texts, summaries)
+    if keep:
+        _keep_search(fv, exp.root, hps, settings, *keep)
+    return 0
+
+
+def _kept_summaries(fv, root: str, hps, settings, examples) -> list | None:
+    """Each example's summary words by the search a former run kept, or None where none
+    is kept for the newest checkpoint and these settings."""
+    from pointer_generator.runtime import checkpointing
+    from pointer_generator.runtime.experiment import TRAIN_SUBDIR
+    from pointer_generator.summarizing import kept_search
+
+    if fv.tf1_checkpoint or kept_search.root() is None:
+        return None
+    checkpoint = checkpointing.latest_checkpoint(os.path.join(root, TRAIN_SUBDIR))
+    if checkpoint is None:
+        return None
+    key = kept_search.digest(checkpoint, hps, settings, fv.vocab_path)
+    search = kept_search.load(key)
+    if search is None:
+        return None
+    # (the line the first-call benchmark times from, as on the other path)
+    where = kept_search.path_for(key)
+    log.info("Loaded checkpoint %s (its search as kept in %s)", checkpoint, where)
+    articles = [article for article, _ in examples]
+    return kept_search.summarize_articles(search, articles, fv.decode_batch_size)
+
+
+def _keep_search(fv, root: str, hps, settings, decoder, checkpoint: str) -> None:
+    """Keep the search for the next run (after the summaries are out: the user does not
+    wait for it before reading them)."""
+    from pointer_generator.summarizing import kept_search
+
+    if kept_search.root() is None:
+        return
+    key = kept_search.digest(checkpoint, hps, settings, fv.vocab_path)
+    if kept_search.path_for(key) and os.path.exists(kept_search.path_for(key)):
+        return
+    notice = f"Keeping the search for the next run in {kept_search.root()} ..."
+    from pointer_generator.cli import console
+
+    with console.notice_if_slow(notice):
+        about = {"checkpoint": os.path.abspath(checkpoint), "experiment": os.path.abspath(root)}
+        path = kept_search.keep(decoder, key, about)
+    if path:
+        log.info("Kept the search in %s", path)
+
+
+def _print_summaries(fv, names: list[str], texts: list[str], summaries: list) -> None:
     from pointer_generator.data.detokenize import detokenize, text_casing
     from pointer_generator.decoding import folder
-    from pointer_generator.summarizing.article_texts import summarize_examples
-    from pointer_generator.summarizing.trained import open_trained
 
-    trained = open_trained(
-        exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
-    )
-    # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
-    decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
-    with console.notice_if_slow(_compiling_notice()):
-        summaries = summarize_examples(decoder, examples, fv.decode_batch_size)
-    for name, text, summary in zip(names, texts, summaries, strict=True):
-        if len(inputs) > 1:
+    many = len(names) > 1
+    for name, text, words in zip(names, texts, summaries, strict=True):
+        if many:
             print(f"==> {name} <==")
-        sentences = folder.split_sentences(summary.words)
+        sentences = folder.split_sentences(words)
         if not fv.tokens:
             casing = text_casing(text)  # the article's capitals, put back
             sentences = [detokenize(s.split(), casing) for s in sentences]
         print("\n".join(sentences))
-        if len(inputs) > 1:
+        if many:
             print()
-    return 0
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":  # the same as `pointer-generator summarize`

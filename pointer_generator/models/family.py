@@ -235,6 +235,10 @@ class ModelFamily(abc.ABC):
     # Settings every model has a flag for that its models do not read (the
     # pointer-generator's --decode_attention for ABS): given, they are one error.
     unused_settings: ClassVar[tuple[str, ...]] = ()
+    # Flags of every model its models do not read that an HParams made in Python may hold
+    # at any value (speed switches the test configurations set for every family): refused
+    # on the command line only.
+    unused_flags: ClassVar[tuple[str, ...]] = ()
     # Its one-off conversions (`Conversion`: each a train-mode flag of its own).
     CONVERSIONS: ClassVar[tuple[Conversion, ...]] = ()
     # Whether it can start from the original release's checkpoints (--tf1_checkpoint,

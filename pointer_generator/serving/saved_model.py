@@ -183,6 +183,23 @@ class SummarizerModule(tf.Module):
         }
 
 
+class TokensModule(SummarizerModule):
+    """`SummarizerModule` with `summarize_tokens` only (the kept searches of
+    `summarizing/kept_search.py`: the articles come tokenized, so the in-graph tokenizer
+    is neither traced nor saved)."""
+
+    summarize_raw = None
+
+
+def save_module(module: SummarizerModule, export_dir: str) -> None:
+    """`module`'s signatures that it has (`summarize_tokens`, and `serving_default` where
+    it tokenizes) as a SavedModel in `export_dir`."""
+    signatures = {SIGNATURE_TOKENS: module.summarize_tokens.get_concrete_function()}
+    if module.summarize_raw is not None:
+        signatures[SIGNATURE_RAW] = module.summarize_raw.get_concrete_function()
+    tf.saved_model.save(module, export_dir, signatures=signatures)
+
+
 def _readable(tokens: tf.RaggedTensor) -> tf.Tensor:
     """string [B, None] summary tokens -> string [B]: each sentence (ending after a "."
     token, `decoding.folder.split_sentences`) detokenized, one per line."""
@@ -202,12 +219,7 @@ def export_saved_model(decoder: BeamSearchDecoder, export_dir: str, info: dict) 
     """Write the SavedModel of `decoder` to `export_dir` (which must not hold one
     already) with `info` (where it came from, its settings) as export_info.json in its
     assets; returns export_dir."""
-    module = SummarizerModule(decoder)
-    signatures = {
-        SIGNATURE_RAW: module.summarize_raw.get_concrete_function(),
-        SIGNATURE_TOKENS: module.summarize_tokens.get_concrete_function(),
-    }
-    tf.saved_model.save(module, export_dir, signatures=signatures)
+    save_module(SummarizerModule(decoder), export_dir)
     # The article lengths the graph pads to (`padded_lengths`), so that a server can
     # compile each before its first request (`SavedModelSummarizer.warm_up`).
     info = {**info, "encoder_lengths": padded_lengths(decoder.hps)}

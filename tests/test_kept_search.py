@@ -1,0 +1,141 @@
+"""A trained search kept across processes (issue 45 item 3, summarizing/kept_search.py):
+what its key covers, that a changed checkpoint or search gets its own entry, that an
+unreadable entry falls back to searching as before, and that two writers of one entry
+leave one whole entry and no staging folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+
+import pytest
+
+from pointer_generator.runtime import compile_cache
+from pointer_generator.summarizing import kept_search
+from tests import helpers, trained_experiment
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return trained_experiment.build(tmp_path_factory)
+
+
+def test_the_key_covers_checkpoint_settings_search_and_vocabulary(tmp_path):
+    from pointer_generator.hparams import HParams
+    from pointer_generator.search.settings import SearchSettings
+
+    ckpt = tmp_path / "model.ckpt-5"
+    for suffix in (".index", ".data-00000-of-00001"):
+        (tmp_path / f"model.ckpt-5{suffix}").write_bytes(b"weights")
+    vocab = tmp_path / "vocab"
+    vocab.write_text("the 5\n")
+    hps, search = HParams(), SearchSettings(beam_size=4)
+    key = kept_search.digest(str(ckpt), hps, search, str(vocab))
+    assert key == kept_search.digest(str(ckpt), hps, search, str(vocab)) and len(key) == 32
+    others = [
+        kept_search.digest(str(ckpt), hps.replace(hidden_dim=7), search, str(vocab)),
+        kept_search.digest(str(ckpt), hps, dataclasses.replace(search, beam_size=2), str(vocab)),
+    ]
+    (tmp_path / "model.ckpt-5.index").write_bytes(b"retrained")  # rewritten in place
+    others.append(kept_search.digest(str(ckpt), hps, search, str(vocab)))
+    vocab.write_text("the 6\n")
+    others.append(kept_search.digest(str(ckpt), hps, search, str(vocab)))
+    assert len({key, *others}) == 5
+
+
+def test_kept_searches_are_off_with_the_compile_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv(compile_cache.ENV, "off")
+    assert kept_search.root() is None and kept_search.path_for("k") is None
+    assert kept_search.load("k") is None and kept_search.keep(None, "k", {}) is None
+    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "c"))
+    assert kept_search.root() == compile_cache.folder() + "-searches"
+
+
+def _summarize(trained, article, cache):
+    args = ["-m", "pointer_generator.cli", "summarize", f"--log_root={trained.log_root}",
+            "--exp_name=exp", str(article)]  # fmt: skip
+    return helpers.run_python(args, timeout=300, **{compile_cache.ENV: str(cache)})
+
+
+def test_a_damaged_entry_or_a_changed_search_searches_as_before(trained, tmp_path):
+    article = tmp_path / "a.txt"
+    article.write_text("the cat sat on the mat . the dog ran to the park .\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    first = _summarize(trained, article, cache)
+    assert first.returncode == 0, first.stderr[-2000:]
+    searches = [os.path.join(cache, d) for d in os.listdir(cache) if d.endswith("-searches")]
+    (entry,) = [os.path.join(searches[0], d) for d in os.listdir(searches[0])]
+    assert os.path.isfile(os.path.join(entry, kept_search.INFO_FILE))
+    assert not [d for d in os.listdir(searches[0]) if d.startswith(".")]  # no staging left
+    # Damaged: a warning, the summary from the model as before, exit 0.
+    os.remove(os.path.join(entry, "saved_model.pb"))
+    damaged = _summarize(trained, article, cache)
+    assert damaged.returncode == 0, damaged.stderr[-2000:]
+    assert "cannot be read" in damaged.stderr and damaged.stdout == first.stdout
+    assert "(its search as kept in " not in damaged.stderr
+    shutil.rmtree(entry)
+    # Another search (a flag given): its own entry, the first one's not used.
+    again = _summarize(trained, article, cache)
+    assert again.returncode == 0 and "(its search as kept in " not in again.stderr
+    args = ["-m", "pointer_generator.cli", "summarize", f"--log_root={trained.log_root}",
+            "--exp_name=exp", "--beam_size=1", str(article)]  # fmt: skip
+    other = helpers.run_python(args, timeout=300, **{compile_cache.ENV: str(cache)})
+    assert other.returncode == 0 and "(its search as kept in " not in other.stderr
+    assert len(os.listdir(searches[0])) == 2
+
+
+def test_of_two_writers_of_one_entry_one_wins(trained, tmp_path, monkeypatch):
+    """The second `keep` of an entry finds it kept and writes nothing; a writer that
+    loses the rename race removes its own staging copy."""
+    from pointer_generator.search.settings import SearchSettings
+    from pointer_generator.summarizing.trained import open_trained, stored_settings
+
+    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "c"))
+    root = os.path.join(trained.log_root, "exp")
+    hps, search, vocab = stored_settings(root)
+    opened = open_trained(root, hps, vocab)
+    decoder = opened.decoder(SearchSettings(**{"max_dec_steps": hps.max_dec_steps, **search}))
+    path = kept_search.keep(decoder, "k1", {"checkpoint": opened.checkpoint})
+    assert path == kept_search.path_for("k1") and kept_search.load("k1") is not None
+    assert kept_search.keep(decoder, "k1", {}) is None
+    # The race: the entry appears while this writer saves its copy.
+    real_rename = os.rename
+
+    def rename_after_another(src, dst):
+        os.makedirs(os.path.join(dst, "someone_elses"))
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename_after_another)
+    assert kept_search.keep(decoder, "k2", {}) is None
+    base = kept_search.root()
+    assert sorted(os.listdir(base)) == ["k1", "k2"]
+    assert os.listdir(os.path.join(base, "k2")) == ["someone_elses"]
+
+
+def test_a_new_checkpoints_entry_replaces_the_older_ones_of_its_experiment(monkeypatch, tmp_path):
+    """Entries hold a copy of the weights: keeping one for a new checkpoint removes the
+    experiment's entries of other checkpoints, not another experiment's nor a folder
+    this module did not write."""
+    import json
+
+    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "c"))
+    base = tmp_path / "c"
+    base.mkdir()
+    searches = base / (os.path.basename(compile_cache.folder()) + "-searches")
+    searches.mkdir()
+
+    def entry(name, experiment, checkpoint):
+        (searches / name).mkdir()
+        info = {"experiment": experiment, "checkpoint": checkpoint}
+        (searches / name / kept_search.INFO_FILE).write_text(json.dumps(info))
+
+    entry("old", "/e/one", "/e/one/train/model.ckpt-1")
+    entry("other_search", "/e/one", "/e/one/train/model.ckpt-2")
+    entry("another_experiment", "/e/two", "/e/two/train/model.ckpt-1")
+    (searches / "not_ours").mkdir()
+    entry("new", "/e/one", "/e/one/train/model.ckpt-2")
+    kept_search._remove_superseded(
+        str(searches / "new"), {"experiment": "/e/one", "checkpoint": "/e/one/train/model.ckpt-2"}
+    )
+    assert sorted(os.listdir(searches)) == ["another_experiment", "new", "not_ours", "other_search"]
