@@ -1,4 +1,4 @@
-"""A trained search kept across processes (issue 45 item 3, summarizing/kept_search.py):
+"""A trained search kept across processes (issue 45 item 3, serving/kept_search.py):
 what its key covers, that a changed checkpoint or search gets its own entry, that an
 unreadable entry falls back to searching as before, and that two writers of one entry
 leave one whole entry and no staging folder."""
@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from pointer_generator.runtime import compile_cache
-from pointer_generator.summarizing import kept_search
+from pointer_generator.serving import kept_search
 from tests import helpers, trained_experiment
 
 

@@ -148,7 +148,7 @@ def _kept_summaries(fv, root: str, hps, settings, examples) -> list | None:
     is kept for the newest checkpoint and these settings."""
     from pointer_generator.runtime import checkpointing
     from pointer_generator.runtime.experiment import TRAIN_SUBDIR
-    from pointer_generator.summarizing import kept_search
+    from pointer_generator.serving import kept_search
 
     if fv.tf1_checkpoint or kept_search.root() is None:
         return None
@@ -169,7 +169,7 @@ def _kept_summaries(fv, root: str, hps, settings, examples) -> list | None:
 def _keep_search(fv, root: str, hps, settings, decoder, checkpoint: str) -> None:
     """Keep the search for the next run (after the summaries are out: the user does not
     wait for it before reading them)."""
-    from pointer_generator.summarizing import kept_search
+    from pointer_generator.serving import kept_search
 
     if kept_search.root() is None:
         return

@@ -185,7 +185,7 @@ class SummarizerModule(tf.Module):
 
 class TokensModule(SummarizerModule):
     """`SummarizerModule` with `summarize_tokens` only (the kept searches of
-    `summarizing/kept_search.py`: the articles come tokenized, so the in-graph tokenizer
+    `serving/kept_search.py`: the articles come tokenized, so the in-graph tokenizer
     is neither traced nor saved)."""
 
     summarize_raw = None
