@@ -469,6 +469,12 @@ def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path)
         assert "+ coverage" not in _section(text, section)
         assert "features alone" not in _section(text, section)
     assert "| Pointer-generator + coverage | n/a | ✓ 1 of 1 seeds" in text
+    # Every system's summary length and repeats beside the references'
+    shapes = _section(text, "What the summaries look like")
+    label = "Pointer-generator + coverage (`pointer_generator_s0_coverage`)"
+    assert _cells(shapes, label)[2:6] == ["5.0", "0.0 %", "12.5 %", "50.0 %"]
+    assert _cells(shapes, "the test references")[1] == "–"
+    assert fig["systems"]["abs_bow"]["per_seed"][0]["length"]["mean_tokens"] == 3.0
 
 
 def test_presets_at_equal_pairs_seen_with_their_optimiser_in_numbers():

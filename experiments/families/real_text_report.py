@@ -147,18 +147,26 @@ class Work:
             self._scores[d, key] = out or None
         return self._scores[d, key]
 
-    def summaries(self, decode_dir: str | None) -> list[str] | None:
-        """The decoded summaries of a decode folder, by file name; None without any."""
+    def summaries(self, decode_dir: str | None, kind: str = "decoded") -> list[str] | None:
+        """The decoded summaries (or `kind` "reference": the references) of a decode
+        folder, by file name; None without any."""
         d = self.path(decode_dir)
-        sub = os.path.join(d, "decoded") if d else None
+        sub = os.path.join(d, kind) if d else None
         if not sub or not os.path.isdir(sub):
             return None
-        names = sorted(n for n in os.listdir(sub) if n.endswith("_decoded.txt"))
+        names = sorted(n for n in os.listdir(sub) if n.endswith(f"_{kind}.txt"))
         out = []
         for n in names:
             with open(os.path.join(sub, n), encoding="utf-8") as f:
                 out.append(f.read())
         return out or None
+
+
+def _references(self, decode_dir: str | None) -> list[str] | None:
+    return self.summaries(decode_dir, "reference")
+
+
+Work.references = _references
 
 
 def _read_json(path: str, hint: str):
@@ -198,6 +206,27 @@ def repeated_trigrams(work: Work, decode: dict | None) -> dict | None:
     if not summaries:
         return None
     return significance.repeated_trigram_stats(s.split() for s in summaries)
+
+
+def length_stats(work: Work, decode: dict | None, limit: int) -> dict | None:
+    """{"mean_tokens": a summary's mean length in tokens, "at_limit_share": the share
+    of summaries `limit` tokens long or longer (the search's --max_dec_steps: cut, not
+    ended)} of a decode folder's summaries."""
+    summaries = work.summaries(_get(decode, "decode_dir"))
+    if not summaries:
+        return None
+    lengths = [len(s.split()) for s in summaries]
+    return {
+        "mean_tokens": sum(lengths) / len(lengths),
+        "at_limit_share": sum(n >= limit for n in lengths) / len(lengths),
+    }
+
+
+def _search_limit() -> int:
+    """The one search's --max_dec_steps (real_text.LENGTHS)."""
+    from experiments.families import real_text
+
+    return int(real_text.effective_flags(real_text.LENGTHS)["max_dec_steps"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -313,6 +342,8 @@ def run_figures(work: Work, name: str, run: dict, fixed: dict | None) -> dict:
         "documents": len(scores) if scores else 0,
         "most_common_summary": most_common_summary(work, decode),
         "checks_na": list(run.get("checks_na") or ()),
+        "length": length_stats(work, decode, _search_limit()),
+        "repeated_trigrams": repeated_trigrams(work, decode),
     }
 
 
@@ -443,9 +474,21 @@ def baseline_figures(work: Work) -> dict:
         out[key] = {
             "rouge": {k: _get(entry, "rouge", k) for k in ROUGE_KEYS},
             "distinct_share": distinct_share(work, entry),
+            "length": length_stats(work, entry, _search_limit()),
+            "repeated_trigrams": repeated_trigrams(work, entry),
         }
         if key != "fixed":
             out[key]["vs_fixed"] = paired(work.scores(entry.get("decode_dir")), fixed_scores)
+    refs = work.references(_get(b, "fixed", "decode_dir"))
+    if refs:
+        lengths = [len(r.split()) for r in refs]
+        out["references"] = {
+            "length": {
+                "mean_tokens": sum(lengths) / len(lengths),
+                "at_limit_share": sum(n >= _search_limit() for n in lengths) / len(lengths),
+            },
+            "repeated_trigrams": significance.repeated_trigram_stats(r.split() for r in refs),
+        }
     # "text", or fixed.json's own "summary" where the driver copies that file in.
     out["fixed"]["text"] = _get(b, "fixed", "text") or _get(b, "fixed", "summary")
     out["lead"]["k"] = _get(b, "lead", "k")
@@ -862,6 +905,59 @@ class Page:
             )
         return rows
 
+    def shapes(self) -> None:
+        """What every system's summaries look like beside the references: their length,
+        how many the search cut at its length limit, their repeated trigrams (a ROUGE F
+        can rise with summaries run to the limit on repeated words)."""
+        rows = []
+
+        def row(label, seed, length, trigrams):
+            t = trigrams or {}
+            rows.append(
+                [
+                    label,
+                    seed,
+                    _f((length or {}).get("mean_tokens"), ".1f"),
+                    _share((length or {}).get("at_limit_share")),
+                    _share(t.get("mean_share")),
+                    _share(t.get("any_repeat_share")),
+                ]
+            )
+
+        for s in self.fig["systems"].values():
+            for f in s["per_seed"]:
+                row(_seed_label(s, f), f["seed"], f.get("length"), f.get("repeated_trigrams"))
+        b = self.fig["baselines"]
+        for label, key in (
+            ("best fixed summary", "fixed"),
+            ("lead-k", "lead"),
+            ("PREFIX", "prefix"),
+        ):
+            row(label, "–", b[key].get("length"), b[key].get("repeated_trigrams"))
+        refs = b.get("references") or {}
+        row("the test references", "–", refs.get("length"), refs.get("repeated_trigrams"))
+        if not rows:
+            return
+        self.add(
+            "## What the summaries look like",
+            "",
+            f"Mean length in tokens; *at the limit*: the share of summaries "
+            f"{_search_limit()} tokens long (the search's `--max_dec_steps`: cut there, not "
+            "ended); repeated trigrams as in the pointer-generator's table below (mean share "
+            "of a summary's trigrams that repeat an earlier one; summaries with any repeat). "
+            "ROUGE F counts every word of a summary: one run to the limit on repeated words "
+            "can still match many reference words.",
+            "",
+        )
+        self.add(
+            *_table(
+                ["system", "seed", "mean tokens", "at the limit", "repeated trigrams",
+                 "summaries with a repeat"],
+                rows,
+            )
+        )  # fmt: skip
+        self.source("the decode folders' summaries and references")
+
     def checks(self) -> None:
         self.add(
             "## What each family must show (issue 44, item 5)",
@@ -1277,6 +1373,7 @@ class Page:
             self.recipes,
             self.perplexity,
             self.rouge,
+            self.shapes,
             self.checks,
             self.why,
             self.orderings,
