@@ -440,9 +440,10 @@ def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path)
     perplexity (not measured) and no row of its own in the recipes and perplexity tables.
     ABS+ with its features alone: ROUGE and distinct only."""
     results = _work(tmp_path)
+    long = [" ".join([f"w{i}"] * 30) for i in range(N)]  # distinct, all at the limit
     results["abs_plus_features_only"] = {
         "weights": {"lm": 0.001, "uni": 0.8},
-        "decode": {"decode_dir": _decode(tmp_path, "alone", FIXED + 0.01),
+        "decode": {"decode_dir": _decode(tmp_path, "alone", FIXED + 0.01, long),
                    "rouge": _rouge([16.0, 15.0, 17.0])},
         "shuffled": {"decode_dir": _decode(tmp_path, "alone_shuffled", FIXED),
                      "rouge": _rouge([12.0, 11.0, 13.0])},
@@ -474,6 +475,11 @@ def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path)
     label = "Pointer-generator + coverage (`pointer_generator_s0_coverage`)"
     assert _cells(shapes, label)[2:6] == ["5.0", "0.0 %", "12.5 %", "50.0 %"]
     assert _cells(shapes, "the test references")[1] == "–"
+    assert (
+        "**ABS+ features alone (its model's weight 0.001)**: 100.0 % of its summaries run to "
+        "the search's 30-token limit"
+    ) in text
+    assert "**ABS+ (tuned features" not in text.split("## What each family", 1)[1]
     assert fig["systems"]["abs_bow"]["per_seed"][0]["length"]["mean_tokens"] == 3.0
 
 
