@@ -175,7 +175,7 @@ def test_upper_envelope_is_the_pointwise_maximum():
             assert a[lines[j]] + b[lines[j]] * x == pytest.approx(np.max(a + b * x))
 
 
-@pytest.mark.parametrize("objective", ["rouge1_recall", "bleu4"])
+@pytest.mark.parametrize("objective", ["rouge1_recall", "rouge1_f", "bleu4"])
 def test_the_line_search_finds_the_best_point_of_the_line(objective):
     nbests = _random_nbests(objective=objective)
     w = np.zeros(5)
@@ -227,7 +227,16 @@ def test_the_objectives_statistics():
                             [["the", "cat", "ran", "far"], ["a", "dog", "sat"]],
                             "rouge1_recall", byte_limit=10)  # fmt: skip
     # "the cat sa" -> {the, cat, sa}; refs "the cat ra" {the cat ra}, "a dog sat" {a dog sat}
-    assert list(stats) == [2, 6]
+    assert list(stats) == [2, 6, 6]  # matches, reference words, hypothesis words x refs
+    assert mert.corpus_score(stats, "rouge1_recall") == pytest.approx(2 / 6)
+    # F1 pooled: 2 * 2 / (6 + 6); a hypothesis padded to the limit does not raise it.
+    assert mert.corpus_score(stats, "rouge1_f") == pytest.approx(4 / 12)
+    ref = [["the", "cat", "sat"]]
+    short = mert.statistics(["the", "cat"], ref, "rouge1_f", byte_limit=0)
+    padded = mert.statistics(["the", "cat", "sat"] + ["the"] * 27, ref, "rouge1_f", byte_limit=0)
+    assert mert.corpus_score(short, "rouge1_f") == pytest.approx(2 * 2 / (2 + 3))
+    assert mert.corpus_score(padded, "rouge1_f") == pytest.approx(2 * 3 / (30 + 3))
+    assert mert.corpus_score(padded, "rouge1_recall") == 1.0  # (recall rewards it)
     same = "a b c d e f".split()
     assert mert.corpus_score(mert.statistics(same, [same], "bleu4"), "bleu4") == 1.0
     assert mert.corpus_score(mert.statistics(same[:3], [same], "bleu4"), "bleu4") == 0.0

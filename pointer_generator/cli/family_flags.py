@@ -159,9 +159,11 @@ def define(fv: flags.FlagValues) -> None:
     flags.DEFINE_enum(
         "objective",
         "rouge1_recall",
-        ("rouge1_recall", "bleu4"),
+        ("rouge1_recall", "rouge1_f", "bleu4"),
         "tune_features: what MERT maximises on --data_path: ROUGE-1 recall of the first "
-        "--objective_bytes bytes (the papers' evaluation) or BLEU-4 (NAMAS's Z-MERT set-up).",
+        "--objective_bytes bytes (the papers' evaluation), ROUGE-1 F of the same (with "
+        "--objective_bytes=0: whole summaries, as a full-length evaluation scores them) or "
+        "BLEU-4 (NAMAS's Z-MERT set-up).",
         flag_values=fv,
     )
     flags.DEFINE_integer(

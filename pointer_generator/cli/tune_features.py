@@ -2,7 +2,7 @@
 
     pointer-generator tune_features --log_root=L --exp_name=E \\
         --data_path='finished/val.bin' --weights_out=abs_plus.txt \\
-        [--objective=rouge1_recall|bleu4] [--beam_size=50] [--block_unk] \\
+        [--objective=rouge1_recall|rouge1_f|bleu4] [--beam_size=50] [--block_unk] \\
         [--feature_weights=start.txt] [--namas_features] [--mert_iterations=5]
 
 Each round decodes every example of --data_path with the current weights and keeps each

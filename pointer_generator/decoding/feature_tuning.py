@@ -38,10 +38,11 @@ class TuningConfig:
     """What MERT tunes on and for.
 
     data_path: the development .bin files (their abstracts are the references).
-    objective: "rouge1_recall" or "bleu4"; objective_bytes: rouge1_recall reads the first
-      N bytes of each summary and reference (0 = all). iterations: decode-and-optimise
-      rounds at most; random_starts: random starting points of each optimisation besides
-      the current weights. decode_batch_size: articles decoded together.
+    objective: "rouge1_recall", "rouge1_f" or "bleu4"; objective_bytes: the ROUGE ones
+      read the first N bytes of each summary and reference (0 = all). iterations:
+      decode-and-optimise rounds at most; random_starts: random starting points of each
+      optimisation besides the current weights. decode_batch_size: articles decoded
+      together.
     """
 
     data_path: str

@@ -14,7 +14,10 @@ current point and from random ones, as Z-MERT does.
 Objectives (corpus-level, from per-hypothesis sufficient statistics, `statistics`):
 `rouge1_recall`: Σ clipped unigram matches / Σ reference unigrams over the first
 `byte_limit` bytes (75: DUC's limit, the papers' evaluation; no stemming, unlike
-ROUGE-1.5.5's -m), pooled over references; `bleu4`: corpus BLEU-4 with the closest
+ROUGE-1.5.5's -m), pooled over references; `rouge1_f`: the pooled F1 of the same counts,
+2 Σ matches / (Σ hypothesis unigrams + Σ reference unigrams), which a hypothesis run to
+the length limit does not raise (recall over whole summaries would; set `byte_limit` 0 to
+score whole summaries, as a full-length ROUGE F does); `bleu4`: corpus BLEU-4 with the closest
 reference length (what NAMAS's Z-MERT set-up optimises).
 """
 
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-OBJECTIVES = ("rouge1_recall", "bleu4")
+OBJECTIVES = ("rouge1_recall", "rouge1_f", "bleu4")
 
 
 # ------------------------------------------------------------------ statistics
@@ -47,14 +50,15 @@ def statistics(
     hypothesis: list[str], references: list[list[str]], objective: str, byte_limit: int = 75
 ) -> np.ndarray:
     """The additive statistics of one hypothesis (words, lower-cased by the caller)."""
-    if objective == "rouge1_recall":
+    if objective in ("rouge1_recall", "rouge1_f"):
         hyp = Counter(_truncate(hypothesis, byte_limit))
         matched = total = 0
         for ref in references:
             ref = Counter(_truncate(ref, byte_limit))
             matched += sum(min(c, hyp[w]) for w, c in ref.items())
             total += sum(ref.values())
-        return np.array([matched, total], np.float64)
+        # (the hypothesis' unigrams once per reference, as the matches are pooled)
+        return np.array([matched, total, sum(hyp.values()) * len(references)], np.float64)
     if objective == "bleu4":
         out = []
         for n in range(1, 5):
@@ -72,6 +76,8 @@ def corpus_score(totals: np.ndarray, objective: str) -> float:
     """The objective of summed statistics (higher is better)."""
     if objective == "rouge1_recall":
         return float(totals[0] / totals[1]) if totals[1] else 0.0
+    if objective == "rouge1_f":
+        return float(2 * totals[0] / (totals[1] + totals[2])) if totals[1] + totals[2] else 0.0
     logs = []
     for n in range(4):
         matched, count = totals[2 * n], totals[2 * n + 1]
