@@ -448,10 +448,15 @@ def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path)
         "shuffled": {"decode_dir": _decode(tmp_path, "alone_shuffled", FIXED),
                      "rouge": _rouge([12.0, 11.0, 13.0])},
     }  # fmt: skip
+    # An earlier ABS+ kept under its objective's name: a system of its own, same checks.
+    results["abs_plus_recall75"] = json.loads(json.dumps(results["abs_plus"]))
     (tmp_path / "results.json").write_text(json.dumps(results))
     out = tmp_path / "page" / "report.md"
     fig = rtr.write(str(tmp_path), str(out))
     text = out.read_text()
+    earlier = fig["systems"]["abs_plus_recall75"]
+    assert earlier["label"] == "ABS+ (tuned features on `abs_attention_s0`, MERT on 75-byte recall)"
+    assert earlier["checks"]["abs_plus"]["passed"] is True
     cov = fig["systems"]["pointer_generator_coverage"]
     assert cov["runs"] == ["pointer_generator_s0_coverage"]
     assert set(cov["checks"]) == {"input_gap", "rouge", "distinct"}
