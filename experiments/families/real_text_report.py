@@ -717,8 +717,11 @@ class Page:
         self.add(
             "",
             f"One search for every family and seed: `{search}`. ABS+: its feature weights by "
-            f"MERT (`pointer-generator tune_features`, ROUGE-1 recall) on the first "
-            f"{real_text.MERT_PAIRS} validation pairs, on its ABS model's search.",
+            f"MERT (`pointer-generator tune_features {' '.join(real_text.MERT_OBJECTIVE)}`: "
+            f"ROUGE-1 F of whole summaries, the measure of this page) on the first "
+            f"{real_text.MERT_PAIRS} validation pairs, on its ABS model's search; a row "
+            "marked *MERT on 75-byte recall* was tuned as the papers tuned on DUC "
+            "(`tune_features`' default: ROUGE-1 recall of the first 75 bytes).",
         )
         self.source("`runs.*.record`")
 
