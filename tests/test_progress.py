@@ -132,3 +132,23 @@ def test_a_long_wait_for_the_first_results_says_what_it_is():
     q.close()
     time.sleep(0.1)
     assert "(x ...)" not in quick.getvalue()
+
+
+def test_a_delayed_notice_on_a_stream_closed_first_is_dropped(monkeypatch):
+    """A command that fails before its first result leaves its notice's timer running: the
+    notice must not raise in its thread when the stream is closed by then."""
+    import io
+    import threading
+
+    from pointer_generator.runtime.progress import DelayedNotice
+
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    stream = io.StringIO()
+    stream.close()
+    notice = DelayedNotice("compiling ...", 0.0, stream)
+    notice._timer.join(5)
+    assert not notice._timer.is_alive() and raised == []
+    open_stream = io.StringIO()
+    DelayedNotice("compiling ...", 0.0, open_stream)._timer.join(5)
+    assert open_stream.getvalue() == "compiling ...\n"

@@ -165,8 +165,13 @@ class DelayedNotice:
         import threading
 
         def say():
-            stream.write(text + "\n")
-            stream.flush()
+            try:
+                stream.write(text + "\n")
+                stream.flush()
+            except (ValueError, OSError):
+                # The stream closed first (a command that failed before its first result,
+                # then returned): nobody is left to read the notice.
+                pass
 
         self._timer = threading.Timer(after_s, say)
         self._timer.daemon = True
