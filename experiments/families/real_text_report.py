@@ -836,8 +836,9 @@ class Page:
             "it scores when it reads another story's article. "
             "*vs fixed* / *vs shuffled*: paired bootstrap of the "
             f"per-document ROUGE-1 F ({SAMPLES} resamples), the difference with its 95 % "
-            "interval; it holds only where the interval lies above 0. A mean row's "
-            "comparisons average every document's F over the seeds first.",
+            "interval; it holds only where the interval lies above 0. A mean row's ROUGE "
+            "cells give the seeds' mean and their range (not an interval); its comparisons "
+            "average every document's F over the seeds first.",
             "",
         )
         self.add(
