@@ -213,10 +213,13 @@ def length_stats(work: Work, decode: dict | None, limit: int) -> dict | None:
     """{"mean_tokens": a summary's mean length in tokens, "at_limit_share": the share
     of summaries `limit` tokens long or longer (the search's --max_dec_steps: cut, not
     ended)} of a decode folder's summaries."""
-    summaries = work.summaries(_get(decode, "decode_dir"))
-    if not summaries:
+    return _lengths(work.summaries(_get(decode, "decode_dir")), limit)
+
+
+def _lengths(texts: list[str] | None, limit: int) -> dict | None:
+    if not texts:
         return None
-    lengths = [len(s.split()) for s in summaries]
+    lengths = [len(s.split()) for s in texts]
     return {
         "mean_tokens": sum(lengths) / len(lengths),
         "at_limit_share": sum(n >= limit for n in lengths) / len(lengths),
@@ -487,12 +490,8 @@ def baseline_figures(work: Work) -> dict:
             out[key]["vs_fixed"] = paired(work.scores(entry.get("decode_dir")), fixed_scores)
     refs = work.references(_get(b, "fixed", "decode_dir"))
     if refs:
-        lengths = [len(r.split()) for r in refs]
         out["references"] = {
-            "length": {
-                "mean_tokens": sum(lengths) / len(lengths),
-                "at_limit_share": sum(n >= _search_limit() for n in lengths) / len(lengths),
-            },
+            "length": _lengths(refs, _search_limit()),
             "repeated_trigrams": significance.repeated_trigram_stats(r.split() for r in refs),
         }
     # "text", or fixed.json's own "summary" where the driver copies that file in.

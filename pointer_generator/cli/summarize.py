@@ -174,8 +174,6 @@ def _keep_search(fv, root: str, hps, settings, decoder, checkpoint: str) -> None
     if kept_search.root() is None:
         return
     key = kept_search.digest(checkpoint, hps, settings, fv.vocab_path)
-    if kept_search.path_for(key) and os.path.exists(kept_search.path_for(key)):
-        return
     notice = f"Keeping the search for the next run in {kept_search.root()} ..."
     from pointer_generator.cli import console
 
