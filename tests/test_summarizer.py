@@ -105,6 +105,40 @@ def test_new_lengths_and_counts_compile_nothing_after_warm_up(trained):
     assert together == alone[:3]
 
 
+def test_after_warm_up_a_batch_of_a_new_size_runs_as_compiled_shapes(trained, monkeypatch):
+    """`serve`'s mode (`only_compiled_shapes`): after a warm-up of one text per length, a
+    call of 3 texts runs only shapes the warm-up ran (one text each), with the summaries
+    of the texts alone; without the mode the same call runs a batch of 4 rows."""
+    summarizer = pg.Summarizer.from_experiment(
+        trained.log_root, "exp", beam_size=2, min_dec_steps=1, max_dec_steps=5, batch_size=4
+    )
+    summarizer.warm_up(rows=(1,))
+    warmed = set(summarizer._ready)
+    assert {rows for rows, _ in warmed} == {1}
+    shapes = []
+    real = summarizer.decoder.decode_batch
+    monkeypatch.setattr(
+        summarizer.decoder,
+        "decode_batch",
+        lambda batch: shapes.append(tuple(batch["enc_batch"].shape)) or real(batch),
+    )
+    alone = [summarizer.summarize([t])[0].tokens for t in TEXTS]
+    summarizer.only_compiled_shapes()
+    shapes.clear()
+    split = [r.tokens for r in summarizer.summarize(TEXTS)]
+    assert split == alone
+    assert len(shapes) == 3 and set(shapes) <= warmed
+    summarizer.compiled_shapes_only = False
+    shapes.clear()
+    summarizer.summarize(TEXTS)
+    assert [rows for rows, _ in shapes] == [4]
+    assert shapes[0] in summarizer._ready  # now compiled: the mode would use it
+    summarizer.only_compiled_shapes()
+    shapes.clear()
+    summarizer.summarize(TEXTS)
+    assert shapes and shapes[0][0] == 4
+
+
 def test_a_checked_text_is_tokenized_once(trained, monkeypatch):
     """`serve` checks each text (tokenizing it) before `summarize`: the check's tokens are
     reused, once, and give the summary of an unchecked call; other texts are tokenized as

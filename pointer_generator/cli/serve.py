@@ -9,8 +9,8 @@ view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
 (`pointer_generator/serving/http_server.py` documents the JSON). Requests of all
 clients are decoded together in batches of up to --serve_max_batch texts; the search is
 compiled for one text at every article length before serving, and with
---serve_warm_up_batches for every batch size too (else each size compiles at its first
-batch). The experiment is opened as `summarize` opens it: the model flags and the
+--serve_warm_up_batches for every batch size too (else a batch of several texts is
+searched as batches of one text: no request waits for a compile after "Serving"). The experiment is opened as `summarize` opens it: the model flags and the
 vocabulary come from the experiment (settings.json), the search from its search.json,
 and every decoding flag given applies (--beam_size, --min_dec_steps, --max_dec_steps,
 --trigram_blocking, --length_penalty, --full_final_dist, --block_unk,
@@ -168,6 +168,11 @@ def main(argv: list[str]) -> int:
         + (f" (kept in {kept}: the next start loads them)" if kept else ""),
         flush=True,
     )
+    # A batch of a size not compiled is answered as batches of compiled sizes: no
+    # request waits for a compile after "Serving".
+    only = getattr(summarizer, "only_compiled_shapes", None)
+    if only is not None:
+        only()
     service = SummaryService(
         summarizer,
         name=name,

@@ -50,8 +50,10 @@ def define(fv: flags.FlagValues) -> None:
         "serve_warm_up_batches",
         False,
         "serve: before serving, compile the search for batches of several texts too (2, 4, "
-        "... up to --serve_max_batch, at every article length) instead of at the first "
-        "batch of each size; start-up takes that many times longer.",
+        "... up to --serve_max_batch, at every article length); start-up takes that many "
+        "times longer. Without it, a batch of a size not compiled is answered as batches "
+        "of one text (no request waits for a compile; concurrent clients' texts are then "
+        "searched one by one).",
         flag_values=fv,
     )
     flags.DEFINE_string(

@@ -36,31 +36,61 @@ def all_batch_rows(batch_size: int) -> tuple[int, ...]:
 
 
 def summarize_examples(
-    decoder: BeamSearchDecoder, examples: list[tuple[str, str]], batch_size: int = 32
+    decoder: BeamSearchDecoder,
+    examples: list[tuple[str, str]],
+    batch_size: int = 32,
+    ready: set | None = None,
+    only_ready: bool = False,
 ) -> list[Summary]:
     """One Summary (words, attention, p_gens, score) per tokenized (article, abstract)
-    pair, in order."""
+    pair, in order.
+
+    ready: the batch shapes (rows, article length) the search has run (compiled); every
+    shape run is added. only_ready: a batch of a shape not among them is run as smaller
+    batches of ready shapes where there are some (`serve`: a request never waits for a
+    compile after the warm-up, whose batches of one text cover every length)."""
     out = []
+    split = ready if only_ready else None
     with data_errors():
         for start in range(0, len(examples), batch_size):
             chunk = examples[start : start + batch_size]
-            batch = examples_batch(
-                chunk, decoder.vocab, decoder.hps, batch_rows(len(chunk), batch_size)
-            )
-            out += decoder.decode_batch(batch)[: len(chunk)]
+            out += _summarize_chunk(decoder, chunk, batch_size, ready, split)
     return out
 
 
-def warm_up(decoder: BeamSearchDecoder, lengths: list[int], rows: list[int]) -> int:
+def _summarize_chunk(decoder, chunk, batch_size: int, ready, split) -> list[Summary]:
+    batch = examples_batch(chunk, decoder.vocab, decoder.hps, batch_rows(len(chunk), batch_size))
+    shape = tuple(batch["enc_batch"].shape)
+    if split is not None and shape not in split:
+        # The largest ready row count below this batch's, for articles of its length.
+        smaller = [rows for rows, length in ready if length == shape[1] and rows < shape[0]]
+        if smaller:
+            size = max(smaller)
+            out = []
+            for start in range(0, len(chunk), size):
+                out += _summarize_chunk(decoder, chunk[start : start + size], size, ready, split)
+            return out
+    summaries = decoder.decode_batch(batch)[: len(chunk)]
+    if ready is not None:
+        ready.add(shape)
+    return summaries
+
+
+def warm_up(
+    decoder: BeamSearchDecoder, lengths: list[int], rows: list[int], ready: set | None = None
+) -> int:
     """Run the search once on a dummy article of each length in `lengths` for each batch
-    size in `rows`, so that later texts of these shapes find it compiled. Returns the
-    number of shapes."""
+    size in `rows`, so that later texts of these shapes find it compiled (each shape is
+    added to `ready`, when given). Returns the number of shapes."""
     shapes = 0
     for n in sorted(set(rows)):
         for length in sorted(set(lengths)):
             examples = [(" ".join(["the"] * length), "")] * n  # any word (or [UNK]) will do
             with data_errors():
-                decoder.decode_batch(examples_batch(examples, decoder.vocab, decoder.hps, n))
+                batch = examples_batch(examples, decoder.vocab, decoder.hps, n)
+                decoder.decode_batch(batch)
+            if ready is not None:
+                ready.add(tuple(batch["enc_batch"].shape))
             shapes += 1
     return shapes
 

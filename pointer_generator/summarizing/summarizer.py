@@ -153,6 +153,16 @@ class Summarizer:
         self.decoder = decoder
         self.batch_size = batch_size
         self._checked = CheckedTexts()
+        # The batch shapes (rows, article length) the search has run: compiled.
+        self._ready: set[tuple[int, int]] = set()
+        self.compiled_shapes_only = False
+
+    def only_compiled_shapes(self) -> None:
+        """From now on, run a batch of a shape not compiled yet as smaller batches of
+        compiled shapes, where there are some for its article length (`serve` after its
+        warm-up: one text of every length, so no request waits for a compile; a batch of
+        another size is then several searches, not one)."""
+        self.compiled_shapes_only = True
 
     @classmethod
     def from_experiment(
@@ -217,7 +227,8 @@ class Summarizer:
         hps = self.decoder.hps
         # None: every batch its own length, none known in advance; the longest then.
         lengths = padded_lengths(hps) or [hps.max_enc_steps]
-        return warm_up(self.decoder, lengths, [min(r, self.batch_size) for r in rows])
+        rows = [min(r, self.batch_size) for r in rows]
+        return warm_up(self.decoder, lengths, rows, self._ready)
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
@@ -233,7 +244,9 @@ class Summarizer:
             made = articles_of_texts([texts[i] for i in todo], [f"text {i + 1}" for i in todo])
             for i, example in zip(todo, made, strict=True):
                 examples[i] = example
-        summaries = summarize_examples(self.decoder, examples, self.batch_size)
+        summaries = summarize_examples(
+            self.decoder, examples, self.batch_size, self._ready, self.compiled_shapes_only
+        )
         out = []
         max_enc = self.decoder.hps.max_enc_steps
         for text, (article, _), summary in zip(texts, examples, summaries, strict=True):
