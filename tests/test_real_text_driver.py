@@ -82,6 +82,25 @@ def test_every_system_has_two_seeds_and_one_search():
     assert sum(f.startswith("--beam_size=") for f in real_text.SEARCH) == 1
 
 
+def test_recurrent_systems_train_alike_and_variants_change_one_thing():
+    """RAS-Elman, RAS-LSTM and the pointer-generator are allowed the same passes (their
+    orderings compare equal training); each ABS variant is the ABS recipe plus its change;
+    ABS+ runs on every ABS seed, the first seed's under the page's first names."""
+    runs = {r.name: r for r in real_text.runs()}
+    passes = {runs[f"{s}_s{k}"].max_epochs for s in ("ras_elman", "ras_lstm",
+              "pointer_generator") for k in (0, 1)}  # fmt: skip
+    assert len(passes) == 1
+    base = runs["abs_attention_s0"].flags
+    variants = [r for r in runs.values() if r.variant_of]
+    assert {r.variant_of for r in variants} == {"abs_attention"} and len(variants) >= 2
+    for r in variants:
+        assert r.flags[: len(base)] == base and len(r.flags) > len(base), r.name
+    assert [real_text.plus_suffix(b) for b in real_text.ABS_PLUS_BASES] == ["", "_s1"]
+    assert set(real_text.ABS_PLUS_BASES) == {
+        n for n, r in runs.items() if r.system == "abs_attention"
+    }
+
+
 def _small_input(src: str, path: str, stories: int = 60) -> None:
     with gzip.open(src, "rt") as f, gzip.open(path, "wt") as g:
         for i, line in enumerate(f):

@@ -239,7 +239,7 @@ def test_the_page_and_its_figures(tmp_path):
     assert row[-2].endswith("does not hold") and row[-1].endswith("does not hold")
     assert _cells(rouge, "`ras_elman_s1`")[2] == rtr.NOT_RUN  # unfinished
     assert _cells(text, 'best fixed summary "the in to of a on"')[2] == "15.00 [14.00, 16.00]"
-    assert _cells(rouge, "ABS+ (tuned features on `abs_attention_s0`) (`abs_plus`)")[7] == (
+    assert _cells(rouge, "ABS+ (tuned features on ABS with attention) (`abs_plus`)")[7] == (
         "n/a (its ABS model's)"
     )
     assert _cells(rouge, "lead-k (k = 12)")[-2].endswith(" holds")
@@ -455,7 +455,7 @@ def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path)
     fig = rtr.write(str(tmp_path), str(out))
     text = out.read_text()
     earlier = fig["systems"]["abs_plus_recall75"]
-    assert earlier["label"] == "ABS+ (tuned features on `abs_attention_s0`, MERT on 75-byte recall)"
+    assert earlier["label"] == "ABS+ (tuned features on ABS with attention, MERT on 75-byte recall)"
     assert earlier["checks"]["abs_plus"]["passed"] is True
     cov = fig["systems"]["pointer_generator_coverage"]
     assert cov["runs"] == ["pointer_generator_s0_coverage"]
@@ -486,6 +486,76 @@ def test_coverage_and_features_alone_are_systems_with_their_own_checks(tmp_path)
     ) in text
     assert "**ABS+ (tuned features" not in text.split("## What each family", 1)[1]
     assert fig["systems"]["abs_bow"]["per_seed"][0]["length"]["mean_tokens"] == 3.0
+
+
+def test_abs_plus_on_each_abs_seed_recipe_variants_and_the_coverage_control(tmp_path):
+    """ABS+ tuned on each ABS seed is one system of two seeds, each checked against its own
+    ABS; recipe variants are a table beside the recipe's seeds, not systems; the coverage
+    phase's control (the same steps without coverage) is a system and a paired row; runs
+    retrained with a later recipe are left out of the rebuild estimate."""
+    results = _work(tmp_path)
+    plus_s1 = ABS_S1 + 0.03 + 0.01 * ALT
+    results["abs_plus_s1"] = {
+        "base_run": "abs_attention_s1",
+        "weights": {"lm": 1.0, "uni": -0.2},  # negative: this seed fails the check
+        "decode": {"decode_dir": _decode(tmp_path, "abs_plus_s1", plus_s1),
+                   "rouge": _rouge([41.0, 39.0, 43.0])},
+        "shuffled": {"decode_dir": _decode(tmp_path, "abs_plus_s1_shuffled", FIXED),
+                     "rouge": _rouge([12.0, 11.0, 13.0])},
+    }  # fmt: skip
+    runs = results["runs"]
+    for name, flag, ppl in (("lr005", "--lr=0.05", 70.0), ("small", "--hidden_dim=4", 90.0)):
+        decode = {"decode_dir": _decode(tmp_path, name, ABS_S0), "rouge": _rouge([30.0] * 3)}
+        shuffled = {
+            "decode_dir": _decode(tmp_path, name + "_sh", FIXED),
+            "rouge": _rouge([12.0] * 3),
+        }
+        v = _run(f"abs_attention_{name}", f"variant {name}", "abs", 0, ppl, 0.3, decode, shuffled)
+        v.update(variant_of="abs_attention", flags=["--family=abs", flag, "--seed=0"])
+        runs[f"abs_attention_{name}_s0"] = v
+    pg = runs["pointer_generator_s0"]
+    pg["coverage_steps"] = 200
+    pg["more_steps"] = {
+        "decode": {"decode_dir": _decode(tmp_path, "pg0_more", PG + 0.004),
+                   "rouge": _rouge([39.5, 37.5, 41.5])},
+        "shuffled": {"decode_dir": _decode(tmp_path, "pg0_more_shuffled", FIXED),
+                     "rouge": _rouge([12.0, 11.0, 13.0])},
+        "gap": {"input_gap": 0.6},
+    }  # fmt: skip
+    results["superseded"] = {"pointer_generator_s0": {"train": {"seconds": 1200.0, "epochs": 5}}}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    out = tmp_path / "page" / "report.md"
+    fig = rtr.write(str(tmp_path), str(out))
+    text = out.read_text()
+
+    plus = fig["systems"]["abs_plus"]
+    assert plus["runs"] == ["abs_plus", "abs_plus_s1"] and plus["seeds"] == [0, 1]
+    vs = [f["vs_base"]["diff"] for f in plus["per_seed"]]
+    assert vs == pytest.approx([100 * (ABS_PLUS - ABS_S0).mean(), 100 * (plus_s1 - ABS_S1).mean()])
+    check = plus["checks"]["abs_plus"]
+    assert check["mark"] == "✗ 1 of 2 seeds" and "unigram weight -0.200" in check["numbers"]
+    assert "on `abs_attention_s1` lm +1.000, uni -0.200" in text
+
+    assert not any(k.startswith("abs_attention_") for k in fig["systems"])
+    rows = fig["variants"]["abs_attention"]
+    assert [r["run"] for r in rows] == [
+        "abs_attention_s0", "abs_attention_s1", "abs_attention_lr005_s0", "abs_attention_small_s0"
+    ]  # fmt: skip
+    assert rows[2]["changed"] == ["--lr=0.05"] and rows[2]["below_trigram"] is True
+    assert rows[3]["below_trigram"] is False
+    assert rows[2]["fit_ratio"] == pytest.approx(2.0)  # the fixture's sample is half
+    assert "Below the trigram's 73.30: variant lr005" in text
+    assert _cells(text, "variant small")[2] == "`--hidden_dim=4`"
+
+    more = fig["systems"]["pointer_generator_more_steps"]
+    assert more["label"] == "Pointer-generator + 200 steps without coverage"
+    assert set(more["checks"]) == {"input_gap", "rouge", "distinct"}
+    control = fig["pointer_generator"]["pointer_generator_s0"]["paired_control"]
+    assert control["diff"] == pytest.approx(100 * 0.006)
+    assert "| `pointer_generator_s0` | coverage minus same steps without coverage |" in text
+
+    # 6,600 s in all less half the superseded run's 1,200 s of training.
+    assert "A rebuild from nothing trains each run once: about 1 h 40 min (6,000 s)" in text
 
 
 def test_presets_at_equal_pairs_seen_with_their_optimiser_in_numbers():

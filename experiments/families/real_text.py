@@ -88,7 +88,8 @@ class Run:
     max_epochs: int = 4
     preset: str = ""  # a paper preset's flag file (`flags` added after it): not decoded
     preset_steps: int = 0  # in the fitted runs' batches (`preset_steps()`)
-    coverage_steps: int = 0  # the pointer-generator's coverage phase
+    coverage_steps: int = 0  # the pointer-generator's coverage phase (and its control)
+    variant_of: str = ""  # a recipe variant of this system: measured, not a system
     extra: dict = field(default_factory=dict)
 
     @property
@@ -107,27 +108,26 @@ def runs() -> list[Run]:
     """Every run of the page, in the order they are started: one seed of every system
     first (an interrupted page has each system once), then the second seeds, then the
     papers' presets."""
-    # Passes: in a first run of this configuration (issue 44's pilot, before the packed
-    # output layer) ABS was best after 2 passes and stopped early; RAS-Elman, RAS-LSTM and
-    # the pointer-generator were still improving after 4. Early stopping ends each sooner
-    # where its validation stops improving.
+    # Passes: RAS-Elman, RAS-LSTM and the pointer-generator alike (the page of
+    # 2026-11-28 gave the pointer-generator 5 and the RAS runs 6: their ordering then
+    # compared unequal training); early stopping ends each sooner where its validation
+    # stops improving (ABS, best after 2-3 passes there, is capped lower).
     main = [
         Run("abs_attention", "ABS (attention encoder)", "abs",
             [*ABS, "--abs_encoder=attention"]),
         Run("ras_elman", "RAS-Elman", "ras_elman", ["--model=ras_elman", *RAS], max_epochs=6),
         Run("ras_lstm", "RAS-LSTM", "ras_lstm", ["--model=ras_lstm", *RAS], max_epochs=6),
         Run("pointer_generator", "Pointer-generator", "pointer_generator", PG,
-            max_epochs=5, coverage_steps=200),
+            max_epochs=6, coverage_steps=200),
     ]  # fmt: skip
-    # The page of 2026-11-28 capped these at 3 passes and both were still improving there
-    # (with 52 minutes of the budget unused): as many passes as RAS now, early stopping
-    # ends them sooner.
     others = [
+        # Bag-of-words: stopped early after 5 of 6 passes on the page of 2026-11-28.
         Run("abs_bow", "ABS (bag-of-words encoder)", "abs", [*ABS, "--abs_encoder=bow"],
             max_epochs=6),
-        # The convolutional encoder's own default rate (docs/families.md: 0.15 saturates it).
+        # The convolutional encoder's own default rate (docs/families.md: 0.15 saturates
+        # it); still improving after 6 passes on the page of 2026-11-28.
         Run("abs_conv", "ABS (convolutional encoder)", "abs",
-            [*ABS, "--abs_encoder=conv", "--lr=0.02"], max_epochs=6),
+            [*ABS, "--abs_encoder=conv", "--lr=0.02"], max_epochs=10),
     ]  # fmt: skip
     out = [*main, *others, *(dataclasses.replace(r, seed=1) for r in main)]
     for system, preset, family, label, extra in (
@@ -139,6 +139,15 @@ def runs() -> list[Run]:
         ("ras_lstm_paper", "ras_lstm_paper", "ras_lstm", "RAS-LSTM, paper preset", []),
     ):  # fmt: skip
         out.append(Run(system, label, family, extra, preset=preset, preset_steps=PRESET_STEPS))
+    # ABS with attention overfits (its training pairs' perplexity a tenth of validation's
+    # on the page of 2026-11-28): the two changes that slow and shrink the fit, one each.
+    for system, label, change in (
+        ("abs_attention_lr005", "Adagrad rate 0.05 (recipe: 0.15)", ["--lr=0.05"]),
+        ("abs_attention_small", "D 32, H 100 (recipe: 64, 200)",
+         ["--emb_dim=32", "--hidden_dim=100"]),
+    ):  # fmt: skip
+        out.append(Run(system, label, "abs", [*ABS, "--abs_encoder=attention", *change],
+                       variant_of="abs_attention"))  # fmt: skip
     return out
 
 
@@ -553,7 +562,8 @@ class Job:
                                    "seed": r.seed, "preset": bool(r.preset),
                                    "flags": self.train_flags(), "max_steps": self.max_steps(),
                                    "max_epochs": r.max_epochs if not r.preset else None,
-                                   "coverage_steps": r.coverage_steps})  # fmt: skip
+                                   "coverage_steps": r.coverage_steps,
+                                   "variant_of": r.variant_of})  # fmt: skip
         self.train()
         if self.get("optimizer") is None:
             self.set(("optimizer",), self.optimizer_record())
@@ -568,6 +578,7 @@ class Job:
         self.shuffled()
         if r.coverage_steps:
             self.coverage()
+            self.more_steps()
 
     def train(self) -> None:
         if self.get("train") is not None:
@@ -694,12 +705,22 @@ class Job:
         print(f"{self.logs_as}: shuffled ROUGE-1 F {record['rouge']['1'][0]:.2f}", flush=True)
 
     def coverage(self) -> None:
-        """The pointer-generator's coverage phase, in a copy of the experiment (the
-        conversion writes into the experiment it converts): the conversion, coverage_steps
-        more steps with --coverage and cov_loss_wt 1 (the original's recipe), then the same
+        """The pointer-generator's coverage phase (see `continued`): the conversion, then
+        coverage_steps more steps with --coverage and cov_loss_wt 1 (the original's recipe)."""
+        self.continued("coverage", coverage=True)
+
+    def more_steps(self) -> None:
+        """The coverage phase's control: the same coverage_steps more steps from the same
+        weights without coverage, so that what coverage changes is not the extra training."""
+        self.continued("more_steps", coverage=False)
+
+    def continued(self, what: str, coverage: bool) -> None:
+        """coverage_steps more training steps from the best validation point's weights, in
+        a copy of the experiment `<run>_<what>` (the conversion writes into the experiment
+        it converts, and the run's own folder stays as measured), then the same
         measurements as the run's (test input gap, decode, shuffled)."""
         cov = Job(self.run, self.work, self.results, self.progress,
-                  exp=self.run.name + "_coverage", key=(*self.keys, "coverage"))  # fmt: skip
+                  exp=f"{self.run.name}_{what}", key=(*self.keys, what))  # fmt: skip
         done = os.path.join(cov.exp_dir, "trained.txt")
         if not os.path.exists(done):
             started = os.path.join(cov.exp_dir, "copy_started.txt")
@@ -714,17 +735,18 @@ class Job:
                 shutil.rmtree(cov.exp_dir)
             if not os.path.exists(cov.exp_dir):
                 copy_experiment(self.exp_dir, cov.exp_dir, started)
-                run_logged([*RUNNER, "--mode=train", *cov.base(), "--coverage=1",
-                            "--convert_to_coverage_model=1"], cov.log("train"))  # fmt: skip
-                owned_files.replace_file(converted, "converted\n")
+                if coverage:
+                    run_logged([*RUNNER, "--mode=train", *cov.base(), "--coverage=1",
+                                "--convert_to_coverage_model=1"], cov.log("train"))  # fmt: skip
+                owned_files.replace_file(converted, "converted\n" if coverage else "copied\n")
             more = min(self.run.coverage_steps, SMOKE["max_steps"] or self.run.coverage_steps)
             start = self.get("train", "best_step") or self.get("train", "steps") or 0
             steps = int(start) + more
-            # No validation: the conversion's step starts the phase, which is short.
+            # No validation: the phase starts at the best point's step, and is short.
             common = [f for f in TRAIN_COMMON if not f.startswith("--early_stop")]
+            phase = ["--coverage=1", "--cov_loss_wt=1"] if coverage else []
             run_logged([*RUNNER, "--mode=train", *self.run.flags, *common, *SMOKE["flags"],
-                        f"--seed={self.run.seed}", "--coverage=1", "--cov_loss_wt=1",
-                        *cov.base(),
+                        f"--seed={self.run.seed}", *phase, *cov.base(),
                         f"--data_path={os.path.join(self.finished, 'chunked', 'train_*')}",
                         f"--max_steps={steps}"], cov.log("train"))  # fmt: skip
             owned_files.replace_file(done, f"{steps}\n")
@@ -754,14 +776,26 @@ def copy_experiment(src: str, dst: str, marker: str) -> None:
 # ABS+
 
 
+def plus_suffix(base_run: str) -> str:
+    """What ABS+'s keys, files and logs add for an ABS run: nothing for the first seed's
+    (the names of the page of 2026-11-28), `_s<seed>` for the others."""
+    seed = base_run.rsplit("_s", 1)[-1]
+    return "" if seed == "0" else f"_s{seed}"
+
+
 def abs_plus(work: str, results: Results, base_run: str) -> None:
-    if results.get("abs_plus_features_only", "shuffled", "rouge") is not None:
+    """ABS+ on one ABS run: MERT of the extractive features' weights on MERT_PAIRS
+    validation pairs, the test decode and its shuffled score, then the same with the
+    features alone. Results under `abs_plus<suffix>`, `abs_plus_features_only<suffix>`."""
+    sfx = plus_suffix(base_run)
+    plus_key, alone_key = f"abs_plus{sfx}", f"abs_plus_features_only{sfx}"
+    if results.get(alone_key, "shuffled", "rouge") is not None:
         return
     finished = os.path.join(work, "data", "finished")
-    weights = os.path.join(work, "abs_plus_weights.txt")
+    weights = os.path.join(work, f"abs_plus_weights{sfx}.txt")
     dev = os.path.join(work, "data", "mert_dev.bin")
     base = experiment_flags(work, base_run)
-    log = os.path.join(work, "logs", "abs_plus.log")
+    log = os.path.join(work, "logs", f"{plus_key}.log")
     if not os.path.exists(dev):
         from pointer_generator.data.binfile import read_records, write_bin
 
@@ -770,7 +804,7 @@ def abs_plus(work: str, results: Results, base_run: str) -> None:
     from pointer_generator.search.extractive_features import read_weights
 
     if not os.path.exists(weights):
-        print(f"abs_plus: MERT on {MERT_PAIRS} validation pairs with {base_run}", flush=True)
+        print(f"{plus_key}: MERT on {MERT_PAIRS} validation pairs with {base_run}", flush=True)
         tune = [a for a in SEARCH if not a.startswith(("--mode", "--rouge_per"))]
         # MERT on the page's own measure: ROUGE-1 F of whole summaries. (The papers'
         # recall of the first 75 bytes, tune_features' default, leaves everything past
@@ -781,31 +815,32 @@ def abs_plus(work: str, results: Results, base_run: str) -> None:
         run_logged([*cmd, *base, f"--data_path={dev}", f"--weights_out={weights}"], log)
     with open(weights, encoding="utf-8") as f:
         text = f.read()
-    results.set(("abs_plus", "base_run"), base_run)
-    results.set(("abs_plus", "weights_text"), text)
-    results.set(("abs_plus", "weights"), read_weights(weights))
-    job = Job(Run("abs_plus", "ABS+", "abs", []), work, results, Progress(1), exp=base_run,
-              key=("abs_plus",), logs_as="abs_plus")  # fmt: skip
+    results.set((plus_key, "base_run"), base_run)
+    results.set((plus_key, "weights_text"), text)
+    results.set((plus_key, "weights"), read_weights(weights))
+    job = Job(Run(plus_key, "ABS+", "abs", []), work, results, Progress(1), exp=base_run,
+              key=(plus_key,), logs_as=plus_key)  # fmt: skip
     extra = (f"--feature_weights={weights}",)
     job.decode("decode", os.path.join(finished, "test.bin"), extra)
     job.shuffled()
     # How much of ABS+ its features make alone: the tuned weights with the model's own
     # weight cut to FEATURES_ONLY_LM (the search needs it positive; the model then only
     # breaks ties between equally featured words).
-    features = os.path.join(work, "abs_plus_features_only.txt")
+    features = os.path.join(work, f"abs_plus_features_only{sfx}.txt")
     if not os.path.exists(features):
         lines = [f"lm {FEATURES_ONLY_LM}" if line.split()[:1] == ["lm"] else line
                  for line in text.splitlines()]  # fmt: skip
         owned_files.replace_file(features, "\n".join(lines) + "\n")
-    results.set(("abs_plus_features_only", "weights"), read_weights(features))
-    job = Job(Run("abs_plus_features_only", "ABS+ features alone", "abs", []), work, results,
-              Progress(1), exp=base_run, key=("abs_plus_features_only",),
-              logs_as="abs_plus_features_only")  # fmt: skip
+    results.set((alone_key, "base_run"), base_run)
+    results.set((alone_key, "weights"), read_weights(features))
+    job = Job(Run(alone_key, "ABS+ features alone", "abs", []), work, results,
+              Progress(1), exp=base_run, key=(alone_key,), logs_as=alone_key)  # fmt: skip
     job.decode("decode", os.path.join(finished, "test.bin"), (f"--feature_weights={features}",))
     job.shuffled()
 
 
 FEATURES_ONLY_LM = 0.001
+ABS_PLUS_BASES = ("abs_attention_s0", "abs_attention_s1")
 
 
 MERT_PAIRS = 500
@@ -920,9 +955,10 @@ def _run_stages(args, work: str, results: Results) -> None:
     per_epoch = Job(todo[0], work, results, Progress(1)).steps_per_epoch() if todo else 1
     total = sum(preset_steps(r)[0] if r.preset else r.max_epochs * per_epoch for r in left)
     run_jobs(todo, work, results, Progress(total), args.jobs)
-    base = "abs_attention_s0"
-    if (not args.only or "abs_plus" in args.only) and results.get("runs", base, "decode"):
-        abs_plus(work, results, base)
+    # ABS+ on every seed of ABS with attention.
+    for base in ABS_PLUS_BASES:
+        if (not args.only or "abs_plus" in args.only) and results.get("runs", base, "decode"):
+            abs_plus(work, results, base)
 
 
 @exit_codes.command(interrupted="interrupted; run the same command again to continue")
