@@ -1,0 +1,382 @@
+"""The real limit of a training step and of a batched decoding step: a roofline that
+counts the attention's elementwise work and the softmaxes beside the matrix products.
+
+    python -m experiments.benchmarks.roofline [--steps 6] [--decode_articles 32]
+
+A matmul-only ceiling (experiments/benchmarks/flops.py) is the wrong limit for this model
+on a CPU: the attention's energies, e_ti = v . tanh(W_h h_i + W_s s_t + w_c c_ti + b)
+(eq. 1, 11), are [batch, enc_len, 2*hidden] of tanh and additions at every decoder step
+(328M tanh a training step at the paper's sizes), and the dependent recurrent steps
+cannot all run at the rate of one large product. The model of the limit here:
+
+    t_min = t_products + t_energies + t_softmax + t_kept
+
+  * t_products: the analytical matrix-product FLOPs (`flops.forward_flops`; a training
+    step is 3x the forward pass) at this machine's dense float32 matmul rate, measured
+    now (`flops.measured_matmul_rate`: the best of a square product and the vocabulary
+    projection's shape).
+  * t_energies: the attention energies' own kernel, timed now as one XLA computation at
+    the model's shapes: forward and backward ([batch, enc_len, 2*hidden] with coverage's
+    term, the gradients with respect to the encoder features and the decoder state) for
+    training, forward for decoding ([articles x beam, enc_len, 2*hidden]), times the
+    decoder steps.
+  * t_softmax: the vocabulary softmax, timed now as one XLA computation: the cross
+    entropy over [batch x dec_steps, vocab] forward and backward for training; softmax
+    and the search's top 2k over [articles x beam, vocab] for each decoding step.
+  * t_kept: what the backward pass reads that the forward pass wrote and no kernel above
+    accounts for: the energies' tanh values, [batch, enc_len, 2*hidden] float32 a decoder
+    step, written once and read once, at this machine's memory bandwidth (an XLA
+    elementwise pass over 256 MiB, timed now). Zero for decoding.
+
+The parts are summed: they run on the same cores one after another (a product does not
+overlap the tanh of the step that needs it), so the sum is the least time this machine
+can take for the work the original does, each part at the best rate measured for it.
+What is left out (the LSTM gates' elementwise work, the pointer's scatter-add, the
+search's bookkeeping, per-step dispatch) is small at these sizes or is the overhead a
+faster implementation would remove: it counts against the implementation, not the limit.
+
+Then the real thing, measured in the same run on synthetic data of exactly these sizes
+(random words: every article enc_len long, every abstract dec_len; an untrained model
+decodes all max_dec_steps): `Trainer.train_step` (forward, backward, clipping, Adagrad)
+and `BeamSearchDecoder.decode_batch` (beam 4, min 35). Printed: each part's time, the
+roofline, the achieved time, achieved/roofline (target 0.8, issue 46) and the old
+matmul-only share beside it, with the CPU model and its matrix extensions.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+from experiments.benchmarks import common, flops
+from pointer_generator.cli import arg_types
+
+TARGET = 0.8
+BEAM = 4
+
+
+# ---------------------------------------------------------------------------------------
+# The analytical counts
+
+
+def energy_elements(rows: int, enc_len: int, hidden: int, dec_steps: int) -> int:
+    """Elements of the attention's tanh over a run of decoder steps: rows x enc_len x
+    2*hidden (A = 2H, the original's attention size) per step."""
+    return rows * enc_len * 2 * hidden * dec_steps
+
+
+def kept_bytes(batch: int, enc_len: int, hidden: int, dec_len: int) -> int:
+    """Bytes of the tanh values a training step's forward pass keeps for its backward
+    pass: float32 [batch, enc_len, 2*hidden] a decoder step, written once, read once."""
+    return 2 * 4 * energy_elements(batch, enc_len, hidden, dec_len)
+
+
+def train_products(cfg: dict) -> float:
+    """Matrix-product FLOPs of one training step (3x the forward pass)."""
+    return flops.train_step_flops(
+        batch=cfg["batch"], enc_len=cfg["enc_len"], dec_len=cfg["dec_len"],
+        vocab=cfg["vocab"], hidden=cfg["hidden"], emb=cfg["emb"],
+    )  # fmt: skip
+
+
+def decode_products(cfg: dict, steps: float) -> float:
+    """Matrix-product FLOPs of decoding one article with a beam of BEAM for `steps`
+    decoder steps: its encoder once, every decoder step for BEAM rows."""
+    once = ("encoder", "reduce_state", "attention_features")
+    enc = flops.forward_flops(1, cfg["enc_len"], 0, cfg["vocab"], cfg["hidden"], cfg["emb"])
+    dec = flops.forward_flops(
+        BEAM, cfg["enc_len"], 1, cfg["vocab"], cfg["hidden"], cfg["emb"]
+    )  # one step of BEAM rows
+    per_step = dec["total"] - sum(dec[k] for k in once)
+    return sum(enc[k] for k in once) + steps * per_step
+
+
+# ---------------------------------------------------------------------------------------
+# Rates measured now
+
+
+def _timed(fn, seconds: float) -> float:
+    """Seconds a call of `fn` takes (after one untimed call), the best of repeated
+    rounds over about `seconds`."""
+    fn()
+    best, start = float("inf"), time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def energies_seconds(tf, rows: int, enc_len: int, hidden: int, backward: bool, s: float):
+    """One decoder step's attention energies as one XLA computation: e = v . tanh(F +
+    W_s s + w_c c) over [rows, enc_len, 2*hidden], with (training) the gradients of a
+    weighted sum of e with respect to F, the decoder state's features and coverage."""
+    a = 2 * hidden
+    feats = tf.random.uniform([rows, enc_len, a], -1, 1)
+    state = tf.random.uniform([rows, a], -1, 1)
+    cov = tf.random.uniform([rows, enc_len])
+    v, wc = tf.random.uniform([a], -1, 1), tf.random.uniform([a], -1, 1)
+    weight = tf.random.uniform([rows, enc_len])
+
+    def energies(f, st, c):
+        return tf.reduce_sum(v * tf.tanh(f + st[:, None, :] + c[:, :, None] * wc), -1)
+
+    @tf.function(jit_compile=True)
+    def forward():
+        return energies(feats, state, cov)
+
+    @tf.function(jit_compile=True)
+    def forward_backward():
+        with tf.GradientTape() as tape:
+            tape.watch([feats, state, cov])
+            e = energies(feats, state, cov)
+            loss = tf.reduce_sum(e * weight)
+        return tape.gradient(loss, [feats, state, cov])
+
+    fn = forward_backward if backward else forward
+    return _timed(lambda: [x.numpy() for x in tf.nest.flatten(fn())], s)
+
+
+def softmax_seconds(tf, rows: int, vocab: int, backward: bool, s: float, top: int = 0):
+    """The vocabulary softmax over [rows, vocab] as one XLA computation: training's cross
+    entropy with its gradient, or decoding's softmax and its top `top` entries."""
+    logits = tf.random.uniform([rows, vocab], -4, 4)
+    labels = tf.random.uniform([rows], 0, vocab, tf.int32)
+
+    @tf.function(jit_compile=True)
+    def train():
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            loss = tf.reduce_sum(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+            )
+        return tape.gradient(loss, logits)
+
+    @tf.function(jit_compile=True)
+    def search():
+        return tf.math.top_k(tf.nn.softmax(logits), k=top)
+
+    fn = train if backward else search
+    return _timed(lambda: [x.numpy() for x in tf.nest.flatten(fn())], s)
+
+
+def bandwidth(tf, s: float) -> float:
+    """Bytes/s of an XLA elementwise pass over 256 MiB of float32 (read once, written
+    once): the rate the kept activations move at."""
+    x = tf.random.uniform([64 << 20])
+
+    @tf.function(jit_compile=True)
+    def scale():
+        return x * 1.0001 + 1.0
+
+    seconds = _timed(lambda: scale().numpy(), s)
+    return 2 * 4 * (64 << 20) / seconds
+
+
+# ---------------------------------------------------------------------------------------
+# The real thing on synthetic data
+
+
+def synthetic_data(folder: str, cfg: dict, n: int, seed: int = 0) -> tuple[str, str]:
+    """(vocab file, .bin file) of `n` random articles of enc_len words and abstracts of
+    dec_len words, over a vocabulary of cfg["vocab"] (4 special tokens included)."""
+    import numpy as np
+
+    from pointer_generator.data.binfile import write_bin
+
+    vocab_path = os.path.join(folder, "vocab")
+    words = [f"w{i}" for i in range(cfg["vocab"] - 4)]
+    with open(vocab_path, "w", encoding="utf-8") as f:
+        f.writelines(f"{w} {len(words) - i}\n" for i, w in enumerate(words))
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n):
+        article = " ".join(words[i] for i in rng.integers(0, len(words), cfg["enc_len"]))
+        abstract = " ".join(words[i] for i in rng.integers(0, len(words), cfg["dec_len"]))
+        pairs.append((article, f"<s> {abstract} </s>"))
+    data_path = os.path.join(folder, "data.bin")
+    write_bin(data_path, pairs)
+    return vocab_path, data_path
+
+
+def time_training(tf, cfg: dict, vocab, data_path: str, steps: int) -> dict:
+    from pointer_generator.data import input_pipeline
+    from pointer_generator.hparams import HParams
+    from pointer_generator.training.train import Trainer
+
+    hps = HParams(
+        batch_size=cfg["batch"], max_enc_steps=cfg["enc_len"], max_dec_steps=cfg["dec_len"],
+        hidden_dim=cfg["hidden"], emb_dim=cfg["emb"], pointer_gen=True, coverage=True,
+    )  # fmt: skip
+    ds = input_pipeline.make_dataset(data_path, vocab, hps, "train", single_pass=False)
+    batches = iter(ds.map(input_pipeline.model_inputs).repeat())
+    trainer = Trainer(hps, vocab.size())
+    t0 = time.perf_counter()
+    trainer.train_step(batches)  # traces and compiles
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        metrics = trainer.train_step(batches)
+        times.append(time.perf_counter() - t0)
+        if not metrics["finite"]:
+            raise RuntimeError(f"a non-finite training step: {metrics}")
+    times.sort()
+    return {"first_step_s": first, "s_per_step": times[len(times) // 2], "steps": steps}
+
+
+def time_decoding(tf, cfg: dict, vocab, data_path: str, articles: int, batch: int) -> dict:
+    from pointer_generator.data import input_pipeline
+    from pointer_generator.hparams import HParams
+    from pointer_generator.models.pointer_generator import PointerGeneratorModel
+    from pointer_generator.search.beam_decoder import BeamSearchDecoder
+    from pointer_generator.search.settings import SearchSettings
+
+    hps = HParams(
+        batch_size=batch, max_enc_steps=cfg["enc_len"], max_dec_steps=cfg["decode_steps"],
+        hidden_dim=cfg["hidden"], emb_dim=cfg["emb"], pointer_gen=True, coverage=True,
+    )  # fmt: skip
+    settings = SearchSettings(
+        beam_size=BEAM, min_dec_steps=min(35, cfg["decode_steps"]),
+        max_dec_steps=cfg["decode_steps"],
+    )  # fmt: skip
+    ds = input_pipeline.make_dataset(data_path, vocab, hps, "decode", single_pass=True)
+    batches = list(ds.take(max(1, articles // batch)))
+    tf.keras.utils.set_random_seed(111)
+    model = PointerGeneratorModel(hps, vocab.size()).build_weights()
+    decoder = BeamSearchDecoder(model, vocab, hps, settings)
+    t0 = time.perf_counter()
+    decoder.decode_batch(batches[0])  # traces and compiles
+    first = time.perf_counter() - t0
+    seconds, n, steps = 0.0, 0, 0
+    for b in batches:
+        t0 = time.perf_counter()
+        summaries = decoder.decode_batch(b)
+        seconds += time.perf_counter() - t0
+        n += len(summaries)
+        steps += sum(len(s.p_gens) for s in summaries)
+    return {"first_batch_s": first, "articles_per_s": n / seconds, "articles": n,
+            "steps_per_article": steps / n}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# Main
+
+
+def _parse(argv):
+    p = common.argument_parser(__doc__, __spec__)
+    p.add_argument("--batch_size", type=arg_types.positive_int, default=16)
+    p.add_argument("--max_enc_steps", type=arg_types.positive_int, default=400)
+    p.add_argument("--max_dec_steps", type=arg_types.positive_int, default=100)
+    p.add_argument("--decode_steps", type=arg_types.positive_int, default=120)
+    p.add_argument("--hidden_dim", type=arg_types.positive_int, default=256)
+    p.add_argument("--emb_dim", type=arg_types.positive_int, default=128)
+    p.add_argument("--vocab_size", type=arg_types.positive_int, default=50_000)
+    p.add_argument("--steps", type=arg_types.positive_int, default=6, help="timed train steps")
+    p.add_argument("--decode_articles", type=arg_types.positive_int, default=32)
+    p.add_argument("--decode_batch_size", type=arg_types.positive_int, default=16)
+    p.add_argument(
+        "--rate_seconds", type=arg_types.positive_float, default=2.0,
+        help="how long each rate is measured",
+    )  # fmt: skip
+    common.add_thread_arguments(p)
+    p.add_argument(
+        "--out_json", default=None, help="default: experiments/results/roofline_<hostname>.json"
+    )
+    return p.parse_args(argv)
+
+
+def roofline(parts: dict) -> float:
+    return sum(parts.values())
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    tf = common.import_tensorflow(args)
+    from pointer_generator.data.vocab import Vocab
+
+    cfg = {
+        "batch": args.batch_size, "enc_len": args.max_enc_steps, "dec_len": args.max_dec_steps,
+        "decode_steps": args.decode_steps, "hidden": args.hidden_dim, "emb": args.emb_dim,
+        "vocab": args.vocab_size,
+    }  # fmt: skip
+    machine = common.machine_description()
+    print(f"roofline on {machine}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        n = max(args.batch_size * 2, args.decode_articles)
+        vocab_path, data_path = synthetic_data(tmp, cfg, n)
+        vocab = Vocab(vocab_path, 0)
+        train = time_training(tf, cfg, vocab, data_path, args.steps)
+        print(f"training: {train['s_per_step']:.3f} s/step", flush=True)
+        dec = time_decoding(tf, cfg, vocab, data_path, args.decode_articles, args.decode_batch_size)
+        print(f"decoding: {dec['articles_per_s']:.2f} articles/s", flush=True)
+
+    s = args.rate_seconds
+    mm = flops.measured_matmul_rate(s)
+    bw = bandwidth(tf, s)
+    b, t, h, d = cfg["batch"], cfg["enc_len"], cfg["hidden"], cfg["dec_len"]
+    train_parts = {
+        "products": train_products(cfg) / mm,
+        "energies": d * energies_seconds(tf, b, t, h, True, s),
+        "softmax": softmax_seconds(tf, b * d, cfg["vocab"], True, s),
+        "kept": kept_bytes(b, t, h, d) / bw,
+    }
+    rows = args.decode_batch_size * BEAM
+    steps = dec["steps_per_article"]
+    per_article = args.decode_batch_size
+    decode_parts = {
+        "products": decode_products(cfg, steps) / mm,
+        "energies": steps * energies_seconds(tf, rows, t, h, False, s) / per_article,
+        "softmax": steps
+        * softmax_seconds(tf, rows, cfg["vocab"], False, s, top=2 * BEAM)
+        / per_article,
+        "kept": 0.0,
+    }
+    train_min, decode_min = roofline(train_parts), roofline(decode_parts)
+    decode_s = 1.0 / dec["articles_per_s"]
+    figures = {
+        "matmul_gflop_per_s": round(mm / 1e9, 1),
+        "bandwidth_gb_per_s": round(bw / 1e9, 1),
+        "train_s_per_step": round(train["s_per_step"], 3),
+        "train_roofline_s": round(train_min, 3),
+        "train_of_roofline": round(train_min / train["s_per_step"], 3),
+        "train_matmul_only_share": round(train_parts["products"] / train["s_per_step"], 3),
+        "train_first_step_s": round(train["first_step_s"], 1),
+        "decode_articles_per_s": round(dec["articles_per_s"], 2),
+        "decode_roofline_articles_per_s": round(1.0 / decode_min, 2),
+        "decode_of_roofline": round(decode_min / decode_s, 3),
+        "decode_matmul_only_share": round(decode_parts["products"] / decode_s, 3),
+        "decode_steps_per_article": round(steps, 1),
+        "decode_first_batch_s": round(dec["first_batch_s"], 1),
+        **{f"train_{k}_s": round(v, 4) for k, v in train_parts.items()},
+        **{f"decode_{k}_s_per_article": round(v, 4) for k, v in decode_parts.items()},
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+    }
+    config = (
+        f"batch {b}, enc {t}, dec {d} (decode {cfg['decode_steps']}, beam {BEAM}, batches of "
+        f"{args.decode_batch_size}), hidden {h}, emb {cfg['emb']}, vocab {cfg['vocab']}, "
+        f"pointer + coverage; synthetic data of exactly these lengths; {args.steps} timed "
+        f"training steps (median), {dec['articles']} decoded articles"
+    )
+    common.record("roofline", config, figures, args.out_json)
+    for what, parts, achieved, share in (
+        ("training step", train_parts, train["s_per_step"], figures["train_of_roofline"]),
+        ("decoding, per article", decode_parts, decode_s, figures["decode_of_roofline"]),
+    ):
+        detail = ", ".join(f"{k} {v:.3g} s" for k, v in parts.items())
+        verdict = "meets" if share >= TARGET else "MISSES"
+        old = figures["train_matmul_only_share" if what.startswith("train") else
+                      "decode_matmul_only_share"]  # fmt: skip
+        print(
+            f"{what}: {achieved:.3g} s against a roofline of {roofline(parts):.3g} s ({detail}): "
+            f"{share:.2f} of it ({verdict} the {TARGET} target; matmul-only share {old:.2f}) "
+            f"on {machine}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""The roofline benchmark (issue 46, item 1): its analytical counts against hand counts
+of the paper configuration, and a tiny run end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.benchmarks import roofline
+
+PAPER = {"batch": 16, "enc_len": 400, "dec_len": 100, "decode_steps": 120, "hidden": 256,
+         "emb": 128, "vocab": 50_000}  # fmt: skip
+
+
+def test_the_counts_of_the_paper_configuration():
+    # The issue's 328M tanh a training step: 16 x 400 x 512 x 100.
+    assert roofline.energy_elements(16, 400, 256, 100) == 327_680_000
+    # Kept for the backward pass: those values as float32, written and read once.
+    assert roofline.kept_bytes(16, 400, 256, 100) == 2 * 4 * 327_680_000
+    # One decoded article: encoder (2 directions x 400 steps of [1, 384] x [384, 1024]),
+    # reduce_state, W_h h (400 x [512 x 512]) once; then each step for 4 rows.
+    h, e, t, v, k = 256, 128, 400, 50_000, 4
+    once = 2 * t * 2 * (e + h) * 4 * h + 2 * 2 * 2 * h * h + 2 * t * 2 * h * 2 * h
+    step = k * 2 * (
+        (e + 2 * h) * e + (e + h) * 4 * h + 2 * h * 2 * h + t * 2 * h + t * 2 * h
+        + 3 * h * h + h * v + (4 * h + e)
+    )  # fmt: skip
+    assert roofline.decode_products(PAPER, 10.0) == pytest.approx(once + 10 * step)
+    assert roofline.train_products(PAPER) == pytest.approx(
+        3
+        * (
+            2 * t * 2 * 16 * (e + h) * 4 * h
+            + 2 * 2 * 16 * 2 * h * h
+            + 2 * 16 * t * 2 * h * 2 * h
+            + 100 * step / k * 16
+        )  # fmt: skip
+    )
+
+
+def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys):
+    out = tmp_path / "roofline.json"
+    argv = ["--batch_size=2", "--max_enc_steps=16", "--max_dec_steps=4", "--decode_steps=6",
+            "--hidden_dim=8", "--emb_dim=8", "--vocab_size=300", "--steps=2",
+            "--decode_articles=4", "--decode_batch_size=2", "--rate_seconds=0.05",
+            f"--out_json={out}"]  # fmt: skip
+    assert roofline.main(argv) == 0
+    figures = json.loads(out.read_text())["figures"]
+    for part in ("products", "energies", "softmax", "kept"):
+        assert figures[f"train_{part}_s"] >= 0
+    assert figures["train_energies_s"] > 0 and figures["decode_energies_s_per_article"] > 0
+    assert figures["decode_kept_s_per_article"] == 0
+    parts = sum(figures[f"train_{p}_s"] for p in ("products", "energies", "softmax", "kept"))
+    assert figures["train_roofline_s"] == pytest.approx(parts, abs=2e-3)
+    assert 0 < figures["train_of_roofline"] and 0 < figures["decode_of_roofline"]
+    assert figures["decode_steps_per_article"] == 6  # untrained: every step (min 6)
+    printed = capsys.readouterr().out
+    assert "training step:" in printed and "matmul-only share" in printed
+    assert "AMD" in printed or "Intel" in printed or "CPU" in printed or "cores" in printed
