@@ -245,6 +245,48 @@ def test_the_objectives_statistics():
     assert mert.corpus_score(four, "bleu4") == pytest.approx(math.exp(1 - 6 / 4))
 
 
+class _ScriptedTuner:
+    """A Tuner whose decode of weights w scores DECODED[w["uni"]] (the search's own
+    output) and whose MERT moves uni to the next value of PATH (its optimum on the
+    n-best lists, which can decode worse)."""
+
+    PATH = [1.0, 2.0, 3.0, 4.0, 5.0]
+    DECODED = {0.0: 0.11, 1.0: 0.14, 2.0: 0.30, 3.0: 0.20, 4.0: 0.20, 5.0: 0.19}
+
+    def __init__(self, trained, settings, config, weights):
+        self.weights, self.decodes = weights, []
+
+    def collect(self):
+        self.decodes.append(self.weights["uni"])
+        return 10
+
+    def size(self):
+        return 10 * len(self.decodes)
+
+    def objective(self, weights):
+        assert weights["uni"] == self.decodes[-1]  # scored after its own decode
+        return self.DECODED[weights["uni"]]
+
+    def optimise(self, weights):
+        uni = self.PATH[self.PATH.index(weights["uni"]) + 1] if weights["uni"] else 1.0
+        return {**weights, "uni": uni}, 0.31
+
+
+@pytest.mark.parametrize("keep, uni, value", [("best_decoded", 2.0, 0.30), ("last", 5.0, 0.31)])
+def test_mert_keeps_the_weights_whose_own_decode_scored_best(monkeypatch, keep, uni, value):
+    """The real-text page's second ABS seed: MERT's last weights were optimal on the
+    n-best lists (0.31) and decoded far worse; the weights of the round whose decode
+    scored best are kept, the last round's weights decoded once more to be scored
+    (`--mert_keep=last`: Z-MERT's last weights, unscored)."""
+    from pointer_generator.decoding import feature_tuning as ft
+    from pointer_generator.search.settings import SearchSettings
+
+    monkeypatch.setattr(ft, "Tuner", _ScriptedTuner)
+    config = ft.TuningConfig(data_path="unused", iterations=5, keep=keep)
+    weights, got = ft.tune(None, SearchSettings(), config)
+    assert weights["uni"] == uni and got == pytest.approx(value)
+
+
 def test_tune_features_writes_weights_that_decode_reads(tmp_path, capfd):
     from pointer_generator.cli import entry
     from tests import helpers

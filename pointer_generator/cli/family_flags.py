@@ -179,6 +179,16 @@ def define(fv: flags.FlagValues) -> None:
         "tune_features: decode-and-optimise rounds (fewer when no new hypothesis appears).",
         flag_values=fv,
     )
+    flags.DEFINE_enum(
+        "mert_keep",
+        "best_decoded",
+        ["best_decoded", "last"],
+        "tune_features: which weights to write: those whose own decode scored best on the "
+        "development set (the last round's are decoded once more to be scored), or the "
+        "last round's, as Z-MERT writes them (their optimum on the n-best lists can decode "
+        "far worse).",
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
         "random_starts",
         10,

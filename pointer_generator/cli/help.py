@@ -85,6 +85,7 @@ _GROUPS = {
         "objective",
         "objective_bytes",
         "mert_iterations",
+        "mert_keep",
         "random_starts",
     ),
     "serve": (

@@ -10,11 +10,12 @@ view), or POST {"text": "..."} / {"texts": [...]} to /api/summarize
 clients are decoded together in batches of up to --serve_max_batch texts; the search is
 compiled for one text at every article length before serving, and with
 --serve_warm_up_batches for every batch size too (else a batch of several texts is
-searched as batches of one text: no request waits for a compile after "Serving"). The experiment is opened as `summarize` opens it: the model flags and the
-vocabulary come from the experiment (settings.json), the search from its search.json,
-and every decoding flag given applies (--beam_size, --min_dec_steps, --max_dec_steps,
---trigram_blocking, --length_penalty, --full_final_dist, --block_unk,
---feature_weights, --namas_features), so a text gets `summarize`'s summary.
+searched as batches of one text: no request waits for a compile after "Serving").
+The experiment is opened as `summarize` opens it: the model flags and the vocabulary
+come from the experiment (settings.json), the search from its search.json, and every
+decoding flag given applies (--beam_size, --min_dec_steps, --max_dec_steps,
+--trigram_blocking, --length_penalty, --full_final_dist, --block_unk, --feature_weights,
+--namas_features), so a text gets `summarize`'s summary.
 With --saved_model the server runs a model written by `pointer-generator export`
 (docs/export.md) instead: no experiment or vocabulary file is needed, and the decode
 settings are those fixed at export (a decoding flag given with it is an error): a

@@ -4,6 +4,7 @@
         --data_path='finished/val.bin' --weights_out=abs_plus.txt \\
         [--objective=rouge1_recall|rouge1_f|bleu4] [--beam_size=50] [--block_unk] \\
         [--feature_weights=start.txt] [--namas_features] [--mert_iterations=5]
+        [--mert_keep=best_decoded|last]
 
 Each round decodes every example of --data_path with the current weights and keeps each
 example's final beam (its n-best list, merged with the earlier rounds'); then MERT
@@ -11,8 +12,10 @@ example's final beam (its n-best list, merged with the earlier rounds'); then ME
 coordinate at a time from the current and from random points, to the best corpus
 objective the n-best lists allow. The model's weight stays 1 and length's 0, and the
 out-of-order weight stays <= 0 (NAMAS's tuning/params.txt). It stops after
---mert_iterations rounds, or earlier when a round finds no new hypothesis. The result
-is a weight file for `--feature_weights` in decode and summarize.
+--mert_iterations rounds, or earlier when a round finds no new hypothesis, and writes
+the weights whose own decode scored best (--mert_keep=best_decoded; the last round's
+weights, as Z-MERT, with --mert_keep=last). The result is a weight file for
+`--feature_weights` in decode and summarize.
 
 The objective reads the examples' abstracts as references (lower-cased tokens), and the
 summaries' tokens without [STOP]; ROUGE-1 recall here does no stemming (ROUGE-1.5.5's
@@ -73,13 +76,16 @@ def main(argv: list[str]) -> int:
         objective=fv.objective,
         objective_bytes=fv.objective_bytes,
         iterations=fv.mert_iterations,
+        keep=fv.mert_keep,
         random_starts=fv.random_starts,
         decode_batch_size=fv.decode_batch_size,
     )
     weights, value = tune(trained, configs.search_settings(fv), config)
     header = (
         f"# ABS+ feature weights: MERT ({fv.objective}) on {fv.data_path}\n"
-        f"# model {trained.checkpoint}; {fv.objective} {value:.4f} on the n-best lists\n"
+        f"# model {trained.checkpoint}; {fv.objective} {value:.4f} on the n-best lists"
+        + (" after its decode" if fv.mert_keep == "best_decoded" else "")
+        + "\n"
     )
     staging.write_new_file(fv.weights_out, header + format_weights(weights), "weights_out")
     print(f"Wrote {fv.weights_out}:\n{format_weights(weights)}", end="", flush=True)
