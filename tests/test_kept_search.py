@@ -9,6 +9,7 @@ import dataclasses
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from pointer_generator.runtime import compile_cache
@@ -139,3 +140,45 @@ def test_a_new_checkpoints_entry_replaces_the_older_ones_of_its_experiment(monke
         str(searches / "new"), {"experiment": "/e/one", "checkpoint": "/e/one/train/model.ckpt-2"}
     )
     assert sorted(os.listdir(searches)) == ["another_experiment", "new", "not_ours", "other_search"]
+
+
+def test_pg_summarizer_uses_the_search_summarize_kept(trained, tmp_path, monkeypatch):
+    """`pg.Summarizer.from_experiment` finds the search `summarize` kept for the newest
+    checkpoint and its settings (the same key from the Python API as from the command
+    line), builds no model, and writes the same summaries as the model; another search
+    setting or kept=False opens the model."""
+    import pointer_generator as pg
+    from pointer_generator.summarizing.summarizer import KeptSearchSummarizer, Summarizer
+
+    text = "the cat sat on the mat . the dog ran to the park ."
+    article = tmp_path / "a.txt"
+    article.write_text(text + "\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    first = _summarize(trained, article, cache)
+    assert first.returncode == 0, first.stderr[-2000:]
+    monkeypatch.setenv(compile_cache.ENV, str(cache))
+    kept = pg.Summarizer.from_experiment(trained.log_root, "exp")
+    assert isinstance(kept, KeptSearchSummarizer) and os.path.isdir(kept.where)
+    model = pg.Summarizer.from_experiment(trained.log_root, "exp", kept=False)
+    assert isinstance(model, Summarizer)
+    texts = [text, "a man walked his dog . it rained all day ."]
+    ours, theirs = kept.summarize(texts), model.summarize(texts)
+    assert [r.tokens for r in ours] == [r.tokens for r in theirs]
+    assert ours[0].text == first.stdout.strip()
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.article_tokens == b.article_tokens
+        np.testing.assert_allclose(a.attention, b.attention, atol=1e-5)
+        np.testing.assert_allclose(a.p_gens, b.p_gens, atol=1e-5)
+    from pointer_generator.data.input_pipeline import padded_lengths
+
+    assert kept.warm_up(rows=(1, 2)) == 2 * len(padded_lengths(kept.hps) or [0])
+    other = pg.Summarizer.from_experiment(trained.log_root, "exp", beam_size=1)
+    assert isinstance(other, Summarizer)
+    # `serve`'s mode: after one text of each length, 3 texts run no new shape.
+    fresh = pg.Summarizer.from_experiment(trained.log_root, "exp", batch_size=4)
+    fresh.warm_up(rows=(1,))
+    fresh.only_compiled_shapes()
+    warmed = set(fresh._ready)
+    three = [*texts, "the cat ran ."]
+    assert [r.tokens for r in fresh.summarize(three)] == [r.tokens for r in model.summarize(three)]
+    assert fresh._ready == warmed

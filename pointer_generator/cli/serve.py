@@ -122,6 +122,15 @@ def summarizer_of(fv):
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
     print(stored_settings.search_line(fv), flush=True)
     console.import_tensorflow(keep_compiled=True)
+    name = f"{fv.log_root}/{fv.exp_name}"
+    if not fv.tf1_checkpoint:
+        from pointer_generator.summarizing.summarizer import KeptSearchSummarizer
+
+        hps, settings = configs.hparams(fv), configs.search_settings(fv)
+        kept = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, fv.serve_max_batch)
+        if kept is not None:  # (made by `summarize`: no model to build, no search to trace)
+            print(f"Using the search kept in {kept.where}", flush=True)
+            return kept, name
     from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(
@@ -129,7 +138,7 @@ def summarizer_of(fv):
     )
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
     decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
-    return Summarizer(decoder, fv.serve_max_batch), f"{fv.log_root}/{fv.exp_name}"
+    return Summarizer(decoder, fv.serve_max_batch), name
 
 
 def main(argv: list[str]) -> int:

@@ -176,8 +176,9 @@ class Summarizer:
         search: SearchSettings | None = None,
         max_enc_steps: int | None = None,
         jit_compile: bool = True,
+        kept: bool = True,
         **search_options,
-    ) -> Summarizer:
+    ) -> Summarizer | KeptSearchSummarizer:
         """The experiment `<log_root>/<exp_name>` as trained, searched with `search` (a
         `pg.SearchSettings`; by default the experiment's saved search, <exp>/search.json)
         and `search_options` on top: any field of `SearchSettings` (beam_size,
@@ -186,7 +187,11 @@ class Summarizer:
         max_enc_steps: read this many article tokens instead of the experiment's number.
 
         jit_compile: the whole search as one XLA computation (`article_texts.INTERACTIVE`):
-        a few texts at a time spend most of a search in per-step overhead otherwise."""
+        a few texts at a time spend most of a search in per-step overhead otherwise.
+
+        kept: where `pointer-generator summarize` kept the search of the newest checkpoint
+        with these settings (`serving/kept_search.py`), use it: no model is built and no
+        search traced (a `KeptSearchSummarizer`, the same interface and summaries)."""
         from pointer_generator.summarizing.trained import open_trained, stored_settings
 
         given = given_search(search, search_options)
@@ -203,6 +208,10 @@ class Summarizer:
                 f"{settings.max_dec_steps} (no summary could end): lower it, or raise "
                 "max_dec_steps"
             )
+        if kept and checkpoint is None and jit_compile:
+            found = KeptSearchSummarizer.find(root, hps, settings, vocab, batch_size)
+            if found is not None:
+                return found
         trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
         return cls(trained.decoder(settings, jit_compile=jit_compile), batch_size)
 
@@ -263,6 +272,134 @@ class Summarizer:
                 )
             )
         return out
+
+
+class KeptSearchSummarizer:
+    """`Summarizer`'s interface over a search an earlier process kept
+    (`serving/kept_search.py`: the model's weights, vocabulary and beam search as one
+    graph, made by `pointer-generator summarize`): texts are tokenized here as for
+    `Summarizer` and searched by that graph, with the same summaries.
+
+    Args:
+      search: the kept search's `summarize_tokens` signature.
+      hps: the experiment's hyper-parameters (its length buckets, for `warm_up`).
+      batch_size: texts searched together.
+      where: the kept search's folder.
+    """
+
+    def __init__(self, search, hps, batch_size: int = 16, where: str = ""):
+        self._search, self.hps, self.batch_size, self.where = search, hps, batch_size, where
+        self._checked = CheckedTexts()
+        self._ready: set[tuple[int, int]] = set()  # (rows, article length) run
+        self.compiled_shapes_only = False
+
+    def only_compiled_shapes(self) -> None:
+        """As `Summarizer.only_compiled_shapes`."""
+        self.compiled_shapes_only = True
+
+    def _shape(self, articles: list[str]) -> tuple[int, int]:
+        """(rows, article length) the kept graph pads `articles` to: rows to a power of
+        two (`saved_model.padded_rows`), the length to its bucket (`encoder_width`)."""
+        from pointer_generator.data.input_pipeline import padded_lengths
+
+        rows = 1
+        while rows < len(articles):
+            rows *= 2
+        longest = max(min(len(a.split()), self.hps.max_enc_steps) for a in articles)
+        lengths = padded_lengths(self.hps)
+        width = min([n for n in lengths if n >= longest] or lengths[-1:]) if lengths else longest
+        return rows, width
+
+    @classmethod
+    def find(cls, root: str, hps, settings, vocab_path: str, batch_size: int = 16):
+        """The kept search of the experiment `root`'s newest checkpoint with these
+        settings, or None where there is none (or it cannot be read)."""
+        from pointer_generator.runtime import checkpointing
+        from pointer_generator.runtime.experiment import TRAIN_SUBDIR
+        from pointer_generator.serving import kept_search
+
+        if kept_search.root() is None:
+            return None
+        checkpoint = checkpointing.latest_checkpoint(os.path.join(root, TRAIN_SUBDIR))
+        if checkpoint is None:
+            return None
+        key = kept_search.digest(checkpoint, hps, settings, vocab_path)
+        search = kept_search.load(key)
+        if search is None:
+            return None
+        return cls(search, hps, batch_size, kept_search.path_for(key))
+
+    def check_text(self, text: str) -> None:
+        """As `Summarizer.check_text`."""
+        self._checked.put(text, check_text(text))
+
+    def warm_up(self, rows: tuple[int, ...] = (1,)) -> int:
+        """As `Summarizer.warm_up`: a dummy article of each length bucket at each batch
+        size of `rows`. Returns the number of shapes run."""
+        from pointer_generator.data.input_pipeline import padded_lengths
+
+        lengths = padded_lengths(self.hps) or [self.hps.max_enc_steps]
+        shapes = 0
+        for n in sorted({min(r, self.batch_size) for r in rows}):
+            for length in lengths:
+                self._run([" ".join(["the"] * length)] * n)
+                shapes += 1
+        return shapes
+
+    def _run(self, articles: list[str]) -> dict:
+        import tensorflow as tf
+
+        out = self._search(articles=tf.constant(articles))
+        self._ready.add(self._shape(articles))
+        return {k: v.numpy() for k, v in out.items()}
+
+    def _chunks(self, articles: list[str]) -> list[list[str]]:
+        """`articles` in the chunks searched together: batch_size at a time, and with
+        `only_compiled_shapes` a chunk of a shape not run yet split into the largest
+        run row count of its length, where there is one."""
+        out = []
+        for start in range(0, len(articles), self.batch_size):
+            chunk = articles[start : start + self.batch_size]
+            rows, width = self._shape(chunk)
+            smaller = [r for r, w in self._ready if w == width and r < rows]
+            if self.compiled_shapes_only and (rows, width) not in self._ready and smaller:
+                size = max(smaller)
+                out += [chunk[i : i + size] for i in range(0, len(chunk), size)]
+            else:
+                out.append(chunk)
+        return out
+
+    def summarize(self, texts: list[str]) -> list[SummaryResult]:
+        """One SummaryResult per raw text, in order (an empty text is a DataError)."""
+        from pointer_generator.data.stories import articles_of_texts
+
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        examples = [self._checked.take(t) if isinstance(t, str) else None for t in texts]
+        todo = [i for i, e in enumerate(examples) if e is None]
+        if todo:
+            made = articles_of_texts([texts[i] for i in todo], [f"text {i + 1}" for i in todo])
+            for i, example in zip(todo, made, strict=True):
+                examples[i] = example
+        results = []
+        start = 0
+        for chunk in self._chunks([article for article, _ in examples]):
+            out = self._run(chunk)
+            for i in range(len(chunk)):
+                n, m = int(out["num_tokens"][i]), int(out["article_length"][i])
+                results.append(
+                    SummaryResult.of(
+                        [w.decode("utf-8") for w in out["tokens"][i, :n]],
+                        [w.decode("utf-8") for w in out["article_tokens"][i, :m]],
+                        out["attention"][i, :n, :m],
+                        out["p_gens"][i, :n],
+                        out["scores"][i],
+                        raw_text=texts[start + i],
+                    )
+                )
+            start += len(chunk)
+        return results
 
 
 # Written by `serving.saved_model.export_saved_model` in an export's assets: what it was
