@@ -198,7 +198,7 @@ class CoverageAttention(keras.layers.Layer):
         return config
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _beam_attention(
     enc_states, enc_features, mask, dec_features, coverage, v, w_c, use_coverage, safe
 ):

@@ -40,7 +40,7 @@ class FinalDistribution(keras.layers.Layer):
         return final_distribution(vocab_dist, attn, p_gen, enc_batch_extend_vocab, max_art_oovs)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _final_distribution_xla(logits, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
     """`decode_final_distribution` in one fused XLA pass (a small function, compiled once
     per batch shape and number of article OOVs)."""

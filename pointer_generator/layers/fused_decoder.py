@@ -160,8 +160,12 @@ def _decoder_backward(
     return tuple(ta.stack() for ta in tas) + (d_feat, dv, dwc, dh0, dc0)
 
 
-_decoder_forward_xla = tf.function(_decoder_forward, jit_compile=True, reduce_retracing=True)
-_decoder_backward_xla = tf.function(_decoder_backward, jit_compile=True, reduce_retracing=True)
+_decoder_forward_xla = tf.function(
+    _decoder_forward, jit_compile=True, reduce_retracing=True, autograph=False
+)
+_decoder_backward_xla = tf.function(
+    _decoder_backward, jit_compile=True, reduce_retracing=True, autograph=False
+)
 
 
 # Batch rows per call of the decoder loops. Each step reads and writes [rows, enc_len,

@@ -110,8 +110,12 @@ def _encoder_backward(mask, rf_t, rb_t, fw, bw):
     return tas[0].stack(), tas[1].stack()
 
 
-_encoder_forward_xla = tf.function(_encoder_forward, jit_compile=True, reduce_retracing=True)
-_encoder_backward_xla = tf.function(_encoder_backward, jit_compile=True, reduce_retracing=True)
+_encoder_forward_xla = tf.function(
+    _encoder_forward, jit_compile=True, reduce_retracing=True, autograph=False
+)
+_encoder_backward_xla = tf.function(
+    _encoder_backward, jit_compile=True, reduce_retracing=True, autograph=False
+)
 
 
 def bidirectional_lstm(x, mask, fw, bw, jit: bool = True):

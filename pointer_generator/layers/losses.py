@@ -67,7 +67,7 @@ def gold_vocab_log_prob(vocab_log_probs, targets):
     return tf.where(in_vocab, gathered, tf.constant(-1e30, vocab_log_probs.dtype))
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _row_log_sum_exp(logits):
     """log sum_j exp(logits[r, j]) per row: [rows, V] -> [rows], one fused XLA pass
     (TensorFlow's reduce_logsumexp materialises logits - max and its exp)."""
@@ -76,7 +76,7 @@ def _row_log_sum_exp(logits):
     return top + tf.math.log(tf.reduce_sum(tf.exp(logits - top[:, None]), axis=1))
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _scaled_softmax_minus_onehot(logits, log_norm, labels, scale):
     """scale[r] * (softmax(logits[r]) - onehot(labels[r])): [rows, V], one fused pass."""
     onehot = tf.equal(tf.range(tf.shape(logits)[1])[None, :], labels[:, None])

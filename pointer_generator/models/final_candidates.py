@@ -142,7 +142,7 @@ def article_words(enc_batch_extend_vocab, enc_padding_mask, beams: int) -> Artic
     return tile_article_words(article_index(enc_batch_extend_vocab, enc_padding_mask), beams)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _piece_stats(logits):
     """One piece [N, width]: chunk maxima [N, width/CHUNK], max [N], sum exp(l - max) [N].
 
@@ -206,7 +206,7 @@ def final_candidates(x, p_gen, attn, setup: CandidateSetup) -> Candidates:
     return Candidates(probs, ids)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
 def _pointer_candidates(
     logits, log_norm, top_logits, top_ids, p_gen, attn, ids, valid, first, segment, vocab_size
 ):

@@ -95,8 +95,10 @@ class BeamSearchDecoder:
         self.min_compact_size = min_compact_size
         self.top_k = top_k
         self._nbest = None
+        # autograph=False: the search's loops are explicit `tf.while_loop`s; converting
+        # its Python to graph code (AutoGraph) was most of a first call's time.
         self._search = tf.function(
-            self._search_graph, reduce_retracing=True, jit_compile=jit_compile
+            self._search_graph, reduce_retracing=True, jit_compile=jit_compile, autograph=False
         )
 
     # The settings a decode folder's name and record are made of.
@@ -180,7 +182,7 @@ class BeamSearchDecoder:
                     enc_batch, enc_padding_mask, enc_batch_extend_vocab, max_art_oovs, True
                 )
 
-            self._nbest = tf.function(graph, reduce_retracing=True)
+            self._nbest = tf.function(graph, reduce_retracing=True, autograph=False)
         out = self._nbest(
             batch["enc_batch"],
             batch["enc_padding_mask"],

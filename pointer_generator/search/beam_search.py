@@ -161,6 +161,7 @@ def batched_beam_search(
             call, carry, arts, batch_size, sizes, cfg, pad_id, n_best
         ),
         jit_compile=jit_compile,
+        autograph=False,  # explicit tf.while_loops: nothing to convert
     )
     return fn(init_carry, articles)
 
