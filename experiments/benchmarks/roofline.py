@@ -21,8 +21,9 @@ cannot all run at the rate of one large product. The model of the limit here:
     training, forward for decoding ([articles x beam, enc_len, 2*hidden]), times the
     decoder steps.
   * t_softmax: the vocabulary softmax, timed now as one XLA computation: the cross
-    entropy over [batch x dec_steps, vocab] forward and backward for training; softmax
-    and the search's top 2k over [articles x beam, vocab] for each decoding step.
+    entropy over [batch x dec_steps, vocab] forward and backward for training; for each
+    decoding step what the search needs of it over [articles x beam, vocab], the
+    log-sum-exp and the top 2k + 1 logits (`models/final_candidates.py`).
   * t_kept: what the backward pass reads that the forward pass wrote and no kernel above
     accounts for: the energies' tanh values, [batch, enc_len, 2*hidden] float32 a decoder
     step, written once and read once, at this machine's memory bandwidth (an XLA
@@ -141,9 +142,16 @@ def energies_seconds(tf, rows: int, enc_len: int, hidden: int, backward: bool, s
 
 def softmax_seconds(tf, rows: int, vocab: int, backward: bool, s: float, top: int = 0):
     """The vocabulary softmax over [rows, vocab] as one XLA computation: training's cross
-    entropy with its gradient, or decoding's softmax and its top `top` entries."""
+    entropy with its gradient; or what a search step needs of it, the log-sum-exp (the
+    normaliser) and the `top` largest logits, the faster of `tf.math.top_k` over the row
+    and the chunked top-k of `layers/top_k.py`."""
+    from pointer_generator.layers.top_k import top_k_of_chunks
+
     logits = tf.random.uniform([rows, vocab], -4, 4)
     labels = tf.random.uniform([rows], 0, vocab, tf.int32)
+    chunk = 256
+    padded = tf.pad(logits, [[0, 0], [0, -vocab % chunk]], constant_values=-1e9)
+    chunks = tf.reshape(padded, [rows, -1, chunk])
 
     @tf.function(jit_compile=True)
     def train():
@@ -155,11 +163,20 @@ def softmax_seconds(tf, rows: int, vocab: int, backward: bool, s: float, top: in
         return tape.gradient(loss, logits)
 
     @tf.function(jit_compile=True)
-    def search():
-        return tf.math.top_k(tf.nn.softmax(logits), k=top)
+    def search_row():
+        return tf.reduce_logsumexp(logits, -1), tf.math.top_k(logits, k=top)
 
-    fn = train if backward else search
-    return _timed(lambda: [x.numpy() for x in tf.nest.flatten(fn())], s)
+    @tf.function(jit_compile=True)
+    def search_chunked():
+        top_k = top_k_of_chunks(chunks, tf.reduce_max(chunks, -1), top)
+        return tf.reduce_logsumexp(logits, -1), top_k
+
+    def timed(fn):
+        return _timed(lambda: [x.numpy() for x in tf.nest.flatten(fn())], s)
+
+    if backward:
+        return timed(train)
+    return min(timed(search_row), timed(search_chunked))
 
 
 def bandwidth(tf, s: float) -> float:
@@ -330,7 +347,7 @@ def main(argv=None) -> int:
         "products": decode_products(cfg, steps) / mm,
         "energies": steps * energies_seconds(tf, rows, t, h, False, s) / per_article,
         "softmax": steps
-        * softmax_seconds(tf, rows, cfg["vocab"], False, s, top=2 * BEAM)
+        * softmax_seconds(tf, rows, cfg["vocab"], False, s, top=2 * BEAM + 1)
         / per_article,
         "kept": 0.0,
     }
