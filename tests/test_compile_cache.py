@@ -71,7 +71,7 @@ def _xla_folder(cache) -> str:
 
 
 def test_a_second_summarize_process_loads_the_compiled_search(trained, tmp_path):
-    """The first process keeps its search (serving/kept_search.py); the second loads
+    """The first process keeps its search (summarizing/kept_search.py); the second loads
     it and compiles it once (its graph is the kept one); the third compiles nothing. The
     summaries are the same every time."""
     article = tmp_path / "a.txt"

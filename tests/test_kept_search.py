@@ -1,4 +1,4 @@
-"""A trained search kept across processes (issue 45 item 3, serving/kept_search.py):
+"""A trained search kept across processes (issue 45 item 3, summarizing/kept_search.py):
 what its key covers, that a changed checkpoint or search gets its own entry, that an
 unreadable entry falls back to searching as before, and that two writers of one entry
 leave one whole entry and no staging folder."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pointer_generator.runtime import compile_cache
-from pointer_generator.serving import kept_search
+from pointer_generator.summarizing import kept_search
 from tests import helpers, trained_experiment
 
 
@@ -96,10 +96,16 @@ def test_of_two_writers_of_one_entry_one_wins(trained, tmp_path, monkeypatch):
     root = os.path.join(trained.log_root, "exp")
     hps, search, vocab = stored_settings(root)
     opened = open_trained(root, hps, vocab)
+    from pointer_generator.serving.saved_model import TokensModule, save_module
+
     decoder = opened.decoder(SearchSettings(**{"max_dec_steps": hps.max_dec_steps, **search}))
-    path = kept_search.keep(decoder, "k1", {"checkpoint": opened.checkpoint})
+
+    def save(to):
+        save_module(TokensModule(decoder), to)
+
+    path = kept_search.keep(save, "k1", {"checkpoint": opened.checkpoint})
     assert path == kept_search.path_for("k1") and kept_search.load("k1") is not None
-    assert kept_search.keep(decoder, "k1", {}) is None
+    assert kept_search.keep(save, "k1", {}) is None
     # The race: the entry appears while this writer saves its copy.
     real_rename = os.rename
 
@@ -108,7 +114,7 @@ def test_of_two_writers_of_one_entry_one_wins(trained, tmp_path, monkeypatch):
         return real_rename(src, dst)
 
     monkeypatch.setattr(os, "rename", rename_after_another)
-    assert kept_search.keep(decoder, "k2", {}) is None
+    assert kept_search.keep(save, "k2", {}) is None
     base = kept_search.root()
     assert sorted(os.listdir(base)) == ["k1", "k2"]
     assert os.listdir(os.path.join(base, "k2")) == ["someone_elses"]

@@ -515,8 +515,9 @@ def test_abs_plus_on_each_abs_seed_recipe_variants_and_the_coverage_control(tmp_
         runs[f"abs_attention_{name}_s0"] = v
     pg = runs["pointer_generator_s0"]
     pg["coverage_steps"] = 200
+    stutter = ["w w w x"] * N  # 3 adjacent pairs, 2 of them one word twice
     pg["more_steps"] = {
-        "decode": {"decode_dir": _decode(tmp_path, "pg0_more", PG + 0.004),
+        "decode": {"decode_dir": _decode(tmp_path, "pg0_more", PG + 0.004, stutter),
                    "rouge": _rouge([39.5, 37.5, 41.5])},
         "shuffled": {"decode_dir": _decode(tmp_path, "pg0_more_shuffled", FIXED),
                      "rouge": _rouge([12.0, 11.0, 13.0])},
@@ -554,8 +555,18 @@ def test_abs_plus_on_each_abs_seed_recipe_variants_and_the_coverage_control(tmp_
     assert control["diff"] == pytest.approx(100 * 0.006)
     assert "| `pointer_generator_s0` | coverage minus same steps without coverage |" in text
 
+    rep = more["per_seed"][0]["immediate_repeats"]
+    assert rep == {"summaries_share": 1.0, "pairs_share": pytest.approx(2 / 3)}
+    assert (
+        "**Pointer-generator + 200 steps without coverage**: 100.0 % of its summaries write "
+        "a word twice in a row, 66.7 % to 66.7 % of their adjacent word pairs"
+    ) in text
+    assert "**pointer-generator**: " not in text.lower().split("## what each family")[0]
+    # The presets' fitted system is never a variant, whichever comes first.
+    ordered = {"abs_attention_lr005_s0": runs["abs_attention_lr005_s0"], **runs}
+    assert rtr.fitted_system({"system": "abs_paper", "family": "abs"}, ordered) == ("abs_attention")
     # 6,600 s in all less half the superseded run's 1,200 s of training.
-    assert "A rebuild from nothing trains each run once: about 1 h 40 min (6,000 s)" in text
+    assert "A rebuild from nothing makes each once: about 1 h 40 min (6,000 s)" in text
 
 
 def test_presets_at_equal_pairs_seen_with_their_optimiser_in_numbers():

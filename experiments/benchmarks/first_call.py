@@ -2,7 +2,7 @@
 run a fresh process, with compiled searches not kept (off), with an empty cache (cold: the
 model is built, its search traced and compiled, then kept), with the search the cold run
 kept (kept: loaded instead of traced, its graph compiled once) and with everything kept
-(warm), in turn (runtime/compile_cache.py, serving/kept_search.py).
+(warm), in turn (runtime/compile_cache.py, summarizing/kept_search.py).
 
     python -m experiments.benchmarks.first_call [--log_root L --exp_name E] [--rounds 3]
 

@@ -148,7 +148,7 @@ def _kept_summaries(fv, root: str, hps, settings, examples) -> list | None:
     is kept for the newest checkpoint and these settings."""
     from pointer_generator.runtime import checkpointing
     from pointer_generator.runtime.experiment import TRAIN_SUBDIR
-    from pointer_generator.serving import kept_search
+    from pointer_generator.summarizing import kept_search
 
     if fv.tf1_checkpoint or kept_search.root() is None:
         return None
@@ -169,7 +169,7 @@ def _kept_summaries(fv, root: str, hps, settings, examples) -> list | None:
 def _keep_search(fv, root: str, hps, settings, decoder, checkpoint: str) -> None:
     """Keep the search for the next run (after the summaries are out: the user does not
     wait for it before reading them)."""
-    from pointer_generator.serving import kept_search
+    from pointer_generator.summarizing import kept_search
 
     if kept_search.root() is None:
         return
@@ -179,7 +179,9 @@ def _keep_search(fv, root: str, hps, settings, decoder, checkpoint: str) -> None
 
     with console.notice_if_slow(notice):
         about = {"checkpoint": os.path.abspath(checkpoint), "experiment": os.path.abspath(root)}
-        path = kept_search.keep(decoder, key, about)
+        from pointer_generator.serving.saved_model import TokensModule, save_module
+
+        path = kept_search.keep(lambda to: save_module(TokensModule(decoder), to), key, about)
     if path:
         log.info("Kept the search in %s", path)
 

@@ -46,10 +46,8 @@ from pointer_generator.data.graph_tokenizer import article_of_tokens, tokenize_t
 from pointer_generator.data.input_pipeline import encoder_width, padded_lengths
 from pointer_generator.data.vocab import PAD_ID, STOP_ID
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
+from pointer_generator.summarizing.export_info import SIGNATURE_RAW, SIGNATURE_TOKENS
 from pointer_generator.summarizing.summarizer import EXPORT_INFO_FILE
-
-SIGNATURE_RAW = "serving_default"
-SIGNATURE_TOKENS = "summarize_tokens"
 
 
 def padded_rows(n):
@@ -185,7 +183,7 @@ class SummarizerModule(tf.Module):
 
 class TokensModule(SummarizerModule):
     """`SummarizerModule` with `summarize_tokens` only (the kept searches of
-    `serving/kept_search.py`: the articles come tokenized, so the in-graph tokenizer
+    `summarizing/kept_search.py`: the articles come tokenized, so the in-graph tokenizer
     is neither traced nor saved)."""
 
     summarize_raw = None

@@ -18,6 +18,11 @@ import os
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import json_files
 
+# The signatures of an exported model (`serving/saved_model.py`): raw text in, and
+# tokenized articles in (also the whole of a kept search, `kept_search.py`).
+SIGNATURE_RAW = "serving_default"
+SIGNATURE_TOKENS = "summarize_tokens"
+
 # The entries `cli/export.py` writes as strings (paths, names, the time of export).
 _TEXT_ENTRIES = ("experiment", "checkpoint", "model", "exported")
 # The decode settings fixed at export (`cli/export.py`'s decoding flags) and their types.

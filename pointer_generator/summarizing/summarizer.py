@@ -190,7 +190,7 @@ class Summarizer:
         a few texts at a time spend most of a search in per-step overhead otherwise.
 
         kept: where `pointer-generator summarize` kept the search of the newest checkpoint
-        with these settings (`serving/kept_search.py`), use it: no model is built and no
+        with these settings (`summarizing/kept_search.py`), use it: no model is built and no
         search traced (a `KeptSearchSummarizer`, the same interface and summaries)."""
         from pointer_generator.summarizing.trained import open_trained, stored_settings
 
@@ -276,7 +276,7 @@ class Summarizer:
 
 class KeptSearchSummarizer:
     """`Summarizer`'s interface over a search an earlier process kept
-    (`serving/kept_search.py`: the model's weights, vocabulary and beam search as one
+    (`summarizing/kept_search.py`: the model's weights, vocabulary and beam search as one
     graph, made by `pointer-generator summarize`): texts are tokenized here as for
     `Summarizer` and searched by that graph, with the same summaries.
 
@@ -316,7 +316,7 @@ class KeptSearchSummarizer:
         settings, or None where there is none (or it cannot be read)."""
         from pointer_generator.runtime import checkpointing
         from pointer_generator.runtime.experiment import TRAIN_SUBDIR
-        from pointer_generator.serving import kept_search
+        from pointer_generator.summarizing import kept_search
 
         if kept_search.root() is None:
             return None

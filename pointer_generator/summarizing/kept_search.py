@@ -92,7 +92,7 @@ def load(key: str):
         return None
     import tensorflow as tf
 
-    from pointer_generator.serving.saved_model import SIGNATURE_TOKENS
+    from pointer_generator.summarizing.export_info import SIGNATURE_TOKENS
 
     try:
         return tf.saved_model.load(path).signatures[SIGNATURE_TOKENS]
@@ -101,15 +101,16 @@ def load(key: str):
         return None
 
 
-def keep(decoder, key: str, about: dict) -> str | None:
-    """Export `decoder`'s search as kept search `key` (`about`: what it was made from,
-    written beside as kept_search.json); returns its folder, or None when searches are
+def keep(save, key: str, about: dict) -> str | None:
+    """Keep a search as kept search `key`: `save(folder)` writes its SavedModel there
+    (`serving.saved_model`: `save_module(TokensModule(decoder), folder)`, which the
+    command line passes in: serving sits above this package); `about`, what it was made
+    from, goes beside as kept_search.json. Returns its folder, or None when searches are
     not kept, one is kept already, or the cache cannot be written (a warning says why)."""
     path = path_for(key)
     if path is None or os.path.exists(path):
         return None
     from pointer_generator.runtime import owned_files, staging
-    from pointer_generator.serving.saved_model import TokensModule, save_module
 
     base = os.path.dirname(path)
     try:
@@ -121,7 +122,7 @@ def keep(decoder, key: str, about: dict) -> str | None:
         return None
     export = os.path.join(stage, "search")
     try:
-        save_module(TokensModule(decoder), export)
+        save(export)
         owned_files.replace_file(
             os.path.join(export, INFO_FILE), json.dumps(about, indent=1, sort_keys=True) + "\n"
         )
