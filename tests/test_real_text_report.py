@@ -562,6 +562,24 @@ def test_abs_plus_on_each_abs_seed_recipe_variants_and_the_coverage_control(tmp_
         "a word twice in a row, 66.7 % to 66.7 % of their adjacent word pairs"
     ) in text
     assert "**pointer-generator**: " not in text.lower().split("## what each family")[0]
+    # ABS+ and its features alone rerank the same ABS runs: seed against matching seed.
+    alone_s1 = plus_s1 + 0.01
+    results["abs_plus_features_only"] = {
+        "base_run": "abs_attention_s0", "weights": {"lm": 0.001},
+        "decode": {"decode_dir": _decode(tmp_path, "alone0", ABS_PLUS + 0.01),
+                   "rouge": _rouge([44.0] * 3)},
+    }  # fmt: skip
+    results["abs_plus_features_only_s1"] = {
+        "base_run": "abs_attention_s1", "weights": {"lm": 0.001},
+        "decode": {"decode_dir": _decode(tmp_path, "alone1", alone_s1),
+                   "rouge": _rouge([42.0] * 3)},
+    }  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    fig2 = rtr.write(str(tmp_path), str(out))
+    (pair,) = [p for p in fig2["orderings"]
+               if {p["a"], p["b"]} == {"abs_plus", "abs_plus_features_only"}]  # fmt: skip
+    assert pair["a"] == "abs_plus_features_only" and pair["seed_pairs"] == 2
+    assert pair["seed_pairs_min"] == pytest.approx(1.0)  # +0.01 on each matching seed
     # The presets' fitted system is never a variant, whichever comes first.
     ordered = {"abs_attention_lr005_s0": runs["abs_attention_lr005_s0"], **runs}
     assert rtr.fitted_system({"system": "abs_paper", "family": "abs"}, ordered) == ("abs_attention")

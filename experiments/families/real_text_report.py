@@ -331,6 +331,7 @@ def systems_of(results: dict) -> dict[str, list[tuple[str, dict]]]:
                 "decode": entry.get("decode"),
                 "shuffled": entry.get("shuffled"),
                 "abs_plus": entry,
+                "base_run": entry.get("base_run"),
             }
             out.setdefault(system, []).append((key, run))
     for key in _plus_keys(results, "abs_plus_features_only"):
@@ -347,6 +348,7 @@ def systems_of(results: dict) -> dict[str, list[tuple[str, dict]]]:
             "shuffled": alone.get("shuffled"),
             "reranks": True,
             "checks_na": ("perplexity", "input_gap"),
+            "base_run": plus.get("base_run"),
         }
         out.setdefault("abs_plus_features_only", []).append((key, entry))
     # The pointer-generator's continuations: the coverage phase and its control, the same
@@ -512,6 +514,10 @@ def system_figures(work: Work, system: str, runs: list, ctx: dict) -> dict:
         )
     out["_scores"] = averaged
     out["_seed_scores"] = [d for d in decodes if d]
+    # The model run each seed reranks, for a system made from another's runs (ABS+ and
+    # its features alone): two such systems are compared seed by matching seed.
+    bases = [run.get("base_run") for _, run in runs]
+    out["_bases"] = bases if all(bases) and len(bases) == len(out["_seed_scores"]) else None
     return out
 
 
@@ -588,11 +594,21 @@ def orderings(systems: dict) -> tuple[list[dict], list[dict]]:
 def _seed_pairs(hi: dict, lo: dict, averaged: dict) -> dict:
     """A bootstrap over documents leaves the spread between seeds out: the ordering also
     has to hold for every pair of seeds (each seed of the higher system against each of
-    the lower), each by its own paired bootstrap. {"seed_pairs", "seed_pairs_hold",
+    the lower; two rerankings of the same model runs, seed against matching seed), each
+    by its own paired bootstrap. {"seed_pairs", "seed_pairs_hold",
     "seed_pairs_min": the smallest seed-pair difference, "holds": 1 only if the seed-
     averaged ordering and every seed pair hold}."""
     seeds_hi, seeds_lo = hi.get("_seed_scores", []), lo.get("_seed_scores", [])
-    results = [paired(a, b) for a in seeds_hi for b in seeds_lo]
+    bases_hi, bases_lo = hi.get("_bases"), lo.get("_bases")
+    if bases_hi and bases_lo and sorted(bases_hi) == sorted(bases_lo):
+        # Two rerankings of the same model runs: each seed against its own model's other
+        # reranking only (a features-alone decode of seed 0 against ABS+ of seed 1
+        # compares two models, not the two rerankings).
+        lo_of = dict(zip(bases_lo, seeds_lo, strict=True))
+        pairs = [(a, lo_of[base]) for a, base in zip(seeds_hi, bases_hi, strict=True)]
+    else:
+        pairs = [(a, b) for a in seeds_hi for b in seeds_lo]
+    results = [paired(a, b) for a, b in pairs]
     results = [r for r in results if r is not None]
     held = sum(1 for r in results if r["holds"] == 1)
     every = bool(results) and held == len(results)
@@ -1316,7 +1332,8 @@ class Page:
             "the difference with its 95 % interval. A bootstrap over documents leaves the "
             "spread between seeds out, so an ordering holds only where that interval "
             "excludes 0 *and* every pair of seeds (each seed of the one against each seed "
-            "of the other, by its own paired bootstrap) does too.",
+            "of the other, by its own paired bootstrap) does too; two rerankings of the same "
+            "ABS runs (ABS+ and its features alone) pair each seed with its own model's.",
             "",
         )
         rows = [
@@ -1985,7 +2002,7 @@ def write(work_dir: str, out: str) -> dict:
     figures["source"]["report_command"] = command
     figures["pictures"] = {k: v for k, v in pictures.items() if v and not k.endswith("_why")}
     for s in figures["systems"].values():
-        del s["_scores"], s["_seed_scores"]
+        del s["_scores"], s["_seed_scores"], s["_bases"]
     stem = os.path.splitext(out)[0]
     owned_files.replace_file(stem + ".json", json.dumps(figures, indent=1, sort_keys=True) + "\n")
     return figures
