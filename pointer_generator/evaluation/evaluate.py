@@ -104,7 +104,10 @@ class Evaluator:
                 for k, v in batch.items()
             }
             self._eval = tf.function(
-                self._eval_batch, input_signature=[spec], jit_compile=self._jit_compile
+                self._eval_batch,
+                input_signature=[spec],
+                jit_compile=self._jit_compile,
+                autograph=False,  # explicit control flow (as the train step's)
             )
         sums = {k: float(v) for k, v in self._eval(batch).items()}
         return {"coverage_loss": 0.0, "p_gen_mean": 1.0, **sums, **self.values(sums)}

@@ -75,13 +75,15 @@ class Trainer:
             self.optimizer = make_optimizer(hps)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        # autograph=False: the step's control flow is explicit (tf.where, the layers'
+        # tf.while_loops); converting its Python was seconds of every first step.
         self._grads = (
-            tf.function(self._loss_and_grads, jit_compile=True)
+            tf.function(self._loss_and_grads, jit_compile=True, autograph=False)
             if jit_compile
             else self._loss_and_grads
         )
-        self._step_fn = tf.function(self._distributed_step)
-        self._agree_fn = tf.function(self._agree_replicas)
+        self._step_fn = tf.function(self._distributed_step, autograph=False)
+        self._agree_fn = tf.function(self._agree_replicas, autograph=False)
 
     # ---------------------------------------------------------------- the train step
     def train_step(self, iterator) -> dict:
