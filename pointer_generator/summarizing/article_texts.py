@@ -58,18 +58,25 @@ def summarize_examples(
     return out
 
 
+def smaller_ready_rows(shape: tuple[int, int], ready: set) -> int | None:
+    """For a batch of `shape` (rows, article length) not in `ready`: the largest row
+    count below its own that `ready` holds at its length (the batch is then searched in
+    chunks of that many), or None (it is in `ready`, or there is none)."""
+    if shape in ready:
+        return None
+    smaller = [rows for rows, length in ready if length == shape[1] and rows < shape[0]]
+    return max(smaller) if smaller else None
+
+
 def _summarize_chunk(decoder, chunk, batch_size: int, ready, split) -> list[Summary]:
     batch = examples_batch(chunk, decoder.vocab, decoder.hps, batch_rows(len(chunk), batch_size))
     shape = tuple(batch["enc_batch"].shape)
-    if split is not None and shape not in split:
-        # The largest ready row count below this batch's, for articles of its length.
-        smaller = [rows for rows, length in ready if length == shape[1] and rows < shape[0]]
-        if smaller:
-            size = max(smaller)
-            out = []
-            for start in range(0, len(chunk), size):
-                out += _summarize_chunk(decoder, chunk[start : start + size], size, ready, split)
-            return out
+    size = smaller_ready_rows(shape, split) if split is not None else None
+    if size:
+        out = []
+        for start in range(0, len(chunk), size):
+            out += _summarize_chunk(decoder, chunk[start : start + size], size, ready, split)
+        return out
     summaries = decoder.decode_batch(batch)[: len(chunk)]
     if ready is not None:
         ready.add(shape)

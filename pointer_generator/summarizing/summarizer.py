@@ -140,6 +140,20 @@ class CheckedTexts:
         with self._lock:
             return self._examples.pop(text, None)
 
+    def examples(self, texts) -> tuple[list, list[tuple[str, str]]]:
+        """(texts as a list, their examples): the checked ones' kept tokens, the others
+        tokenized now (`articles_of_texts`, errors naming "text N")."""
+        from pointer_generator.data.stories import articles_of_texts
+
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        examples = [self.take(t) if isinstance(t, str) else None for t in texts]
+        todo = [i for i, e in enumerate(examples) if e is None]
+        if todo:
+            made = articles_of_texts([texts[i] for i in todo], [f"text {i + 1}" for i in todo])
+            for i, example in zip(todo, made, strict=True):
+                examples[i] = example
+        return texts, examples
+
 
 class Summarizer:
     """A model, its vocabulary and a search, ready for raw texts.
@@ -241,18 +255,9 @@ class Summarizer:
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
-        from pointer_generator.data.stories import articles_of_texts
         from pointer_generator.summarizing.article_texts import summarize_examples
 
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
-        examples = [self._checked.take(t) if isinstance(t, str) else None for t in texts]
-        todo = [i for i, e in enumerate(examples) if e is None]
-        if todo:
-            made = articles_of_texts([texts[i] for i in todo], [f"text {i + 1}" for i in todo])
-            for i, example in zip(todo, made, strict=True):
-                examples[i] = example
+        texts, examples = self._checked.examples(texts)
         summaries = summarize_examples(
             self.decoder, examples, self.batch_size, self._ready, self.compiled_shapes_only
         )
@@ -357,13 +362,15 @@ class KeptSearchSummarizer:
         """`articles` in the chunks searched together: batch_size at a time, and with
         `only_compiled_shapes` a chunk of a shape not run yet split into the largest
         run row count of its length, where there is one."""
+        from pointer_generator.summarizing.article_texts import smaller_ready_rows
+
         out = []
         for start in range(0, len(articles), self.batch_size):
             chunk = articles[start : start + self.batch_size]
-            rows, width = self._shape(chunk)
-            smaller = [r for r, w in self._ready if w == width and r < rows]
-            if self.compiled_shapes_only and (rows, width) not in self._ready and smaller:
-                size = max(smaller)
+            size = None
+            if self.compiled_shapes_only:
+                size = smaller_ready_rows(self._shape(chunk), self._ready)
+            if size:
                 out += [chunk[i : i + size] for i in range(0, len(chunk), size)]
             else:
                 out.append(chunk)
@@ -371,35 +378,36 @@ class KeptSearchSummarizer:
 
     def summarize(self, texts: list[str]) -> list[SummaryResult]:
         """One SummaryResult per raw text, in order (an empty text is a DataError)."""
-        from pointer_generator.data.stories import articles_of_texts
-
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
-        examples = [self._checked.take(t) if isinstance(t, str) else None for t in texts]
-        todo = [i for i, e in enumerate(examples) if e is None]
-        if todo:
-            made = articles_of_texts([texts[i] for i in todo], [f"text {i + 1}" for i in todo])
-            for i, example in zip(todo, made, strict=True):
-                examples[i] = example
+        texts, examples = self._checked.examples(texts)
         results = []
-        start = 0
         for chunk in self._chunks([article for article, _ in examples]):
-            out = self._run(chunk)
-            for i in range(len(chunk)):
-                n, m = int(out["num_tokens"][i]), int(out["article_length"][i])
-                results.append(
-                    SummaryResult.of(
-                        [w.decode("utf-8") for w in out["tokens"][i, :n]],
-                        [w.decode("utf-8") for w in out["article_tokens"][i, :m]],
-                        out["attention"][i, :n, :m],
-                        out["p_gens"][i, :n],
-                        out["scores"][i],
-                        raw_text=texts[start + i],
-                    )
-                )
-            start += len(chunk)
+            start = len(results)
+            results += graph_results(self._run(chunk), texts[start : start + len(chunk)], start)
         return results
+
+
+def graph_results(out: dict, raw_texts: list[str], start: int = 0) -> list[SummaryResult]:
+    """One SummaryResult per row of an exported search's outputs (numpy arrays of its
+    `summarize_tokens` / `serving_default` signatures) for `raw_texts`, texts `start + 1`
+    ... of the call (an article with no words is a DataError naming it)."""
+    from pointer_generator.errors import DataError
+
+    results = []
+    for i, raw in enumerate(raw_texts):
+        n, m = int(out["num_tokens"][i]), int(out["article_length"][i])
+        if m == 0:
+            raise DataError(f"text {start + i + 1}: no article text to summarize")
+        results.append(
+            SummaryResult.of(
+                [w.decode("utf-8") for w in out["tokens"][i, :n]],
+                [w.decode("utf-8") for w in out["article_tokens"][i, :m]],
+                out["attention"][i, :n, :m],
+                out["p_gens"][i, :n],
+                out["scores"][i],
+                raw_text=raw,
+            )
+        )
+    return results
 
 
 # Written by `serving.saved_model.export_saved_model` in an export's assets: what it was
@@ -471,19 +479,5 @@ class SavedModelSummarizer:
         for start in range(0, len(texts), self.batch_size):
             chunk = list(texts[start : start + self.batch_size])
             out = {k: v.numpy() for k, v in self._serve(texts=tf.constant(chunk)).items()}
-            for i in range(len(chunk)):
-                n, m = int(out["num_tokens"][i]), int(out["article_length"][i])
-                if m == 0:
-                    raise DataError(f"text {start + i + 1}: no article text to summarize")
-                words = [w.decode("utf-8") for w in out["tokens"][i, :n]]
-                results.append(
-                    SummaryResult.of(
-                        words,
-                        [w.decode("utf-8") for w in out["article_tokens"][i, :m]],
-                        out["attention"][i, :n, :m],
-                        out["p_gens"][i, :n],
-                        out["scores"][i],
-                        raw_text=chunk[i],
-                    )
-                )
+            results += graph_results(out, chunk, start)
         return results
