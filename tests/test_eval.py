@@ -212,6 +212,47 @@ def test_the_input_gap_is_the_loss_on_rotated_articles_minus_the_loss(tmp_path, 
         evaluate.single_pass(evaluator, vocab, exp, f"{data}/one_*", input_gap=True)
 
 
+@pytest.mark.parametrize("pointer_gen", [True, False])
+def test_the_history_gap_is_the_loss_with_the_next_summary_fed_to_the_decoder(
+    tmp_path, capsys, pointer_gen
+):
+    """--input_gap's second control: every decoder is fed the next example's summary
+    words, its targets unchanged. The reference rolls the decoder inputs of one batch
+    holding every example with NumPy and evaluates that batch."""
+    words = helpers.write_vocab(str(tmp_path / "vocab"))
+    data = helpers.write_data(str(tmp_path / "data"), "val", 5, words, seed=6)
+    vocab = pg.Vocab(str(tmp_path / "vocab"), 100)
+    exp = Experiment(str(tmp_path / "exp"))
+    os.makedirs(exp.eval_dir)
+    hps = helpers.hparams(batch_size=8, pointer_gen=pointer_gen)
+    trainer = train.Trainer(hps, 100)
+    ckpts = checkpointing.TrainCheckpoints(exp.train_dir, trainer.checkpoint(), trainer.step)
+    _save_train_checkpoint(trainer, ckpts, 3, seed=2)
+    evaluator = evaluate.Evaluator(hps, 100)
+
+    result = evaluate.single_pass(evaluator, vocab, exp, data, input_gap=True)
+
+    (batch,) = list(evaluate._dataset(data, vocab, hps, True))
+    assert batch["dec_batch"].shape[0] == 5  # one batch holds every example
+    dec = batch["dec_batch"].numpy()
+    # Row i gets row i + 1's inputs: a real change, targets and mask untouched.
+    assert not np.array_equal(np.roll(dec, -1, axis=0), dec)
+    rolled = {**batch, "dec_batch": tf.constant(np.roll(dec, -1, axis=0))}
+    reference = evaluator.values(evaluator.evaluate(rolled))["loss"]
+    assert result["loss_other_summaries"] == pytest.approx(reference, rel=1e-5)
+    assert result["history_gap"] == pytest.approx(reference - result["loss"], rel=1e-5)
+    out = capsys.readouterr().out
+    assert f"(history gap {result['history_gap']:+.4f} nats)" in out
+    stored = open(exp.single_pass_loss).read()
+    assert f"history_gap: {result['history_gap']}" in stored
+
+
+@pytest.mark.parametrize("gap, verdict", [(0.01, "WARNING: "), (0.6, "reads what it has written")])
+def test_the_history_gap_line_warns_when_the_decoder_ignores_its_own_words(gap, verdict):
+    line = evaluate.history_gap_line(2.0 + gap, gap)
+    assert verdict in line and f"{gap:+.4f}" in line
+
+
 @pytest.mark.parametrize("gap, verdict", [(0.001, "WARNING: "), (0.6, "reads its input")])
 def test_the_input_gap_line_warns_when_the_model_ignores_its_input(gap, verdict):
     line = evaluate.input_gap_line(2.0 + gap, gap)

@@ -280,7 +280,9 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         False,
         "eval --single_pass: also measure the loss with every abstract paired with another "
         "example's article, and report the gap (a model that reads its input does clearly "
-        "worse there; a gap near 0 means its summaries ignore the article).",
+        "worse there; a gap near 0 means its summaries ignore the article); then the loss "
+        "with every decoder fed another example's summary words (the history gap: near 0, "
+        "the model ignores the words it has written and repeats them).",
         flag_values=fv,
     )
     flags.DEFINE_integer(

@@ -63,6 +63,7 @@ def make_dataset(
     beam_copies: bool = False,
     by_example: bool = False,
     other_articles: bool = False,
+    other_summaries: bool = False,
 ) -> tf.data.Dataset:
     """Batches of `.bin` examples for `mode` ('train', 'eval' or 'decode').
 
@@ -87,15 +88,13 @@ def make_dataset(
       other_articles: a single pass only: pair every abstract with the next example's
         article (the last with the first), the "wrong article" control of the eval job's
         --input_gap: a model that reads its input must do clearly worse on these.
+      other_summaries: a single pass only: feed every example's decoder the next
+        example's summary words (the last the first's), its targets unchanged: the
+        control of --input_gap's history gap (a decoder that ignores the words it has
+        written does no worse on these, and repeats words when it decodes).
     """
-    if mode not in MODES:
-        raise FlagError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if not 0 <= replica_index < num_replicas:
-        raise FlagError(f"replica_index {replica_index} is not in [0, {num_replicas})")
-    if beam_copies and mode != "decode":
-        raise FlagError("beam_copies batches are for decode mode only")
-    if other_articles and not single_pass:
-        raise FlagError("other_articles pairs the examples of one single pass")
+    _check_options(mode, single_pass, num_replicas, replica_index, beam_copies,
+                   other_articles or other_summaries)  # fmt: skip
     seed = hps.seed if seed is None else seed
     files = bin_dataset.list_files(data_path)
     for f in files:
@@ -127,6 +126,8 @@ def make_dataset(
         )
         .unbatch()
     )
+    if other_summaries:
+        examples = _with_other_decoder_inputs(examples)
 
     b = hps.batch_size
     if beam_copies:
@@ -286,6 +287,34 @@ def _with_other_articles(texts: tf.data.Dataset) -> tf.data.Dataset:
         lambda this, nxt: {**this, "article": nxt["article"]},
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
+    )
+
+
+def _check_options(mode, single_pass, num_replicas, replica_index, beam_copies, controls):
+    if mode not in MODES:
+        raise FlagError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if not 0 <= replica_index < num_replicas:
+        raise FlagError(f"replica_index {replica_index} is not in [0, {num_replicas})")
+    if beam_copies and mode != "decode":
+        raise FlagError("beam_copies batches are for decode mode only")
+    if controls and not single_pass:
+        raise FlagError("other_articles/other_summaries pair the examples of one single pass")
+
+
+def _with_other_decoder_inputs(examples: tf.data.Dataset) -> tf.data.Dataset:
+    """Example i with example i + 1's decoder inputs (the last with the first's), cut or
+    padded to example i's own length, so that its targets and their mask are unchanged."""
+    nexts = examples.skip(1).concatenate(examples.take(1))
+
+    def swap(this, nxt):
+        length = tf.shape(this["dec_input"])[0]
+        other = nxt["dec_input"][:length]
+        pad = [[0, length - tf.shape(other)[0]]]
+        other = tf.pad(other, pad, constant_values=example_ops.PAD_ID)
+        return {**this, "dec_input": other}
+
+    return tf.data.Dataset.zip(examples, nexts).map(
+        _graph_fn(swap), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
 
 

@@ -23,7 +23,9 @@ class EvalConfig:
     distributed: training was asked to run distributed (eval says it runs on one device).
     xla: compile the forward pass with XLA.
     input_gap: single pass: also the loss with every abstract paired with another
-      article, and the gap between the two (does the model read its input?).
+      article, and the gap between the two (does the model read its input?); then the
+      loss with every decoder fed another example's summary words (the history gap: does
+      it read what it has written?).
     """
 
     data_path: str = ""

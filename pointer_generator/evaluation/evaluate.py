@@ -156,7 +156,14 @@ def run_eval_mode(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
     return None
 
 
-def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool, other_articles: bool = False):
+def _dataset(
+    data_path: str,
+    vocab,
+    hps: HParams,
+    single_pass: bool,
+    other_articles: bool = False,
+    other_summaries: bool = False,
+):
     from pointer_generator.data import input_pipeline
 
     if single_pass and hps.static_shapes:
@@ -164,7 +171,13 @@ def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool, other_artic
         # keep the compiles few and the padding short.
         hps = hps.replace(static_shapes=None)
     dataset = input_pipeline.make_dataset(
-        data_path, vocab, hps, "eval", single_pass, other_articles=other_articles
+        data_path,
+        vocab,
+        hps,
+        "eval",
+        single_pass,
+        other_articles=other_articles,
+        other_summaries=other_summaries,
     )
     return dataset.map(input_pipeline.model_inputs)
 
@@ -305,6 +318,22 @@ def input_gap_line(other: float, gap: float) -> str:
     return text + ": the model reads its input"
 
 
+def history_gap_line(other: float, gap: float) -> str:
+    """The report of --input_gap's second control: the loss with every decoder fed another
+    example's summary words, and what the difference means."""
+    text = (
+        f"Loss with every decoder fed another example's summary words: {other:.6f} "
+        f"(history gap {gap:+.4f} nats)"
+    )
+    if gap < HISTORY_GAP_WARNING:
+        return (
+            f"WARNING: {text}: the model barely reads the words it has written, so it "
+            "repeats them when it decodes (docs/families.md: the pointer-generator's "
+            "Adagrad accumulator)"
+        )
+    return text + ": the model reads what it has written"
+
+
 def _still_there(path: str, train_dir: str) -> bool:
     """True if `path` is complete and still the newest checkpoint of `train_dir`."""
     return (
@@ -320,15 +349,24 @@ def _summary_metrics(metrics: dict, evaluator: Evaluator) -> dict:
     }
 
 
-def dataset_sums(evaluator: Evaluator, vocab, data_path: str, other_articles: bool = False) -> dict:
+def dataset_sums(
+    evaluator: Evaluator,
+    vocab,
+    data_path: str,
+    other_articles: bool = False,
+    other_summaries: bool = False,
+) -> dict:
     """Loss sums of the evaluator's current weights over every example of `data_path`
     once (see `Evaluator.evaluate`); with `other_articles` every abstract is paired with
-    another example's article. Raises DataError when it holds no example."""
+    another example's article, with `other_summaries` every decoder is fed another
+    example's summary words. Raises DataError when it holds no example."""
     from pointer_generator.data.input_pipeline import data_errors
 
     sums = dict.fromkeys(("examples", "token_nll_sum", "tokens"), 0.0)
     with data_errors():
-        batches = _dataset(data_path, vocab, evaluator.hps, True, other_articles)
+        batches = _dataset(
+            data_path, vocab, evaluator.hps, True, other_articles, other_summaries
+        )
         for batch in batches:
             m = evaluator.evaluate(batch)
             for k in m:
@@ -351,16 +389,29 @@ def _loss(sums: dict, evaluator: Evaluator) -> float:
     return evaluator.values(sums)["loss"]
 
 
-def dataset_loss(evaluator: Evaluator, vocab, data_path: str, other_articles: bool = False):
+def dataset_loss(
+    evaluator: Evaluator,
+    vocab,
+    data_path: str,
+    other_articles: bool = False,
+    other_summaries: bool = False,
+):
     """The NLL loss of the evaluator's weights over every example of `data_path` once;
     with `other_articles`, with every abstract paired with the next example's article
-    (the control of `--input_gap`: a model that reads its input does clearly worse)."""
-    return _loss(dataset_sums(evaluator, vocab, data_path, other_articles), evaluator)
+    (the control of `--input_gap`: a model that reads its input does clearly worse);
+    with `other_summaries`, with every decoder fed the next example's summary words
+    (the control of its history gap: a decoder that reads what it has written does
+    clearly worse)."""
+    sums = dataset_sums(evaluator, vocab, data_path, other_articles, other_summaries)
+    return _loss(sums, evaluator)
 
 
 # Below this many nats between the loss on other articles and on the right ones, a model
 # does not use its input (issue 29: ABS under Keras' initialisation had 0.001).
 INPUT_GAP_WARNING = 0.05
+# The same for the decoder's own previous words (issue 44: the pointer-generator trained
+# 6 passes with the original's Adagrad accumulator 0.1 had 0.02, and stuttered).
+HISTORY_GAP_WARNING = 0.1
 
 
 def single_pass(
@@ -386,7 +437,9 @@ def single_pass(
         "Evaluating %s once with %s (compiling first, then every batch)%s ...",
         data_path,
         os.path.basename(path),
-        ", then with the articles swapped (--input_gap)" if input_gap else "",
+        ", then with the articles and then the summaries swapped (--input_gap)"
+        if input_gap
+        else "",
     )
     t0 = time.time()
     sums = dataset_sums(evaluator, vocab, data_path)
@@ -412,6 +465,9 @@ def single_pass(
         other = dataset_loss(evaluator, vocab, data_path, other_articles=True)
         result["loss_other_articles"] = other
         result["input_gap"] = other - loss
+        history = dataset_loss(evaluator, vocab, data_path, other_summaries=True)
+        result["loss_other_summaries"] = history
+        result["history_gap"] = history - loss
     text = "".join(f"{k}: {v}\n" for k, v in result.items())
     try:
         staging.replace_file(exp.single_pass_loss, text)
@@ -427,5 +483,6 @@ def single_pass(
     print(line, flush=True)
     if input_gap:
         print(input_gap_line(result["loss_other_articles"], result["input_gap"]), flush=True)
+        print(history_gap_line(result["loss_other_summaries"], result["history_gap"]), flush=True)
     print(f"Written to {exp.single_pass_loss}", flush=True)
     return result
