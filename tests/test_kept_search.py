@@ -188,3 +188,34 @@ def test_pg_summarizer_uses_the_search_summarize_kept(trained, tmp_path, monkeyp
     three = [*texts, "the cat ran ."]
     assert [r.tokens for r in fresh.summarize(three)] == [r.tokens for r in model.summarize(three)]
     assert fresh._ready == warmed
+
+
+def test_serve_keeps_the_search_it_built_and_the_next_start_uses_it(trained, tmp_path, monkeypatch):
+    """`serve` without a kept search builds the model and keeps its search before it
+    serves (`serve.summarizer_of`, then `serving.kept.keep_search`, as its main does); the
+    next start finds it (no model built, nothing more to keep) and writes the same
+    summaries."""
+    from pointer_generator.cli import flags as flags_lib
+    from pointer_generator.cli import serve
+    from pointer_generator.serving.kept import keep_search
+    from pointer_generator.summarizing.summarizer import KeptSearchSummarizer, Summarizer
+
+    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "cache"))
+    args = [f"--log_root={trained.log_root}", "--exp_name=exp", "--serve_max_batch=2"]
+
+    def start():
+        flags_lib.FLAGS.unparse_flags()
+        try:
+            flags_lib.parse_subcommand("serve", args)
+            return serve.summarizer_of(flags_lib.FLAGS)
+        finally:
+            flags_lib.FLAGS.unparse_flags()
+
+    built, _, keep = start()
+    assert isinstance(built, Summarizer) and keep is not None
+    keep_search(*keep)
+    assert len(os.listdir(kept_search.root())) == 1
+    again, _, nothing = start()
+    assert isinstance(again, KeptSearchSummarizer) and nothing is None
+    texts = ["the cat sat on the mat . the dog ran to the park .", "a man walked his dog ."]
+    assert [r.tokens for r in again.summarize(texts)] == [r.tokens for r in built.summarize(texts)]

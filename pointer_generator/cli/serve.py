@@ -110,15 +110,17 @@ def check_flags(fv) -> None:
 
 
 def summarizer_of(fv):
-    """(the summarizer the flags ask for, its name): the exported model, or the
-    experiment opened as `summarize` opens it, with the search of the flags
-    (`configs.search_settings`, as every command)."""
+    """(the summarizer the flags ask for, its name, what to keep): the exported model, or
+    the experiment opened as `summarize` opens it, with the search of the flags
+    (`configs.search_settings`, as every command). What to keep: for a search built here
+    from an experiment's checkpoint, `serving.kept.keep_search`'s arguments (the next
+    start loads it instead of building and tracing it again), else None."""
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.summarizing.summarizer import Summarizer
 
     if fv.saved_model:
         console.import_tensorflow(keep_compiled=True)
-        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
+        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model, None
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
     print(stored_settings.search_line(fv), flush=True)
     console.import_tensorflow(keep_compiled=True)
@@ -130,15 +132,19 @@ def summarizer_of(fv):
         kept = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, fv.serve_max_batch)
         if kept is not None:  # (made by `summarize`: no model to build, no search to trace)
             print(f"Using the search kept in {kept.where}", flush=True)
-            return kept, name
+            return kept, name, None
     from pointer_generator.summarizing.trained import open_trained
 
     trained = open_trained(
         exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
     )
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
-    decoder = trained.decoder(configs.search_settings(fv), jit_compile=True)
-    return Summarizer(decoder, fv.serve_max_batch), name
+    settings = configs.search_settings(fv)
+    decoder = trained.decoder(settings, jit_compile=True)
+    keep = None
+    if not fv.tf1_checkpoint:
+        keep = (exp.root, configs.hparams(fv), settings, fv.vocab_path, decoder, trained.checkpoint)
+    return Summarizer(decoder, fv.serve_max_batch), name, keep
 
 
 def main(argv: list[str]) -> int:
@@ -153,7 +159,7 @@ def main(argv: list[str]) -> int:
     flags_lib.parse_subcommand("serve", argv)
     check_flags(fv)
     console.setup_logging()
-    summarizer, name = summarizer_of(fv)
+    summarizer, name, keep = summarizer_of(fv)
     from pointer_generator.serving.http_server import SummaryService, make_server
 
     # Compiled now, so that the first requests do not wait for it.
@@ -178,6 +184,10 @@ def main(argv: list[str]) -> int:
         + (f" (kept in {kept}: the next start loads them)" if kept else ""),
         flush=True,
     )
+    if keep:  # (before serving: one process at a time writes into TensorFlow's graph)
+        from pointer_generator.serving.kept import keep_search
+
+        keep_search(*keep)
     # A batch of a size not compiled is answered as batches of compiled sizes: no
     # request waits for a compile after "Serving".
     only = getattr(summarizer, "only_compiled_shapes", None)

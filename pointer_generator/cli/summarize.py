@@ -139,7 +139,9 @@ def main(argv: list[str]) -> int:
         keep = (decoder, trained.checkpoint) if not fv.tf1_checkpoint else None
     _print_summaries(fv, names, texts, summaries)
     if keep:
-        _keep_search(fv, exp.root, hps, settings, *keep)
+        from pointer_generator.serving.kept import keep_search
+
+        keep_search(exp.root, hps, settings, fv.vocab_path, *keep)
     return 0
 
 
@@ -164,26 +166,6 @@ def _kept_summaries(fv, root: str, hps, settings, examples) -> list | None:
     log.info("Loaded checkpoint %s (its search as kept in %s)", checkpoint, where)
     articles = [article for article, _ in examples]
     return kept_search.summarize_articles(search, articles, fv.decode_batch_size)
-
-
-def _keep_search(fv, root: str, hps, settings, decoder, checkpoint: str) -> None:
-    """Keep the search for the next run (after the summaries are out: the user does not
-    wait for it before reading them)."""
-    from pointer_generator.summarizing import kept_search
-
-    if kept_search.root() is None:
-        return
-    key = kept_search.digest(checkpoint, hps, settings, fv.vocab_path)
-    notice = f"Keeping the search for the next run in {kept_search.root()} ..."
-    from pointer_generator.cli import console
-
-    with console.notice_if_slow(notice):
-        about = {"checkpoint": os.path.abspath(checkpoint), "experiment": os.path.abspath(root)}
-        from pointer_generator.serving.saved_model import TokensModule, save_module
-
-        path = kept_search.keep(lambda to: save_module(TokensModule(decoder), to), key, about)
-    if path:
-        log.info("Kept the search in %s", path)
 
 
 def _print_summaries(fv, names: list[str], texts: list[str], summaries: list) -> None:
