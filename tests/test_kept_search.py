@@ -190,32 +190,35 @@ def test_pg_summarizer_uses_the_search_summarize_kept(trained, tmp_path, monkeyp
     assert fresh._ready == warmed
 
 
-def test_serve_keeps_the_search_it_built_and_the_next_start_uses_it(trained, tmp_path, monkeypatch):
-    """`serve` without a kept search builds the model and keeps its search before it
-    serves (`serve.summarizer_of`, then `serving.kept.keep_search`, as its main does); the
-    next start finds it (no model built, nothing more to keep) and writes the same
-    summaries."""
+def test_serve_keeps_the_search_it_builds_and_serves_what_it_kept(trained, tmp_path, monkeypatch):
+    """`serve` without a kept search builds the model, keeps its search and serves the
+    kept one (`serve.summarizer_of`), so that the graph its warm-up compiles is the one
+    the next start loads; the next start finds it; both write the model's summaries.
+    With compiled searches off it serves the model's search as before."""
     from pointer_generator.cli import flags as flags_lib
     from pointer_generator.cli import serve
-    from pointer_generator.serving.kept import keep_search
     from pointer_generator.summarizing.summarizer import KeptSearchSummarizer, Summarizer
 
-    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "cache"))
     args = [f"--log_root={trained.log_root}", "--exp_name=exp", "--serve_max_batch=2"]
 
     def start():
         flags_lib.FLAGS.unparse_flags()
         try:
             flags_lib.parse_subcommand("serve", args)
-            return serve.summarizer_of(flags_lib.FLAGS)
+            return serve.summarizer_of(flags_lib.FLAGS)[0]
         finally:
             flags_lib.FLAGS.unparse_flags()
 
-    built, _, keep = start()
-    assert isinstance(built, Summarizer) and keep is not None
-    keep_search(*keep)
-    assert len(os.listdir(kept_search.root())) == 1
-    again, _, nothing = start()
-    assert isinstance(again, KeptSearchSummarizer) and nothing is None
+    monkeypatch.setenv(compile_cache.ENV, "off")
+    model = start()
+    assert isinstance(model, Summarizer)
+    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "cache"))
+    first = start()
+    assert isinstance(first, KeptSearchSummarizer)
+    (entry,) = os.listdir(kept_search.root())
+    again = start()
+    assert isinstance(again, KeptSearchSummarizer) and os.listdir(kept_search.root()) == [entry]
     texts = ["the cat sat on the mat . the dog ran to the park .", "a man walked his dog ."]
-    assert [r.tokens for r in again.summarize(texts)] == [r.tokens for r in built.summarize(texts)]
+    want = [r.tokens for r in model.summarize(texts)]
+    assert [r.tokens for r in first.summarize(texts)] == want
+    assert [r.tokens for r in again.summarize(texts)] == want

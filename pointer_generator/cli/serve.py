@@ -110,41 +110,47 @@ def check_flags(fv) -> None:
 
 
 def summarizer_of(fv):
-    """(the summarizer the flags ask for, its name, what to keep): the exported model, or
-    the experiment opened as `summarize` opens it, with the search of the flags
-    (`configs.search_settings`, as every command). What to keep: for a search built here
-    from an experiment's checkpoint, `serving.kept.keep_search`'s arguments (the next
-    start loads it instead of building and tracing it again), else None."""
+    """(the summarizer the flags ask for, its name): the exported model, or the
+    experiment opened as `summarize` opens it, with the search of the flags
+    (`configs.search_settings`, as every command). A search built here from an
+    experiment's checkpoint is kept first (`serving.kept.keep_search`) and served from
+    what was kept: the graph the warm-up compiles is the one the next start loads, so
+    that start finds both kept and compiles nothing."""
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.summarizing.summarizer import Summarizer
 
     if fv.saved_model:
         console.import_tensorflow(keep_compiled=True)
-        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model, None
+        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
     print(stored_settings.search_line(fv), flush=True)
     console.import_tensorflow(keep_compiled=True)
-    name = f"{fv.log_root}/{fv.exp_name}"
-    if not fv.tf1_checkpoint:
-        from pointer_generator.summarizing.summarizer import KeptSearchSummarizer
-
-        hps, settings = configs.hparams(fv), configs.search_settings(fv)
-        kept = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, fv.serve_max_batch)
-        if kept is not None:  # (made by `summarize`: no model to build, no search to trace)
-            print(f"Using the search kept in {kept.where}", flush=True)
-            return kept, name, None
+    from pointer_generator.serving.kept import keep_search
+    from pointer_generator.summarizing.summarizer import KeptSearchSummarizer
     from pointer_generator.summarizing.trained import open_trained
 
-    trained = open_trained(
-        exp.root, configs.hparams(fv), fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None
-    )
+    name = f"{fv.log_root}/{fv.exp_name}"
+    hps, settings = configs.hparams(fv), configs.search_settings(fv)
+
+    def kept():
+        if fv.tf1_checkpoint:
+            return None
+        rows = fv.serve_max_batch
+        found = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, rows)
+        if found is not None:  # (no model to build, no search to trace)
+            print(f"Using the search kept in {found.where}", flush=True)
+        return found
+
+    found = kept()
+    if found is not None:
+        return found, name
+    trained = open_trained(exp.root, hps, fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None)
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
-    settings = configs.search_settings(fv)
     decoder = trained.decoder(settings, jit_compile=True)
-    keep = None
     if not fv.tf1_checkpoint:
-        keep = (exp.root, configs.hparams(fv), settings, fv.vocab_path, decoder, trained.checkpoint)
-    return Summarizer(decoder, fv.serve_max_batch), name, keep
+        keep_search(exp.root, hps, settings, fv.vocab_path, decoder, trained.checkpoint)
+        found = kept()
+    return (found or Summarizer(decoder, fv.serve_max_batch)), name
 
 
 def main(argv: list[str]) -> int:
@@ -159,7 +165,7 @@ def main(argv: list[str]) -> int:
     flags_lib.parse_subcommand("serve", argv)
     check_flags(fv)
     console.setup_logging()
-    summarizer, name, keep = summarizer_of(fv)
+    summarizer, name = summarizer_of(fv)
     from pointer_generator.serving.http_server import SummaryService, make_server
 
     # Compiled now, so that the first requests do not wait for it.
@@ -184,10 +190,6 @@ def main(argv: list[str]) -> int:
         + (f" (kept in {kept}: the next start loads them)" if kept else ""),
         flush=True,
     )
-    if keep:  # (before serving: one process at a time writes into TensorFlow's graph)
-        from pointer_generator.serving.kept import keep_search
-
-        keep_search(*keep)
     # A batch of a size not compiled is answered as batches of compiled sizes: no
     # request waits for a compile after "Serving".
     only = getattr(summarizer, "only_compiled_shapes", None)
