@@ -190,11 +190,12 @@ def test_pg_summarizer_uses_the_search_summarize_kept(trained, tmp_path, monkeyp
     assert fresh._ready == warmed
 
 
-def test_serve_keeps_the_search_it_builds_and_serves_what_it_kept(trained, tmp_path, monkeypatch):
-    """`serve` without a kept search builds the model, keeps its search and serves the
-    kept one (`serve.summarizer_of`), so that the graph its warm-up compiles is the one
-    the next start loads; the next start finds it; both write the model's summaries.
-    With compiled searches off it serves the model's search as before."""
+def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monkeypatch):
+    """`serve` without a kept search serves the model's search at once and keeps it in a
+    thread once serving (`serve.keep_while_serving`: the first requests do not wait for
+    it); the next start finds it (no model built, nothing more to keep); both write the
+    model's summaries, also while it is being kept. With compiled searches off there is
+    nothing to keep."""
     from pointer_generator.cli import flags as flags_lib
     from pointer_generator.cli import serve
     from pointer_generator.summarizing.summarizer import KeptSearchSummarizer, Summarizer
@@ -205,20 +206,21 @@ def test_serve_keeps_the_search_it_builds_and_serves_what_it_kept(trained, tmp_p
         flags_lib.FLAGS.unparse_flags()
         try:
             flags_lib.parse_subcommand("serve", args)
-            return serve.summarizer_of(flags_lib.FLAGS)[0]
+            return serve.summarizer_of(flags_lib.FLAGS)
         finally:
             flags_lib.FLAGS.unparse_flags()
 
-    monkeypatch.setenv(compile_cache.ENV, "off")
-    model = start()
-    assert isinstance(model, Summarizer)
     monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "cache"))
-    first = start()
-    assert isinstance(first, KeptSearchSummarizer)
-    (entry,) = os.listdir(kept_search.root())
-    again = start()
-    assert isinstance(again, KeptSearchSummarizer) and os.listdir(kept_search.root()) == [entry]
+    built, _, keep = start()
+    assert isinstance(built, Summarizer) and keep is not None
     texts = ["the cat sat on the mat . the dog ran to the park .", "a man walked his dog ."]
-    want = [r.tokens for r in model.summarize(texts)]
-    assert [r.tokens for r in first.summarize(texts)] == want
+    want = [r.tokens for r in built.summarize(texts)]
+    thread = serve.keep_while_serving(keep)
+    assert [r.tokens for r in built.summarize(texts)] == want  # served meanwhile
+    thread.join(120)
+    assert not thread.is_alive()
+    (entry,) = os.listdir(kept_search.root())
+    again, _, nothing = start()
+    assert isinstance(again, KeptSearchSummarizer) and nothing is None
+    assert os.listdir(kept_search.root()) == [entry]
     assert [r.tokens for r in again.summarize(texts)] == want

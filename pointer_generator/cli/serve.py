@@ -33,6 +33,7 @@ stops the server.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from pointer_generator.cli.help import SEARCH_HELP, SERVE_FLAGS
@@ -110,47 +111,57 @@ def check_flags(fv) -> None:
 
 
 def summarizer_of(fv):
-    """(the summarizer the flags ask for, its name): the exported model, or the
-    experiment opened as `summarize` opens it, with the search of the flags
-    (`configs.search_settings`, as every command). A search built here from an
-    experiment's checkpoint is kept first (`serving.kept.keep_search`) and served from
-    what was kept: the graph the warm-up compiles is the one the next start loads, so
-    that start finds both kept and compiles nothing."""
+    """(the summarizer the flags ask for, its name, what to keep): the exported model, or
+    the experiment opened as `summarize` opens it, with the search of the flags
+    (`configs.search_settings`, as every command). What to keep: for a search built here
+    from an experiment's checkpoint, `serving.kept.keep_search`'s arguments (`main` keeps
+    it once it is serving, so the next start loads it instead of building the model and
+    tracing the search), else None."""
     from pointer_generator.cli import configs, console, stored_settings
     from pointer_generator.summarizing.summarizer import Summarizer
 
     if fv.saved_model:
         console.import_tensorflow(keep_compiled=True)
-        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model
+        return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model, None
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
     print(stored_settings.search_line(fv), flush=True)
     console.import_tensorflow(keep_compiled=True)
-    from pointer_generator.serving.kept import keep_search
     from pointer_generator.summarizing.summarizer import KeptSearchSummarizer
     from pointer_generator.summarizing.trained import open_trained
 
     name = f"{fv.log_root}/{fv.exp_name}"
     hps, settings = configs.hparams(fv), configs.search_settings(fv)
-
-    def kept():
-        if fv.tf1_checkpoint:
-            return None
+    if not fv.tf1_checkpoint:
         rows = fv.serve_max_batch
-        found = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, rows)
-        if found is not None:  # (no model to build, no search to trace)
-            print(f"Using the search kept in {found.where}", flush=True)
-        return found
-
-    found = kept()
-    if found is not None:
-        return found, name
+        kept = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, rows)
+        if kept is not None:  # (no model to build, no search to trace)
+            print(f"Using the search kept in {kept.where}", flush=True)
+            return kept, name, None
     trained = open_trained(exp.root, hps, fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None)
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
     decoder = trained.decoder(settings, jit_compile=True)
+    keep = None
     if not fv.tf1_checkpoint:
-        keep_search(exp.root, hps, settings, fv.vocab_path, decoder, trained.checkpoint)
-        found = kept()
-    return (found or Summarizer(decoder, fv.serve_max_batch)), name
+        keep = (exp.root, hps, settings, fv.vocab_path, decoder, trained.checkpoint)
+    return Summarizer(decoder, fv.serve_max_batch), name, keep
+
+
+def keep_while_serving(keep) -> threading.Thread:
+    """Keep the search (`serving.kept.keep_search(*keep)`) in a thread of its own, so that
+    the first requests need not wait for it (it takes seconds: the search is traced again
+    and written); a failure is a warning, and serving goes on."""
+
+    def run():
+        from pointer_generator.serving.kept import keep_search
+
+        try:
+            keep_search(*keep)
+        except Exception as e:  # noqa: BLE001  (serving must go on)
+            log.warning("The search is not kept for the next start: %s", e)
+
+    thread = threading.Thread(target=run, name="keep-search", daemon=True)
+    thread.start()
+    return thread
 
 
 def main(argv: list[str]) -> int:
@@ -165,7 +176,7 @@ def main(argv: list[str]) -> int:
     flags_lib.parse_subcommand("serve", argv)
     check_flags(fv)
     console.setup_logging()
-    summarizer, name = summarizer_of(fv)
+    summarizer, name, keep = summarizer_of(fv)
     from pointer_generator.serving.http_server import SummaryService, make_server
 
     # Compiled now, so that the first requests do not wait for it.
@@ -218,6 +229,8 @@ def main(argv: list[str]) -> int:
             host,
         )
     print(f"Serving {name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    if keep:
+        keep_while_serving(keep)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
