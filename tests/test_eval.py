@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import pointer_generator as pg
 from pointer_generator.data import binfile
+from pointer_generator.data.vocab import PAD_ID
 from pointer_generator.errors import DataError
 from pointer_generator.evaluation import evaluate
 from pointer_generator.runtime import checkpointing, tensorboard
@@ -184,10 +185,11 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_ends_the_eval_loop(setup, mon
 # ------------------------------------------------------------------------------ single pass
 def test_the_input_gap_is_the_loss_on_rotated_articles_minus_the_loss(tmp_path, capsys):
     """--input_gap's wrong-article loss equals the plain single-pass loss of a file whose
-    pair k holds article k + 1 (written here, independently of the pipeline's pairing)."""
+    pair k holds article k + 5 // 2 (mod 5; written here, independently of the pipeline's
+    pairing); two examples pair with each other."""
     words = helpers.write_vocab(str(tmp_path / "vocab"))
     pairs = helpers.make_pairs(5, words, seed=4)
-    rotated = [(pairs[(k + 1) % 5][0], pairs[k][1]) for k in range(5)]
+    rotated = [(pairs[(k + 2) % 5][0], pairs[k][1]) for k in range(5)]
     binfile.write_chunked(str(tmp_path / "data"), "val", pairs, 1000)
     binfile.write_chunked(str(tmp_path / "data"), "rot", rotated, 1000)
     binfile.write_chunked(str(tmp_path / "data"), "one", pairs[:1], 1000)
@@ -216,9 +218,10 @@ def test_the_input_gap_is_the_loss_on_rotated_articles_minus_the_loss(tmp_path, 
 def test_the_history_gap_is_the_loss_with_the_next_summary_fed_to_the_decoder(
     tmp_path, capsys, pointer_gen
 ):
-    """--input_gap's second control: every decoder is fed the next example's summary
-    words, its targets unchanged. The reference rolls the decoder inputs of one batch
-    holding every example with NumPy and evaluates that batch."""
+    """--input_gap's second control: example i's decoder is fed the summary words of
+    example i + n // 2 (mod n), cycled where they are fewer than its own positions, its
+    targets unchanged. The reference builds those inputs for one batch holding every
+    example with NumPy and evaluates that batch."""
     words = helpers.write_vocab(str(tmp_path / "vocab"))
     data = helpers.write_data(str(tmp_path / "data"), "val", 5, words, seed=6)
     vocab = pg.Vocab(str(tmp_path / "vocab"), 100)
@@ -234,10 +237,15 @@ def test_the_history_gap_is_the_loss_with_the_next_summary_fed_to_the_decoder(
 
     (batch,) = list(evaluate._dataset(data, vocab, hps, True))
     assert batch["dec_batch"].shape[0] == 5  # one batch holds every example
-    dec = batch["dec_batch"].numpy()
-    # Row i gets row i + 1's inputs: a real change, targets and mask untouched.
-    assert not np.array_equal(np.roll(dec, -1, axis=0), dec)
-    rolled = {**batch, "dec_batch": tf.constant(np.roll(dec, -1, axis=0))}
+    dec, lens = batch["dec_batch"].numpy(), batch["dec_lens"].numpy()
+    other = np.empty_like(dec)
+    for i in range(5):
+        j = (i + 2) % 5
+        words = list(dec[j, 1 : lens[j]])
+        other[i] = [dec[i, 0]] + [words[k % len(words)] for k in range(dec.shape[1] - 1)]
+    assert (other != PAD_ID).all()  # every position reads a real word
+    assert (lens < dec.shape[1]).any()  # and some summary is cycled
+    rolled = {**batch, "dec_batch": tf.constant(other)}
     reference = evaluator.values(evaluator.evaluate(rolled))["loss"]
     assert result["loss_other_summaries"] == pytest.approx(reference, rel=1e-5)
     assert result["history_gap"] == pytest.approx(reference - result["loss"], rel=1e-5)

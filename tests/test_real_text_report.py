@@ -681,6 +681,20 @@ def test_the_history_gap_explains_a_stutter_and_the_pointer_generators_variant(t
     assert (
         "With the original's accumulator the decoder barely reads the words it has written: "
         "history gap +0.015 nats against +0.020 for the recipe's seeds, and 33.3 % of its "
-        "adjacent word pairs are one word twice against 66.7 %."
+        "adjacent word pairs are one word twice against 66.7 %: a decoder that cannot tell "
+        "it has just copied a word copies it again."
     ) in text
+    assert "0.15 g / sqrt(0.1) = 0.47 g" in text
     assert fig["systems"]["pointer_generator"]["history_gap"][1] == [0.02]
+
+
+def test_a_perplexity_below_the_trigram_by_less_than_one_percent_is_not_a_pass():
+    """Perplexities carry no interval: a run below the trigram by less than 1 % has no
+    margin and fails the check, saying why; 2 % below passes."""
+    ctx = {"trigram": 100.0, "fixed_r1": None}
+    fig = {"valid_perplexity": 99.5, "input_gap": 1.0, "rouge": {"1": None},
+           "shuffled_rouge1": None, "distinct_share": 0.9}  # fmt: skip
+    passed, numbers = rtr.run_checks(fig, ctx, None)["perplexity"]
+    assert passed is False and "no margin, not a pass" in numbers
+    passed, numbers = rtr.run_checks({**fig, "valid_perplexity": 98.0}, ctx, None)["perplexity"]
+    assert passed is True and "margin" not in numbers

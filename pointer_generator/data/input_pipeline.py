@@ -85,13 +85,13 @@ def make_dataset(
         as sharded decoding needs).
       beam_copies: decode mode only: each batch is batch_size copies of one example, like
         the original decoder's batches.
-      other_articles: a single pass only: pair every abstract with the next example's
-        article (the last with the first), the "wrong article" control of the eval job's
-        --input_gap: a model that reads its input must do clearly worse on these.
-      other_summaries: a single pass only: feed every example's decoder the next
-        example's summary words (the last the first's), its targets unchanged: the
-        control of --input_gap's history gap (a decoder that ignores the words it has
-        written does no worse on these, and repeats words when it decodes).
+      other_articles: a single pass only: pair abstract i of the n examples with article
+        i + n // 2 (mod n), the "wrong article" control of the eval job's --input_gap: a
+        model that reads its input must do clearly worse on these.
+      other_summaries: a single pass only: feed example i's decoder the summary words of
+        example i + n // 2 (mod n), its targets unchanged: the control of --input_gap's
+        history gap (a decoder that ignores the words it has written does no worse on
+        these, and repeats words when it decodes).
     """
     _check_options(mode, single_pass, num_replicas, replica_index, beam_copies,
                    other_articles or other_summaries)  # fmt: skip
@@ -105,8 +105,12 @@ def make_dataset(
     if not by_file and num_replicas > 1:
         # Every replica reads the same order (same seed), so striding partitions it.
         texts = texts.shard(num_replicas, replica_index)
+    # The controls pair example i with example i + n // 2 (mod n): a derangement that
+    # pairs no example with one beside it (a story's pairs are adjacent: 219 of the
+    # real-text test split's adjacent pairs share their source sentence).
+    offset = _control_offset(texts) if other_articles or other_summaries else 0
     if other_articles:
-        texts = _with_other_articles(texts)
+        texts = _with_other_articles(texts, offset)
     if mode != "decode":
         _check_tagged(files)
     # Endless reading of nothing would spin; a single pass over nothing would end in
@@ -127,7 +131,7 @@ def make_dataset(
         .unbatch()
     )
     if other_summaries:
-        examples = _with_other_decoder_inputs(examples)
+        examples = _with_other_decoder_inputs(examples, offset)
 
     b = hps.batch_size
     if beam_copies:
@@ -280,9 +284,15 @@ def _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_i
     return tf.data.Dataset.counter().flat_map(one_pass)
 
 
-def _with_other_articles(texts: tf.data.Dataset) -> tf.data.Dataset:
-    """Abstract i with article i + 1 of a finite stream, the last with the first."""
-    nexts = texts.skip(1).concatenate(texts.take(1))
+def _control_offset(texts: tf.data.Dataset) -> int:
+    """n // 2 for the n examples of a finite stream (1 for two; 0 for one: no other)."""
+    n = int(texts.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+    return max(1, n // 2) if n > 1 else 0
+
+
+def _with_other_articles(texts: tf.data.Dataset, offset: int) -> tf.data.Dataset:
+    """Abstract i with article i + offset (mod n) of a finite stream of n."""
+    nexts = texts.skip(offset).concatenate(texts.take(offset))
     return tf.data.Dataset.zip(texts, nexts).map(
         lambda this, nxt: {**this, "article": nxt["article"]},
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -301,17 +311,23 @@ def _check_options(mode, single_pass, num_replicas, replica_index, beam_copies, 
         raise FlagError("other_articles/other_summaries pair the examples of one single pass")
 
 
-def _with_other_decoder_inputs(examples: tf.data.Dataset) -> tf.data.Dataset:
-    """Example i with example i + 1's decoder inputs (the last with the first's), cut or
-    padded to example i's own length, so that its targets and their mask are unchanged."""
-    nexts = examples.skip(1).concatenate(examples.take(1))
+def _with_other_decoder_inputs(examples: tf.data.Dataset, offset: int) -> tf.data.Dataset:
+    """Example i with the decoder inputs of example i + offset (mod n): [START], then that
+    summary's words, cycled where it is shorter, so that every position example i's
+    targets score is fed a real word (not [PAD], whose embedding never trains); its
+    targets and their mask are unchanged."""
+    nexts = examples.skip(offset).concatenate(examples.take(offset))
 
     def swap(this, nxt):
-        length = tf.shape(this["dec_input"])[0]
-        other = nxt["dec_input"][:length]
-        pad = [[0, length - tf.shape(other)[0]]]
-        other = tf.pad(other, pad, constant_values=example_ops.PAD_ID)
-        return {**this, "dec_input": other}
+        width = tf.shape(this["dec_input"])[0]  # (every example's: max_dec_steps)
+        words = nxt["dec_input"][1 : nxt["dec_len"]]
+        words = tf.cond(
+            tf.size(words) > 0,
+            lambda: words,
+            lambda: tf.constant([example_ops.UNK_ID], words.dtype),
+        )
+        cycled = tf.gather(words, tf.range(width - 1) % tf.size(words))
+        return {**this, "dec_input": tf.concat([this["dec_input"][:1], cycled], 0)}
 
     return tf.data.Dataset.zip(examples, nexts).map(
         _graph_fn(swap), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True

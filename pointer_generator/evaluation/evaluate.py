@@ -397,11 +397,12 @@ def dataset_loss(
     other_summaries: bool = False,
 ):
     """The NLL loss of the evaluator's weights over every example of `data_path` once;
-    with `other_articles`, with every abstract paired with the next example's article
+    with `other_articles`, with every abstract paired with another example's article
     (the control of `--input_gap`: a model that reads its input does clearly worse);
-    with `other_summaries`, with every decoder fed the next example's summary words
+    with `other_summaries`, with every decoder fed another example's summary words
     (the control of its history gap: a decoder that reads what it has written does
-    clearly worse)."""
+    clearly worse). The other example is the one half the data away
+    (`input_pipeline.make_dataset`)."""
     sums = dataset_sums(evaluator, vocab, data_path, other_articles, other_summaries)
     return _loss(sums, evaluator)
 
