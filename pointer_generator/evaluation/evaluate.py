@@ -364,9 +364,7 @@ def dataset_sums(
 
     sums = dict.fromkeys(("examples", "token_nll_sum", "tokens"), 0.0)
     with data_errors():
-        batches = _dataset(
-            data_path, vocab, evaluator.hps, True, other_articles, other_summaries
-        )
+        batches = _dataset(data_path, vocab, evaluator.hps, True, other_articles, other_summaries)
         for batch in batches:
             m = evaluator.evaluate(batch)
             for k in m:
