@@ -50,6 +50,10 @@ def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys):
         assert figures[f"train_{part}_s"] >= 0
     assert figures["train_energies_s"] > 0 and figures["decode_energies_s_per_article"] > 0
     assert figures["decode_kept_s_per_article"] == 0
+    # Keeping the tanh values or computing them again: the limit counts the cheaper.
+    both = (figures["train_kept_stored_s"], figures["train_kept_recomputed_s"])
+    assert figures["train_kept_s"] == pytest.approx(min(both), abs=1e-4)
+    assert "load_avg_1min_before" in figures
     parts = sum(figures[f"train_{p}_s"] for p in ("products", "energies", "softmax", "kept"))
     assert figures["train_roofline_s"] == pytest.approx(parts, abs=2e-3)
     assert 0 < figures["train_of_roofline"] and 0 < figures["decode_of_roofline"]

@@ -24,10 +24,12 @@ cannot all run at the rate of one large product. The model of the limit here:
     entropy over [batch x dec_steps, vocab] forward and backward for training; for each
     decoding step what the search needs of it over [articles x beam, vocab], the
     log-sum-exp and the top 2k + 1 logits (`models/final_candidates.py`).
-  * t_kept: what the backward pass reads that the forward pass wrote and no kernel above
+  * t_kept: what the backward pass needs of the forward pass that no kernel above
     accounts for: the energies' tanh values, [batch, enc_len, 2*hidden] float32 a decoder
-    step, written once and read once, at this machine's memory bandwidth (an XLA
-    elementwise pass over 256 MiB, timed now). Zero for decoding.
+    step. The lesser of keeping them (written once and read once at this machine's memory
+    bandwidth, an XLA elementwise pass over 256 MiB timed now) and computing them again
+    in the backward pass (the forward energies kernel at the training shapes, timed now).
+    Zero for decoding.
 
 The parts are summed: they run on the same cores one after another (a product does not
 overlap the tanh of the step that needs it), so the sum is the least time this machine
@@ -320,7 +322,8 @@ def main(argv=None) -> int:
         "vocab": args.vocab_size,
     }  # fmt: skip
     machine = common.machine_description()
-    print(f"roofline on {machine}", flush=True)
+    load_before = os.getloadavg()[0]  # (after the run it counts the run's own threads)
+    print(f"roofline on {machine}, load {load_before:.2f} before the run", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         n = max(args.batch_size * 2, args.decode_articles)
         vocab_path, data_path = synthetic_data(tmp, cfg, n)
@@ -338,8 +341,12 @@ def main(argv=None) -> int:
         "products": train_products(cfg) / mm,
         "energies": d * energies_seconds(tf, b, t, h, True, s),
         "softmax": softmax_seconds(tf, b * d, cfg["vocab"], True, s),
-        "kept": kept_bytes(b, t, h, d) / bw,
+        "kept": 0.0,
     }
+    # Keep the tanh values or compute them again in the backward pass: the cheaper.
+    stored = kept_bytes(b, t, h, d) / bw
+    recomputed = d * energies_seconds(tf, b, t, h, False, s)
+    train_parts["kept"] = min(stored, recomputed)
     rows = args.decode_batch_size * BEAM
     steps = dec["steps_per_article"]
     per_article = args.decode_batch_size
@@ -369,6 +376,9 @@ def main(argv=None) -> int:
         "decode_first_batch_s": round(dec["first_batch_s"], 1),
         **{f"train_{k}_s": round(v, 4) for k, v in train_parts.items()},
         **{f"decode_{k}_s_per_article": round(v, 4) for k, v in decode_parts.items()},
+        "train_kept_stored_s": round(stored, 4),
+        "train_kept_recomputed_s": round(recomputed, 4),
+        "load_avg_1min_before": round(load_before, 2),
         "load_avg_1min": round(os.getloadavg()[0], 2),
     }
     config = (
