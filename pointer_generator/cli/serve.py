@@ -114,7 +114,7 @@ def summarizer_of(fv):
     """(the summarizer the flags ask for, its name, what to keep): the exported model, or
     the experiment opened as `summarize` opens it, with the search of the flags
     (`configs.search_settings`, as every command). What to keep: for a search built here
-    from an experiment's checkpoint, `serving.kept.keep_search`'s arguments (`main` keeps
+    from an experiment's checkpoint, `cli.kept.keep_search`'s arguments (`main` keeps
     it once it is serving, so the next start loads it instead of building the model and
     tracing the search), else None."""
     from pointer_generator.cli import configs, console, stored_settings
@@ -147,12 +147,12 @@ def summarizer_of(fv):
 
 
 def keep_while_serving(keep) -> threading.Thread:
-    """Keep the search (`serving.kept.keep_search(*keep)`) in a thread of its own, so that
+    """Keep the search (`cli.kept.keep_search(*keep)`) in a thread of its own, so that
     the first requests need not wait for it (it takes seconds: the search is traced again
     and written); a failure is a warning, and serving goes on."""
 
     def run():
-        from pointer_generator.serving.kept import keep_search
+        from pointer_generator.cli.kept import keep_search
 
         try:
             keep_search(*keep)

@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int:
         keep = (decoder, trained.checkpoint) if not fv.tf1_checkpoint else None
     _print_summaries(fv, names, texts, summaries)
     if keep:
-        from pointer_generator.serving.kept import keep_search
+        from pointer_generator.cli.kept import keep_search
 
         keep_search(exp.root, hps, settings, fv.vocab_path, *keep)
     return 0

@@ -1,5 +1,6 @@
-"""Keeping a trained search for the next process (`summarizing/kept_search.py`): the
-step that needs the SavedModel writer of this package, shared by `summarize` and `serve`."""
+"""Keeping a trained search for the next process (`summarizing/kept_search.py`) with the
+SavedModel writer of `serving` and a notice where it takes long: shared by `summarize`
+and `serve`."""
 
 from __future__ import annotations
 
