@@ -224,3 +224,29 @@ def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monke
     assert isinstance(again, KeptSearchSummarizer) and nothing is None
     assert os.listdir(kept_search.root()) == [entry]
     assert [r.tokens for r in again.summarize(texts)] == want
+
+
+def test_serve_keeps_its_search_only_once_requests_have_paused(monkeypatch):
+    """`keep_while_serving` waits until the server has been quiet (`idle()`, seconds since
+    the last request ended, reaches `quiet_s`) before it keeps the search, and keeps it
+    once; a failure to keep is a warning, not an end of serving."""
+    from pointer_generator.cli import kept, serve
+
+    calls, kept_with = [], []
+    idle = iter([0.0, 0.0, 0.5, 3.0])
+
+    def idle_for():
+        calls.append(1)
+        return next(idle)
+
+    monkeypatch.setattr(kept, "keep_search", lambda *a: kept_with.append(a))
+    serve.keep_while_serving(("args",), idle_for, quiet_s=2.0, poll_s=0.001).join(10)
+    assert len(calls) == 4 and kept_with == [("args",)]
+
+    def broken(*a):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(kept, "keep_search", broken)
+    thread = serve.keep_while_serving(("args",))
+    thread.join(10)
+    assert not thread.is_alive()

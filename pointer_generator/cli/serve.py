@@ -33,6 +33,7 @@ stops the server.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -146,14 +147,23 @@ def summarizer_of(fv):
     return Summarizer(decoder, fv.serve_max_batch), name, keep
 
 
-def keep_while_serving(keep) -> threading.Thread:
-    """Keep the search (`cli.kept.keep_search(*keep)`) in a thread of its own, so that
-    the first requests need not wait for it (it takes seconds: the search is traced again
-    and written); a failure is a warning, and serving goes on."""
+def keep_while_serving(keep, idle=None, quiet_s: float = 2.0, poll_s: float = 0.25):
+    """Keep the search (`cli.kept.keep_search(*keep)`) in a thread of its own, at the
+    lowest CPU priority, once the server has been quiet for `quiet_s` (`idle()`: seconds
+    since the last request ended, 0 while one runs; None: at once): keeping takes
+    seconds (the search is traced again and written) and slows requests it overlaps. A
+    failure is a warning, and serving goes on."""
 
     def run():
         from pointer_generator.cli.kept import keep_search
 
+        try:
+            # The lowest CPU priority for this thread (Linux: per thread): requests first.
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):
+            pass
+        while idle is not None and idle() < quiet_s:
+            time.sleep(poll_s)
         try:
             keep_search(*keep)
         except Exception as e:  # noqa: BLE001  (serving must go on)
@@ -230,7 +240,7 @@ def main(argv: list[str]) -> int:
         )
     print(f"Serving {name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
     if keep:
-        keep_while_serving(keep)
+        keep_while_serving(keep, service.idle_for)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

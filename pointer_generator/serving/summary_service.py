@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
 
@@ -74,6 +75,8 @@ class SummaryService:
         self.max_chars, self.max_texts = max_chars, max_texts
         self.max_request_chars = max_request_chars
         self.max_body_bytes, self.timeout_s = max_body_bytes, timeout_s
+        # Requests being summarized, and when the last one ended (`idle_for`).
+        self._busy, self._last_end = 0, time.monotonic()
 
     @contextlib.contextmanager
     def arriving(self):
@@ -151,6 +154,13 @@ class SummaryService:
             except PointerGeneratorError as e:
                 raise RequestError(HTTPStatus.UNPROCESSABLE_ENTITY, f"text {i}: {e}") from None
 
+    def idle_for(self) -> float:
+        """Seconds since the last request ended, 0 while one is being summarized (work
+        that may slow requests, as keeping the search, waits for a quiet moment)."""
+        with self._arriving_lock:
+            busy = self._busy or self._arriving
+            return 0.0 if busy else time.monotonic() - self._last_end
+
     def health(self) -> dict:
         """What /healthz answers."""
         if self.batcher.alive:
@@ -158,6 +168,16 @@ class SummaryService:
         return {"status": "error", "error": "the model's worker has stopped"}
 
     def summarize(self, texts: list[str], attention_page: bool) -> dict:
+        with self._arriving_lock:
+            self._busy += 1
+        try:
+            return self._summarize(texts, attention_page)
+        finally:
+            with self._arriving_lock:
+                self._busy -= 1
+                self._last_end = time.monotonic()
+
+    def _summarize(self, texts: list[str], attention_page: bool) -> dict:
         future = self.batcher.submit(texts)
         try:
             results = future.result(timeout=self.timeout_s)
