@@ -663,6 +663,9 @@ def test_the_history_gap_explains_a_stutter_and_the_pointer_generators_variant(t
         "pointer_generator_acc01", "accumulator 0.1", "pointer_generator", 0, 70.0, 0.5, decode
     )
     v["gap"]["history_gap"] = 0.015
+    kernel = "decoder LSTM input kernel"
+    v["weights"] = {kernel: {"rms": 0.015, "initial_rms": 0.0115, "ratio": 1.3}}
+    pg["weights"] = {kernel: {"rms": 0.17, "initial_rms": 0.0115, "ratio": 14.8}}
     v.update(variant_of="pointer_generator", flags=["--family=pointer_generator", "--seed=0"])
     runs["pointer_generator_acc01_s0"] = v
     (tmp_path / "results.json").write_text(json.dumps(results))
@@ -685,6 +688,10 @@ def test_the_history_gap_explains_a_stutter_and_the_pointer_generators_variant(t
         "it has just copied a word copies it again."
     ) in text
     assert "0.15 g / sqrt(0.1) = 0.47 g" in text
+    assert f"after training its {kernel} sits at 1.30 to 1.30 times" in text
+    moved = text.split("How far training moved the weights", 1)[1]
+    assert _cells(moved, "accumulator 0.1")[2] == "1.30 (0.015)"
+    assert _cells(moved, "the recipe")[2] == "14.80 (0.17)"
     assert fig["systems"]["pointer_generator"]["history_gap"][1] == [0.02]
 
 

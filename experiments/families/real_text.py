@@ -591,6 +591,8 @@ class Job:
             return
         self.restore_best()
         self.measure()
+        if r.family == "pointer_generator":
+            self.weight_scales()
         self.decode("decode", os.path.join(self.finished, "test.bin"))
         self.shuffled()
         if r.coverage_steps:
@@ -681,6 +683,24 @@ class Job:
         keys = ("loss", "perplexity", "loss_other_articles", "input_gap",
                 "loss_other_summaries", "history_gap", "step", "tokens")  # fmt: skip
         return {k: float(values[k]) for k in keys if k in values}
+
+    def weight_scales(self) -> None:
+        """How far training moved the pointer-generator's weights from their initial
+        draws (`experiments.families.weight_scales`: RMS by variable beside the
+        initialisation's), at the restored best checkpoint."""
+        if self.get("weights") is not None:
+            return
+        train = os.path.join(self.exp_dir, "train")
+        with open(os.path.join(train, "checkpoint"), encoding="utf-8") as f:
+            newest = re.search(r'model_checkpoint_path: "([^"]+)"', f.read())
+        if newest is None:
+            raise Failed(f"{train}/checkpoint names no checkpoint")
+        out = os.path.join(self.exp_dir, "weight_scales.json")
+        run_logged([sys.executable, "-m", "experiments.families.weight_scales",
+                    f"--checkpoint={os.path.join(train, newest.group(1))}",
+                    f"--out_json={out}"], self.log("weights"))  # fmt: skip
+        with open(out, encoding="utf-8") as f:
+            self.set(("weights",), json.load(f))
 
     def measure(self, perplexity: bool = True) -> None:
         if perplexity and self.get("valid_perplexity") is None:

@@ -1363,7 +1363,36 @@ class Page:
                 )  # fmt: skip
             )
             self.add("", verdict_line)
-            self.source("`runs.*` (`record.variant_of`), `baselines.ngram.trigram`")
+            self._weight_scales(rows)
+            self.source("`runs.*` (`record.variant_of`, `weights`), `baselines.ngram.trigram`")
+
+    def _weight_scales(self, rows: list[dict]) -> None:
+        """How far training moved each run's weights: RMS after training over the RMS of
+        its initial draw, by variable (`runs.*.weights`, pointer-generator runs)."""
+        runs = [v for v in rows if v.get("weights")]
+        if not runs:
+            return
+        names = list(dict.fromkeys(k for v in runs for k in v["weights"]))
+        table = []
+        for v in runs:
+            what = "the recipe" if not v["variant"] else v["label"]
+            cells = []
+            for n in names:
+                w = v["weights"].get(n)
+                cells.append("–" if w is None else f"{w['ratio']:.2f} ({w['rms']:.3g})")
+            table.append([what, _n(v["seed"]), *cells])
+        starts = {n: next(v["weights"][n]["initial_rms"] for v in runs if n in v["weights"])
+                  for n in names}  # fmt: skip
+        self.add(
+            "",
+            "How far training moved the weights (`experiments.families.weight_scales` at "
+            "the restored best checkpoint): each variable's RMS after training over the RMS "
+            "of its initial draw, the RMS itself in brackets; at initialisation "
+            + ", ".join(f"{n} {starts[n]:.3g}" for n in names)
+            + ".",
+            "",
+        )
+        self.add(*_table(["run", "seed", *names], table))
 
     def _stutter_verdict(self, rows: list[dict]) -> str:
         """What the pointer-generator's variant shows: the decoder's history gap and its
@@ -1396,6 +1425,24 @@ class Page:
             "below a, a weight with small gradients moves 0.15 g / sqrt(0.1) = 0.47 g a step "
             "with the original's a = 0.1 and up to 0.15 g / sqrt(1e-4) = 15 g with the "
             "recipe's 1e-4, 32 times as far (the flags in the recipes table)."
+            + self._moved(own, other)
+        )
+
+    @staticmethod
+    def _moved(own: list[dict], other: list[dict]) -> str:
+        """The weight-scale table's decoder figure, for the verdict (empty without it)."""
+        name = "decoder LSTM input kernel"
+
+        def ratios(vs):
+            xs = [v["weights"][name]["ratio"] for v in vs if name in (v.get("weights") or {})]
+            return f"{min(xs):.2f} to {max(xs):.2f}" if xs else None
+
+        a, b = ratios(other), ratios(own)
+        if a is None or b is None:
+            return ""
+        return (
+            f" Measured (below): after training its {name} sits at {a} times the RMS of its "
+            f"initial draw, the recipe's at {b}."
         )
 
     def reads(self) -> None:
@@ -1890,6 +1937,7 @@ def variant_figures(work: Work, ctx: dict) -> dict:
                 "input_gap": fig["input_gap"],
                 "history_gap": fig["history_gap"],
                 "immediate_repeats": fig["immediate_repeats"],
+                "weights": run.get("weights"),
                 "rouge1": fig["rouge"]["1"],
                 "vs_fixed": fig["vs_fixed"],
                 "distinct_share": fig["distinct_share"],
