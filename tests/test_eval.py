@@ -215,7 +215,7 @@ def test_the_input_gap_is_the_loss_on_rotated_articles_minus_the_loss(tmp_path, 
 
 
 @pytest.mark.parametrize("pointer_gen", [True, False])
-def test_the_history_gap_is_the_loss_with_the_next_summary_fed_to_the_decoder(
+def test_the_history_gap_is_the_loss_with_another_summary_fed_to_the_decoder(
     tmp_path, capsys, pointer_gen
 ):
     """--input_gap's second control: example i's decoder is fed the summary words of
