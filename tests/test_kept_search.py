@@ -190,7 +190,7 @@ def test_pg_summarizer_uses_the_search_summarize_kept(trained, tmp_path, monkeyp
     assert fresh._ready == warmed
 
 
-def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monkeypatch):
+def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monkeypatch, capsys):
     """`serve` without a kept search serves the model's search at once and keeps it in a
     thread once serving (`serve.keep_while_serving`: the first requests do not wait for
     it); the next start finds it (no model built, nothing more to keep); both write the
@@ -213,6 +213,9 @@ def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monke
     monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "cache"))
     built, _, keep = start()
     assert isinstance(built, Summarizer) and keep is not None
+    # It says at start which search it runs and where that search comes from.
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("search: ")]
+    assert "beam_size=" in line and " from the " in line
     texts = ["the cat sat on the mat . the dog ran to the park .", "a man walked his dog ."]
     want = [r.tokens for r in built.summarize(texts)]
     thread = serve.keep_while_serving(keep)
@@ -222,6 +225,7 @@ def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monke
     (entry,) = os.listdir(kept_search.root())
     again, _, nothing = start()
     assert isinstance(again, KeptSearchSummarizer) and nothing is None
+    assert f"Using the search kept in {again.where}" in capsys.readouterr().out
     assert os.listdir(kept_search.root()) == [entry]
     assert [r.tokens for r in again.summarize(texts)] == want
 
