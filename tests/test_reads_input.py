@@ -65,7 +65,7 @@ def test_the_wrong_article_control_pairs_each_abstract_with_the_article_half_awa
     example with its neighbour (a story's pairs stand side by side in a file)."""
     hps = helpers.hparams(batch_size=96, max_enc_steps=12, max_dec_steps=4, vocab_size=0)
     batches = input_pipeline.make_dataset(
-        corpus["test"], corpus["vocab"], hps, "eval", True, other_articles=True
+        corpus["test"], corpus["vocab"], hps, "eval", True, control="articles"
     )
     got = collections.Counter()
     for batch in batches:
@@ -85,7 +85,7 @@ def test_other_articles_needs_a_single_pass(corpus):
 
     with pytest.raises(FlagError, match="single pass"):
         input_pipeline.make_dataset(
-            corpus["test"], corpus["vocab"], helpers.hparams(), "eval", False, other_articles=True
+            corpus["test"], corpus["vocab"], helpers.hparams(), "eval", False, control="articles"
         )
 
 

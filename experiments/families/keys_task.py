@@ -198,8 +198,8 @@ def losses(corpus: dict, trainer) -> tuple[float, float]:
 
     evaluator = evaluate.Evaluator(trainer.hps, corpus["vocab"].size(), model=trainer.model)
     right, wrong = (
-        evaluate.dataset_loss(evaluator, corpus["vocab"], corpus["test"], other_articles=other)
-        for other in (False, True)
+        evaluate.dataset_loss(evaluator, corpus["vocab"], corpus["test"], control)
+        for control in (None, "articles")
     )
     return right, wrong
 

@@ -690,14 +690,9 @@ class Job:
         initialisation's), at the restored best checkpoint."""
         if self.get("weights") is not None:
             return
-        train = os.path.join(self.exp_dir, "train")
-        with open(os.path.join(train, "checkpoint"), encoding="utf-8") as f:
-            newest = re.search(r'model_checkpoint_path: "([^"]+)"', f.read())
-        if newest is None:
-            raise Failed(f"{train}/checkpoint names no checkpoint")
         out = os.path.join(self.exp_dir, "weight_scales.json")
         run_logged([sys.executable, "-m", "experiments.families.weight_scales",
-                    f"--checkpoint={os.path.join(train, newest.group(1))}",
+                    f"--train_dir={os.path.join(self.exp_dir, 'train')}",
                     f"--out_json={out}"], self.log("weights"))  # fmt: skip
         with open(out, encoding="utf-8") as f:
             self.set(("weights",), json.load(f))

@@ -1,7 +1,7 @@
 """The root-mean-square of a trained pointer-generator's weights, by variable, beside
 the RMS its initialisation draws: how far training moved each from where it started.
 
-    python -m experiments.families.weight_scales --checkpoint PREFIX --out_json F
+    python -m experiments.families.weight_scales --train_dir DIR --out_json F
         [--rand_unif_init_mag 0.02] [--trunc_norm_init_std 1e-4]
 
 The real-text page (issue 44) reads it for the pointer-generator's runs: with the
@@ -68,7 +68,7 @@ def scales(checkpoint: str, mag: float, std: float) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.families.weight_scales")
-    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--train_dir", required=True, help="its newest intact checkpoint is read")
     p.add_argument("--out_json", required=True)
     p.add_argument("--rand_unif_init_mag", type=float, default=0.02)
     p.add_argument("--trunc_norm_init_std", type=float, default=1e-4)
@@ -76,11 +76,15 @@ def main(argv=None) -> int:
     from pointer_generator.cli import console
 
     console.import_tensorflow()
-    result = scales(args.checkpoint, args.rand_unif_init_mag, args.trunc_norm_init_std)
+    from pointer_generator.runtime import checkpointing
+
+    checkpoint = checkpointing.latest_checkpoint(args.train_dir)
+    result = None
+    if checkpoint is not None:
+        result = scales(checkpoint, args.rand_unif_init_mag, args.trunc_norm_init_std)
     if not result:
-        print(
-            f"error: {args.checkpoint}: none of the pointer-generator's variables", file=sys.stderr
-        )
+        what = checkpoint or f"{args.train_dir}: no checkpoint"
+        print(f"error: {what}: none of the pointer-generator's variables", file=sys.stderr)
         return 1
     with open(args.out_json, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)

@@ -31,7 +31,7 @@ import functools
 
 import tensorflow as tf
 
-from pointer_generator.data import bin_dataset, example_ops
+from pointer_generator.data import bin_dataset, controls, example_ops
 from pointer_generator.data.bin_dataset import data_errors  # noqa: F401  (re-exported)
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, FlagError
@@ -62,8 +62,7 @@ def make_dataset(
     replica_index: int = 0,
     beam_copies: bool = False,
     by_example: bool = False,
-    other_articles: bool = False,
-    other_summaries: bool = False,
+    control: str | None = None,
 ) -> tf.data.Dataset:
     """Batches of `.bin` examples for `mode` ('train', 'eval' or 'decode').
 
@@ -85,16 +84,11 @@ def make_dataset(
         as sharded decoding needs).
       beam_copies: decode mode only: each batch is batch_size copies of one example, like
         the original decoder's batches.
-      other_articles: a single pass only: pair abstract i of the n examples with article
-        i + n // 2 (mod n), the "wrong article" control of the eval job's --input_gap: a
-        model that reads its input must do clearly worse on these.
-      other_summaries: a single pass only: feed example i's decoder the summary words of
-        example i + n // 2 (mod n), its targets unchanged: the control of --input_gap's
-        history gap (a decoder that ignores the words it has written does no worse on
-        these, and repeats words when it decodes).
+      control: a single pass only: "articles" or "summaries", a control of the eval
+        job's --input_gap (`data/controls.py`: each example with another's article, or
+        its decoder fed another's summary words).
     """
-    _check_options(mode, single_pass, num_replicas, replica_index, beam_copies,
-                   other_articles or other_summaries)  # fmt: skip
+    _check_options(mode, single_pass, num_replicas, replica_index, beam_copies, control)
     seed = hps.seed if seed is None else seed
     files = bin_dataset.list_files(data_path)
     for f in files:
@@ -105,12 +99,9 @@ def make_dataset(
     if not by_file and num_replicas > 1:
         # Every replica reads the same order (same seed), so striding partitions it.
         texts = texts.shard(num_replicas, replica_index)
-    # The controls pair example i with example i + n // 2 (mod n): a derangement that
-    # pairs no example with one beside it (a story's pairs are adjacent: 219 of the
-    # real-text test split's adjacent pairs share their source sentence).
-    offset = _control_offset(texts) if other_articles or other_summaries else 0
-    if other_articles:
-        texts = _with_other_articles(texts, offset)
+    shift = controls.offset(texts) if control else 0
+    if control == "articles":
+        texts = controls.other_articles(texts, shift)
     if mode != "decode":
         _check_tagged(files)
     # Endless reading of nothing would spin; a single pass over nothing would end in
@@ -130,8 +121,8 @@ def make_dataset(
         )
         .unbatch()
     )
-    if other_summaries:
-        examples = _with_other_decoder_inputs(examples, offset)
+    if control == "summaries":
+        examples = controls.other_decoder_inputs(examples, shift)
 
     b = hps.batch_size
     if beam_copies:
@@ -284,54 +275,17 @@ def _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_i
     return tf.data.Dataset.counter().flat_map(one_pass)
 
 
-def _control_offset(texts: tf.data.Dataset) -> int:
-    """n // 2 for the n examples of a finite stream (1 for two; 0 for one: no other)."""
-    n = int(texts.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
-    return max(1, n // 2) if n > 1 else 0
-
-
-def _with_other_articles(texts: tf.data.Dataset, offset: int) -> tf.data.Dataset:
-    """Abstract i with article i + offset (mod n) of a finite stream of n."""
-    nexts = texts.skip(offset).concatenate(texts.take(offset))
-    return tf.data.Dataset.zip(texts, nexts).map(
-        lambda this, nxt: {**this, "article": nxt["article"]},
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-
-
-def _check_options(mode, single_pass, num_replicas, replica_index, beam_copies, controls):
+def _check_options(mode, single_pass, num_replicas, replica_index, beam_copies, control):
     if mode not in MODES:
         raise FlagError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if not 0 <= replica_index < num_replicas:
         raise FlagError(f"replica_index {replica_index} is not in [0, {num_replicas})")
     if beam_copies and mode != "decode":
         raise FlagError("beam_copies batches are for decode mode only")
-    if controls and not single_pass:
-        raise FlagError("other_articles/other_summaries pair the examples of one single pass")
-
-
-def _with_other_decoder_inputs(examples: tf.data.Dataset, offset: int) -> tf.data.Dataset:
-    """Example i with the decoder inputs of example i + offset (mod n): [START], then that
-    summary's words, cycled where it is shorter, so that every position example i's
-    targets score is fed a real word (not [PAD], whose embedding never trains); its
-    targets and their mask are unchanged."""
-    nexts = examples.skip(offset).concatenate(examples.take(offset))
-
-    def swap(this, nxt):
-        width = tf.shape(this["dec_input"])[0]  # (every example's: max_dec_steps)
-        words = nxt["dec_input"][1 : nxt["dec_len"]]
-        words = tf.cond(
-            tf.size(words) > 0,
-            lambda: words,
-            lambda: tf.constant([example_ops.UNK_ID], words.dtype),
-        )
-        cycled = tf.gather(words, tf.range(width - 1) % tf.size(words))
-        return {**this, "dec_input": tf.concat([this["dec_input"][:1], cycled], 0)}
-
-    return tf.data.Dataset.zip(examples, nexts).map(
-        _graph_fn(swap), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-    )
+    if control not in (None, *controls.CONTROLS):
+        raise FlagError(f"control must be one of {', '.join(controls.CONTROLS)}, got {control!r}")
+    if control and not single_pass:
+        raise FlagError(f"the {control} control pairs the examples of one single pass")
 
 
 def _stream_seed(seed, stream, index):

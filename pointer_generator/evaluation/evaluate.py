@@ -156,14 +156,7 @@ def run_eval_mode(hps: HParams, vocab, cfg: EvalConfig) -> dict | None:
     return None
 
 
-def _dataset(
-    data_path: str,
-    vocab,
-    hps: HParams,
-    single_pass: bool,
-    other_articles: bool = False,
-    other_summaries: bool = False,
-):
+def _dataset(data_path: str, vocab, hps: HParams, single_pass: bool, control: str | None = None):
     from pointer_generator.data import input_pipeline
 
     if single_pass and hps.static_shapes:
@@ -171,13 +164,7 @@ def _dataset(
         # keep the compiles few and the padding short.
         hps = hps.replace(static_shapes=None)
     dataset = input_pipeline.make_dataset(
-        data_path,
-        vocab,
-        hps,
-        "eval",
-        single_pass,
-        other_articles=other_articles,
-        other_summaries=other_summaries,
+        data_path, vocab, hps, "eval", single_pass, control=control
     )
     return dataset.map(input_pipeline.model_inputs)
 
@@ -349,22 +336,17 @@ def _summary_metrics(metrics: dict, evaluator: Evaluator) -> dict:
     }
 
 
-def dataset_sums(
-    evaluator: Evaluator,
-    vocab,
-    data_path: str,
-    other_articles: bool = False,
-    other_summaries: bool = False,
-) -> dict:
+def dataset_sums(evaluator: Evaluator, vocab, data_path: str, control: str | None = None) -> dict:
     """Loss sums of the evaluator's current weights over every example of `data_path`
-    once (see `Evaluator.evaluate`); with `other_articles` every abstract is paired with
-    another example's article, with `other_summaries` every decoder is fed another
-    example's summary words. Raises DataError when it holds no example."""
+    once (see `Evaluator.evaluate`); with a `control` ("articles", "summaries":
+    `data/controls.py`) every abstract is paired with another example's article, or every
+    decoder fed another example's summary words. Raises DataError when it holds no
+    example."""
     from pointer_generator.data.input_pipeline import data_errors
 
     sums = dict.fromkeys(("examples", "token_nll_sum", "tokens"), 0.0)
     with data_errors():
-        batches = _dataset(data_path, vocab, evaluator.hps, True, other_articles, other_summaries)
+        batches = _dataset(data_path, vocab, evaluator.hps, True, control)
         for batch in batches:
             m = evaluator.evaluate(batch)
             for k in m:
@@ -387,22 +369,13 @@ def _loss(sums: dict, evaluator: Evaluator) -> float:
     return evaluator.values(sums)["loss"]
 
 
-def dataset_loss(
-    evaluator: Evaluator,
-    vocab,
-    data_path: str,
-    other_articles: bool = False,
-    other_summaries: bool = False,
-):
+def dataset_loss(evaluator: Evaluator, vocab, data_path: str, control: str | None = None):
     """The NLL loss of the evaluator's weights over every example of `data_path` once;
-    with `other_articles`, with every abstract paired with another example's article
-    (the control of `--input_gap`: a model that reads its input does clearly worse);
-    with `other_summaries`, with every decoder fed another example's summary words
-    (the control of its history gap: a decoder that reads what it has written does
-    clearly worse). The other example is the one half the data away
-    (`input_pipeline.make_dataset`)."""
-    sums = dataset_sums(evaluator, vocab, data_path, other_articles, other_summaries)
-    return _loss(sums, evaluator)
+    with the "articles" control, with every abstract paired with another example's
+    article (`--input_gap`: a model that reads its input does clearly worse); with the
+    "summaries" control, with every decoder fed another example's summary words (its
+    history gap: a decoder that reads what it has written does clearly worse)."""
+    return _loss(dataset_sums(evaluator, vocab, data_path, control), evaluator)
 
 
 # Below this many nats between the loss on other articles and on the right ones, a model
@@ -461,10 +434,10 @@ def single_pass(
                 f"--input_gap pairs each abstract with another example's article: "
                 f"{data_path} holds only one example; give it at least 2"
             )
-        other = dataset_loss(evaluator, vocab, data_path, other_articles=True)
+        other = dataset_loss(evaluator, vocab, data_path, control="articles")
         result["loss_other_articles"] = other
         result["input_gap"] = other - loss
-        history = dataset_loss(evaluator, vocab, data_path, other_summaries=True)
+        history = dataset_loss(evaluator, vocab, data_path, control="summaries")
         result["loss_other_summaries"] = history
         result["history_gap"] = history - loss
     text = "".join(f"{k}: {v}\n" for k, v in result.items())
