@@ -1,7 +1,9 @@
-"""Smoke runs of the paper-config benchmarks on a few real articles (the full runs are
-minutes; `docs/performance.md`): each finishes, writes its JSON and a table row, and its
-figures are consistent with each other. Speed itself is not asserted here."""
+"""Smoke runs of the paper-config benchmarks on a few articles (real ones from
+../shared/data, or `.bin` files a user built; the full runs are minutes:
+`docs/performance.md`): each finishes, writes its JSON and a table row, and its figures are
+consistent with each other. Speed itself is not asserted here."""
 
+import io
 import json
 import os
 
@@ -10,7 +12,7 @@ import pytest
 from experiments.benchmarks import common
 
 DATA = common.shared_data_dir()
-pytestmark = pytest.mark.skipif(
+needs_shared_data = pytest.mark.skipif(
     DATA is None or not os.path.exists(os.path.join(DATA or "", "cnndm_sample.jsonl.gz")),
     reason="../shared/data (cnndm_sample.jsonl.gz, vocab_200k) is absent",
 )
@@ -28,13 +30,24 @@ def _figures(path):
         return json.load(f)
 
 
-def test_decode_benchmark_runs_every_comparison(tmp_path, table):
+def test_decode_benchmark_runs_every_comparison_on_data_a_user_built(tmp_path, table):
+    """On `.bin` chunks and a vocab written by data_tools (as a user without ../shared
+    would pass them), not the shared sample."""
+    from data_tools import toy_data
     from experiments.benchmarks import decode
 
+    data = tmp_path / "finished"
+    toy_data.make_toy_data(str(data), num_train=20, num_val=2, num_test=4, stream=io.StringIO())
     out = tmp_path / "decode.json"
     assert (
         decode.main(
             [
+                "--data_path",
+                str(data / "chunked" / "test_*.bin"),
+                "--vocab_path",
+                str(data / "vocab"),
+                "--vocab_size",
+                "0",
                 "--articles",
                 "2",
                 "--batch_size",
@@ -70,8 +83,12 @@ def test_decode_benchmark_runs_every_comparison(tmp_path, table):
         fig["batched_articles_per_s"] / fig["no_compaction_articles_per_s"], rel=0.05
     )
     assert result["machine"] in table.read_text()
+    with open(data / "vocab") as f:
+        words = sum(1 for _ in f)
+    assert f"vocab {words + 4}," in result["configuration"]  # the user's vocab, all of it
 
 
+@needs_shared_data
 def test_train_step_benchmark_reports_the_flop_ratio(tmp_path, table):
     from experiments.benchmarks import train_step
 
@@ -102,6 +119,7 @@ def test_train_step_benchmark_reports_the_flop_ratio(tmp_path, table):
     assert "train_step" in table.read_text()
 
 
+@needs_shared_data
 def test_export_benchmark_compares_the_saved_model_with_python(tmp_path, table):
     from experiments.benchmarks import export
 
@@ -128,3 +146,18 @@ def test_the_checkouts_benchmark_refuses_a_folder_that_is_no_checkout(tmp_path, 
     err = capfd.readouterr().err
     assert f"error: --before={tmp_path} is no checkout of this project" in err
     assert not table.exists()
+
+
+@pytest.mark.parametrize("module", ["decode", "pipeline", "train_step"])
+def test_a_benchmark_without_data_says_how_to_give_it(module, tmp_path, monkeypatch, capfd):
+    """No ../shared/data and no --data_path: one SKIPPED line naming the flags that give
+    a user's own data, exit 0, nothing written."""
+    import importlib
+
+    monkeypatch.setenv("POINTER_GENERATOR_SHARED_DATA", str(tmp_path / "absent"))
+    bench = importlib.import_module(f"experiments.benchmarks.{module}")
+    before = set(os.listdir(common.RESULTS_DIR))
+    assert bench.main([]) == 0
+    err = capfd.readouterr().err
+    assert "SKIPPED: no real data" in err and "--data_path" in err and "--vocab_path" in err
+    assert set(os.listdir(common.RESULTS_DIR)) == before

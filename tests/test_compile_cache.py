@@ -109,7 +109,7 @@ def test_the_first_call_benchmark_runs_each_setting_in_fresh_processes(
     monkeypatch.setattr(common, "TABLE", str(tmp_path / "benchmarks.md"))  # not the committed
     out = tmp_path / "first_call.json"
     args = ["--log_root", trained.log_root, "--exp_name", "exp", "--rounds", "1",
-            "--out_json", str(out)]  # fmt: skip
+            "--out_json", str(out), "--python"]  # fmt: skip
     assert first_call.main(args) == 0
     figures = json.loads(out.read_text())["figures"]
     for setting in first_call.SETTINGS:
@@ -118,3 +118,6 @@ def test_the_first_call_benchmark_runs_each_setting_in_fresh_processes(
     ratio = figures["warm_after_load_s"] / figures["off_after_load_s"]
     assert figures["warm_over_off_after_load"] == pytest.approx(ratio, abs=2e-3)
     assert "first_call" in (tmp_path / "benchmarks.md").read_text()
+    # The Python example: the cold process keeps its search, the warm one loads it.
+    assert figures["python_cold_keep_s"] > 0 and figures["python_off_keep_s"] == 0, figures
+    assert figures["python_warm_summarizer"] == "KeptSearchSummarizer", figures

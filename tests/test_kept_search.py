@@ -190,6 +190,36 @@ def test_pg_summarizer_uses_the_search_summarize_kept(trained, tmp_path, monkeyp
     assert fresh._ready == warmed
 
 
+def test_pg_summarizer_keeps_its_search_for_the_next_process(trained, tmp_path, monkeypatch):
+    """`Summarizer.keep()` writes the entry a later `from_experiment` loads (the same
+    summaries, no model built); once kept, with a pinned checkpoint, or with searches not
+    kept, it keeps nothing."""
+    import pointer_generator as pg
+    from pointer_generator.runtime import checkpointing
+    from pointer_generator.summarizing.summarizer import KeptSearchSummarizer, Summarizer
+
+    texts = ["the cat sat on the mat . the dog ran to the park .", "a man walked his dog ."]
+    monkeypatch.setenv(compile_cache.ENV, "off")
+    off = pg.Summarizer.from_experiment(trained.log_root, "exp")
+    assert isinstance(off, Summarizer) and off.keep() is None
+    monkeypatch.setenv(compile_cache.ENV, str(tmp_path / "cache"))
+    first = pg.Summarizer.from_experiment(trained.log_root, "exp")
+    assert isinstance(first, Summarizer)  # nothing kept yet
+    theirs = first.summarize(texts)
+    path = first.keep()
+    assert path and os.path.isdir(path)
+    assert os.path.dirname(path) == kept_search.root()
+    assert first.keep() is None  # kept already
+    kept = pg.Summarizer.from_experiment(trained.log_root, "exp")
+    assert isinstance(kept, KeptSearchSummarizer) and kept.where == path
+    assert [r.tokens for r in kept.summarize(texts)] == [r.tokens for r in theirs]
+    assert kept.keep() is None
+    newest = checkpointing.latest_checkpoint(os.path.join(trained.log_root, "exp", "train"))
+    pinned = pg.Summarizer.from_experiment(trained.log_root, "exp", checkpoint=newest)
+    assert isinstance(pinned, Summarizer) and pinned.keep() is None
+    assert os.listdir(kept_search.root()) == [os.path.basename(path)]
+
+
 def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monkeypatch, capsys):
     """`serve` without a kept search serves the model's search at once and keeps it in a
     thread once serving (`serve.keep_while_serving`: the first requests do not wait for

@@ -1,4 +1,4 @@
-"""The README opens with exactly two set-up commands, and CI runs the second verbatim."""
+"""The README opens with exactly two set-up commands, and CI runs both verbatim."""
 
 import os
 import re
@@ -19,12 +19,14 @@ def test_readme_has_quickstart_and_test_commands_first():
     assert all("\n" not in b for b in first_two), "each set-up command is one line"
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_commands_in_order():
+    """CI runs the quick-start line, then the test line, each verbatim (issue 45 item 1)."""
     with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
-        test_command = _blocks(f.read())[1]
+        quickstart, tests = _blocks(f.read())[:2]
     with open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8") as f:
         ci_lines = [line.strip() for line in f]
-    assert test_command in ci_lines
+    assert quickstart in ci_lines and tests in ci_lines
+    assert ci_lines.index(quickstart) < ci_lines.index(tests)
 
 
 def test_the_set_up_commands_install_into_a_virtual_environment():

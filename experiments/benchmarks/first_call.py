@@ -5,6 +5,7 @@ kept (kept: loaded instead of traced, its graph compiled once) and with everythi
 (warm), in turn (runtime/compile_cache.py, summarizing/kept_search.py).
 
     python -m experiments.benchmarks.first_call [--log_root L --exp_name E] [--rounds 3] [--serve]
+        [--python]
 
 Without an experiment it trains the quick-start's toy model briefly. For each setting it
 prints the median over the rounds of: the whole command, and the time from "Loaded
@@ -14,7 +15,9 @@ issue 45 item 3 (warm <= 2 s, cold <= 5 s) and the ratios warm / off and cold / 
 Settings alternate within each round, so a busy host slows all of them alike. With
 `--serve`, `pointer-generator serve` is started the same way (off, cold, warm): its time to
 "Serving", from the model loaded to its first answer, and the first request's latency (no
-request may wait for a compile after "Serving").
+request may wait for a compile after "Serving"). With `--python`, the README's Python
+example (`pg.Summarizer.from_experiment(...).summarize([text])`) in a new process the same
+way (off, cold and then `keep()`, warm): import and open, the first summary, the keep.
 """
 
 from __future__ import annotations
@@ -120,30 +123,104 @@ def _serve_once(log_root: str, exp_name: str, text: str, cache: str) -> tuple[fl
     return seen["serving"] - t0, answered - seen["loaded"], answered - sent
 
 
+def _each_setting(work: str, name: str, rounds: int, settings, once) -> dict[str, list]:
+    """{setting: [once(cache folder, setting) of each round]}: the settings in turn within
+    each round (a busy host slows all of them alike), "off" with compiled searches off and
+    the others sharing the round's cache folder, empty at the round's start."""
+    out: dict[str, list] = {s: [] for s in settings}
+    for r in range(rounds):
+        cache = os.path.join(work, f"{name}_cache{r}")
+        for setting in settings:
+            out[setting].append(once("off" if setting == "off" else cache, setting))
+    return out
+
+
+def _table(title: str, rounds: int, columns: list[str], rows: list[list[str]]) -> None:
+    print(f"\n{title} ({common.machine_description()}), median of {rounds} rounds:")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+TARGETS = {"off": "", "cold": "<= 5 s", "kept": "", "warm": "<= 2 s"}
+
+
 def _serve_table(log_root: str, exp_name: str, text: str, work: str, rounds: int) -> dict:
     """`serve` started fresh with compiled searches off, an empty cache (cold: it keeps
     its search and compiled shapes before serving) and that cache (warm), in turn."""
     settings = ("off", "cold", "warm")
-    times: dict[str, list] = {s: [] for s in settings}
-    for r in range(rounds):
-        cache = os.path.join(work, f"serve_cache{r}")
-        for setting in settings:
-            folder = "off" if setting == "off" else cache
-            times[setting].append(_serve_once(log_root, exp_name, text, folder))
+    times = _each_setting(
+        work,
+        "serve",
+        rounds,
+        settings,
+        lambda folder, _: _serve_once(log_root, exp_name, text, folder),
+    )
     med = {s: tuple(statistics.median(t[i] for t in times[s]) for i in (0, 1, 2)) for s in settings}
-    print(f"\n`serve`: a new process's first answer ({common.machine_description()}), "
-          f"median of {rounds} rounds:")  # fmt: skip
-    print("| compiled searches | start to \"Serving\" | loaded to the first answer | "
-          "first request's latency | target |")  # fmt: skip
-    print("|---|---|---|---|---|")
-    targets = {"off": "", "cold": "<= 5 s", "warm": "<= 2 s"}
-    for s in settings:
-        print(f"| {s} | {med[s][0]:.2f} s | {med[s][1]:.2f} s | {med[s][2]:.3f} s | {targets[s]} |")
+    columns = ["compiled searches", 'start to "Serving"', "loaded to the first answer",
+               "first request's latency", "target"]  # fmt: skip
+    rows = [[s, f"{med[s][0]:.2f} s", f"{med[s][1]:.2f} s", f"{med[s][2]:.3f} s", TARGETS[s]]
+            for s in settings]  # fmt: skip
+    _table("`serve`: a new process's first answer", rounds, columns, rows)
     return {
         f"serve_{s}_{part}_s": round(med[s][i], 3)
         for s in settings
         for i, part in enumerate(("to_serving", "after_load", "first_request"))
     }
+
+
+# One `pg.Summarizer` process: the README's Python example, timed, then `keep()` where
+# asked (argv: log_root exp_name text keep).
+PYTHON_ONCE = """
+import json, sys, time
+t0 = time.perf_counter()
+import pointer_generator as pg
+log_root, exp_name, text, keep = sys.argv[1:5]
+summarizer = pg.Summarizer.from_experiment(log_root, exp_name)
+t1 = time.perf_counter()
+summarizer.summarize([text])
+t2 = time.perf_counter()
+kept = summarizer.keep() if keep == "1" else None
+t3 = time.perf_counter()
+print(json.dumps({"open_s": t1 - t0, "first_s": t2 - t1, "keep_s": t3 - t2,
+                  "summarizer": type(summarizer).__name__, "kept": kept}))
+"""
+
+
+def _python_once(log_root: str, exp_name: str, text: str, cache: str, keep: bool) -> dict:
+    """{open_s: import and `from_experiment`, first_s: the first `summarize([text])`,
+    keep_s: `keep()` (0 where not asked), summarizer: its class} of one new process."""
+    import json
+
+    env = dict(os.environ, POINTER_GENERATOR_COMPILE_CACHE=cache)
+    cmd = [sys.executable, "-c", PYTHON_ONCE, log_root, exp_name, text, "1" if keep else "0"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"error: the pg.Summarizer process failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _python_table(log_root: str, exp_name: str, text: str, work: str, rounds: int) -> dict:
+    """`pg.Summarizer` in a new process with compiled searches off, an empty cache (cold,
+    then `keep()`) and that cache (warm: `from_experiment` loads the kept search)."""
+    settings = ("off", "cold", "warm")
+    runs = _each_setting(
+        work, "python", rounds, settings,
+        lambda folder, s: _python_once(log_root, exp_name, text, folder, keep=s == "cold"),
+    )  # fmt: skip
+    parts = ("open", "first", "keep")
+    med = {s: {k: statistics.median(x[f"{k}_s"] for x in runs[s]) for k in parts} for s in settings}
+    columns = ["compiled searches", "import + from_experiment", "first summarize()", "keep()",
+               "summarizer", "target (first summary)"]  # fmt: skip
+    rows = [[s, *(f"{med[s][k]:.2f} s" for k in parts),
+             "/".join(sorted({x["summarizer"] for x in runs[s]})), TARGETS[s]]
+            for s in settings]  # fmt: skip
+    _table("`pg.Summarizer` (the README's Python example): a new process's first summary",
+           rounds, columns, rows)  # fmt: skip
+    out = {f"python_{s}_{k}_s": round(med[s][k], 3) for s in settings for k in parts}
+    out["python_warm_summarizer"] = "/".join(sorted({x["summarizer"] for x in runs["warm"]}))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
         help='also start `serve` fresh in each setting: its time to "Serving", from the '
         "model loaded to its first answer, and that first request's latency",
     )
+    p.add_argument(
+        "--python",
+        action="store_true",
+        help="also the README's Python example (`pg.Summarizer`) in a new process, with "
+        "compiled searches off, cold (then `keep()`) and warm",
+    )
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
         log_root, exp_name = args.log_root, args.exp_name
@@ -173,22 +256,18 @@ def main(argv: list[str] | None = None) -> int:
         article = os.path.join(work, "article.txt")
         with open(article, "w", encoding="utf-8") as f:
             f.write(" ".join(text.split()[:ARTICLE_WORDS]) + "\n")
-        times: dict[str, list[tuple[float, float]]] = {s: [] for s in SETTINGS}
-        for r in range(args.rounds):
-            cache = os.path.join(work, f"cache{r}")  # empty: the cold run fills it
-            for setting in SETTINGS:
-                folder = "off" if setting == "off" else cache
-                times[setting].append(_summarize_once(log_root, exp_name, article, folder))
+        times = _each_setting(
+            work, "summarize", args.rounds, SETTINGS,
+            lambda folder, _: _summarize_once(log_root, exp_name, article, folder),
+        )  # fmt: skip
         words = " ".join(text.split()[:ARTICLE_WORDS])
         served = _serve_table(log_root, exp_name, words, work, args.rounds) if args.serve else {}
+        if args.python:
+            served.update(_python_table(log_root, exp_name, words, work, args.rounds))
     med = {s: tuple(statistics.median(t[i] for t in times[s]) for i in (0, 1)) for s in SETTINGS}
-    print(f"\nFirst summary of a new process ({common.machine_description()}), "
-          f"median of {args.rounds} rounds:")  # fmt: skip
-    print("| compiled searches | whole command | first summary after loading | target |")
-    print("|---|---|---|---|")
-    targets = {"off": "", "cold": "<= 5 s", "kept": "", "warm": "<= 2 s"}
-    for s in SETTINGS:
-        print(f"| {s} | {med[s][0]:.2f} s | {med[s][1]:.2f} s | {targets[s]} |")
+    rows = [[s, f"{med[s][0]:.2f} s", f"{med[s][1]:.2f} s", TARGETS[s]] for s in SETTINGS]
+    columns = ["compiled searches", "whole command", "first summary after loading", "target"]
+    _table("First summary of a new process", args.rounds, columns, rows)
     figures = {
         f"{s}_{part}_s": round(med[s][i], 3)
         for s in SETTINGS

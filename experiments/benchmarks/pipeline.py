@@ -13,6 +13,7 @@ training (about 16 examples/s on this CPU), so the target is >= 320 examples/s.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import sys
@@ -58,13 +59,16 @@ def _single_thread(ds):
     return ds.with_options(options)
 
 
-def _rate(iterator, n_batches: int) -> tuple[float, float, int]:
-    """(examples/s wall, examples/s of process CPU time, examples) over n_batches."""
+def _rate(iterator, n_batches: int) -> tuple[float | None, float | None, int]:
+    """(examples/s wall, examples/s of process CPU time, examples) over up to n_batches;
+    fewer where a single pass ends first (a user's small file), None where none came."""
     n = 0
     wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(n_batches):
-        n += int(next(iterator)["enc_lens"].shape[0])
+    for batch in itertools.islice(iterator, n_batches):
+        n += int(batch["enc_lens"].shape[0])
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if not n:
+        return None, None, 0
     return n / wall, n / cpu, n
 
 
@@ -121,7 +125,8 @@ def main(argv=None) -> int:
     figures = {
         "train_examples_per_s": round(train_wall, 1),
         "train_examples_per_cpu_s": round(train_cpu, 1),
-        "decode_examples_per_s": round(dec_wall, 1),
+        # None: the single pass ended within its warm-up (a file of a few batches).
+        "decode_examples_per_s": dec_wall and round(dec_wall, 1),
         "startup_s": round(startup_s, 2),
         "measured_examples": n_train,
         "rss_before_pipeline_mib": round(rss_tf, 1),

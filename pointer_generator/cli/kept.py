@@ -5,27 +5,22 @@ and `serve`."""
 from __future__ import annotations
 
 import logging
-import os
 
 log = logging.getLogger(__name__)
 
 
 def keep_search(root: str, hps, settings, vocab_path: str, decoder, checkpoint: str) -> None:
     """Keep `decoder`'s search (the model of `checkpoint`, experiment `root`) for the next
-    process with the same checkpoint and settings; nothing when searches are not kept or
-    it is kept already. A wait over a few seconds says what it does."""
+    process with the same checkpoint and settings (`kept_search.keep_decoder`); nothing
+    when searches are not kept or it is kept already. A wait over a few seconds says what
+    it does."""
     from pointer_generator.cli import console
-    from pointer_generator.serving.saved_model import TokensModule, save_module
     from pointer_generator.summarizing import kept_search
 
     if kept_search.root() is None:
         return
-    key = kept_search.digest(checkpoint, hps, settings, vocab_path)
-    if os.path.exists(kept_search.path_for(key)):
-        return
     notice = f"Keeping the search for the next run in {kept_search.root()} ..."
     with console.notice_if_slow(notice):
-        about = {"checkpoint": os.path.abspath(checkpoint), "experiment": os.path.abspath(root)}
-        path = kept_search.keep(lambda to: save_module(TokensModule(decoder), to), key, about)
+        path = kept_search.keep_decoder(root, hps, settings, vocab_path, decoder, checkpoint)
     if path:
         log.info("Kept the search in %s", path)

@@ -103,8 +103,8 @@ def load(key: str):
 
 def keep(save, key: str, about: dict) -> str | None:
     """Keep a search as kept search `key`: `save(folder)` writes its SavedModel there
-    (`serving.saved_model`: `save_module(TokensModule(decoder), folder)`, which the
-    command line passes in: serving sits above this package); `about`, what it was made
+    (`serving.saved_model`: `save_module(TokensModule(decoder), folder)`, as
+    `keep_decoder` passes it in: serving sits above this package); `about`, what it was made
     from, goes beside as kept_search.json. Returns its folder, or None when searches are
     not kept, one is kept already, or the cache cannot be written (a warning says why)."""
     path = path_for(key)
@@ -135,6 +135,23 @@ def keep(save, key: str, about: dict) -> str | None:
         shutil.rmtree(stage, ignore_errors=True)  # this process's own staging folder
     _remove_superseded(path, about)
     return path
+
+
+def keep_decoder(exp_root: str, hps, settings, vocab_path: str, decoder, checkpoint: str):
+    """Keep `decoder`'s search (the model of `checkpoint`, experiment `exp_root`, these
+    settings and vocabulary) for the next process; its folder, or None when searches are
+    not kept or it is kept already. Used by `summarize`, `serve` and `Summarizer.keep`."""
+    if root() is None:
+        return None
+    key = digest(checkpoint, hps, settings, vocab_path)
+    if os.path.exists(path_for(key)):
+        return None
+    # The SavedModel writer of `serving` (a package above this one), imported only here,
+    # when a search is kept.
+    from pointer_generator.serving.saved_model import TokensModule, save_module
+
+    about = {"checkpoint": os.path.abspath(checkpoint), "experiment": os.path.abspath(exp_root)}
+    return keep(lambda to: save_module(TokensModule(decoder), to), key, about)
 
 
 def _remove_superseded(path: str, about: dict) -> None:
