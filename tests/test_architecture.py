@@ -35,6 +35,8 @@ RANK = {
 SIDEWAYS = {
     ("pointer_generator.training.epochs", "pointer_generator.evaluation.evaluate"),
     ("pointer_generator.summarizing.summarizer", "pointer_generator.decoding.folder"),
+    # A kept search is the graph `export` writes (summarizing/kept_search.py: keep_decoder).
+    ("pointer_generator.summarizing.kept_search", "pointer_generator.serving.saved_model"),
 }
 
 
