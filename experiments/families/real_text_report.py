@@ -802,9 +802,15 @@ class Page:
             "pass limits were raised after a full run where runs were still improving or "
             "compared unequal training, and the pointer-generator's Adagrad accumulator "
             "(the original's 0.1) was set to the sentence families' 1e-4 after a full run "
-            "whose summaries wrote words twice in a row: their value, not a tuned one (the "
-            "runs so replaced are kept, with their figures, under `superseded` in "
-            "results.json; both seeds stay as a variant). Flags the table does not show "
+            "whose summaries wrote words twice in a row: their value, not a tuned one ("
+            + (
+                "the runs so replaced are kept, with their figures, under `superseded` in "
+                "results.json"
+                if self.r.get("superseded")
+                else "the runs so replaced are not part of this rebuild from nothing: "
+                "the pages they made are in the repository's history"
+            )
+            + "; both seeds stay as a variant). Flags the table does not show "
             "are each family's defaults: ABS and RAS start Adagrad's accumulator at 1e-4 "
             "(`SentenceFamily.DEFAULTS`), RAS scores its attention by cosine "
             "(`--ras_attention=cosine`, docs/families.md: the paper's dot product locks "
@@ -818,9 +824,13 @@ class Page:
             f"One search for every family and seed: `{search}`. ABS+: its feature weights by "
             f"MERT (`pointer-generator tune_features {' '.join(real_text.MERT_OBJECTIVE)}`: "
             f"ROUGE-1 F of whole summaries, the measure of this page) on the first "
-            f"{real_text.MERT_PAIRS} validation pairs, on its ABS model's search; a row "
-            "marked *MERT on 75-byte recall* was tuned as the papers tuned on DUC "
-            "(`tune_features`' default: ROUGE-1 recall of the first 75 bytes).",
+            f"{real_text.MERT_PAIRS} validation pairs, on its ABS model's search"
+            + (
+                "; a row marked *MERT on 75-byte recall* was tuned as the papers tuned on "
+                "DUC (`tune_features`' default: ROUGE-1 recall of the first 75 bytes)."
+                if self.r.get("abs_plus_recall75")
+                else "."
+            ),
         )
         self.source("`runs.*.record`")
 
