@@ -1815,13 +1815,18 @@ class Page:
                      + ", ".join(f"`{n}`" for n in improving) + ".")  # fmt: skip
         self.add(
             "",
-            "What more compute would change: the runs still improving would lower their "
-            "validation perplexity with more passes (above); every system would get more "
-            "seeds than its one or two here (ABS+'s two differ by MERT's spread: \"ROUGE on the test "
-            'split"); the papers\' presets, given half a pass to one pass here ("The '
-            "papers' presets at this scale\"), could run their own schedules; and the "
-            "papers' data (Gigaword's millions of pairs against the training pairs of "
-            '"The task") is beyond a 2-core CPU.',
+            " ".join(
+                [
+                    "What more compute would change: the runs still improving would lower",
+                    "their validation perplexity with more passes (above); every system",
+                    "would get more seeds than its one or two here (ABS+'s two differ by",
+                    "MERT's spread: 'ROUGE on the test split'); the papers' presets, given",
+                    "half a pass to one pass here ('The papers' presets at this scale'),",
+                    "could run their own schedules; and the papers' data (Gigaword's",
+                    "millions of pairs against the training pairs of 'The task') is beyond",
+                    "a 2-core CPU.",
+                ]
+            ),
         )
         self.source("`meta`, `runs.*.train`" + (", `superseded`" if superseded else ""))
 
