@@ -170,9 +170,7 @@ class Summarizer:
         # The batch shapes (rows, article length) the search has run: compiled.
         self._ready: set[tuple[int, int]] = set()
         self.compiled_shapes_only = False
-        # (experiment root, hps, settings, vocab path, checkpoint) where `keep` can keep
-        # this search for the next process (`from_experiment` sets it).
-        self._kept_as: tuple | None = None
+        self._keep_args: tuple | None = None  # `kept_search.keep_decoder`'s, for `keep`
 
     def only_compiled_shapes(self) -> None:
         """From now on, run a batch of a shape not compiled yet as smaller batches of
@@ -232,23 +230,18 @@ class Summarizer:
         trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
         out = cls(trained.decoder(settings, jit_compile=jit_compile), batch_size)
         if checkpoint is None and jit_compile:  # the searches `find` looks for, above
-            out._kept_as = (root, hps, settings, vocab, trained.checkpoint)
+            out._keep_args = (root, hps, settings, vocab, out.decoder, trained.checkpoint)
         return out
 
     def keep(self) -> str | None:
-        """Keep this search for the next process: a later `from_experiment` of the same
-        experiment, checkpoint and settings (and `pointer-generator summarize`) then loads
-        it in about a second instead of building the model and tracing the search
-        (`summarizing/kept_search.py`). Takes seconds (the search is traced again and
-        written to the user's cache); call it once the summaries that matter are out.
-        Returns the kept search's folder, or None: kept already, searches not kept
-        (POINTER_GENERATOR_COMPILE_CACHE=off), or a summarizer not opened by
-        `from_experiment` with its newest checkpoint and `jit_compile`."""
+        """Keep this search for the next process (`summarizing/kept_search.py`): a later
+        `from_experiment` with the same checkpoint and settings loads it instead of
+        building the model and tracing the search. Takes seconds. Returns its folder, or
+        None: kept already, searches not kept (POINTER_GENERATOR_COMPILE_CACHE=off), or not
+        opened by `from_experiment` with the newest checkpoint and `jit_compile`."""
         from pointer_generator.summarizing import kept_search
 
-        if self._kept_as is None:
-            return None
-        return kept_search.keep_decoder(*self._kept_as[:4], self.decoder, self._kept_as[4])
+        return None if self._keep_args is None else kept_search.keep_decoder(*self._keep_args)
 
     @staticmethod
     def from_saved_model(export_dir: str, batch_size: int = 16) -> SavedModelSummarizer:
@@ -325,7 +318,6 @@ class KeptSearchSummarizer:
 
     def keep(self) -> None:
         """As `Summarizer.keep`: None, this search is a kept one already."""
-        return None
 
     def _shape(self, articles: list[str]) -> tuple[int, int]:
         """(rows, article length) the kept graph pads `articles` to: rows to a power of
