@@ -142,9 +142,12 @@ def summarizer_of(fv):
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
     decoder = trained.decoder(settings, jit_compile=True)
     keep = None
+    summarizer = Summarizer(decoder, fv.serve_max_batch)
     if not fv.tf1_checkpoint:
-        keep = (exp.root, hps, settings, fv.vocab_path, decoder, trained.checkpoint)
-    return Summarizer(decoder, fv.serve_max_batch), name, keep
+        # The shapes warmed up before the search is kept, compiled in the kept one too.
+        shapes = summarizer._ready
+        keep = (exp.root, hps, settings, fv.vocab_path, decoder, trained.checkpoint, shapes)
+    return summarizer, name, keep
 
 
 def keep_while_serving(keep, idle=None, quiet_s: float = 2.0, poll_s: float = 0.25):

@@ -132,11 +132,11 @@ def main(argv: list[str]) -> int:
         )
         # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
         decoder = trained.decoder(settings, jit_compile=True)
+        shapes: set = set()  # the batch shapes run, compiled in the kept search too
         with console.notice_if_slow(_compiling_notice()):
-            summaries = [
-                s.words for s in summarize_examples(decoder, examples, fv.decode_batch_size)
-            ]
-        keep = (decoder, trained.checkpoint) if not fv.tf1_checkpoint else None
+            done = summarize_examples(decoder, examples, fv.decode_batch_size, shapes)
+        summaries = [s.words for s in done]
+        keep = (decoder, trained.checkpoint, shapes) if not fv.tf1_checkpoint else None
     _print_summaries(fv, names, texts, summaries)
     if keep:
         from pointer_generator.cli.kept import keep_search

@@ -17,9 +17,8 @@ searches by itself, so neither the experiment nor its vocabulary file is needed.
 checkpoint that reads completely (or `checkpoint=`, e.g. an eval job's best model).
 `summarize` tokenizes the texts like the training data and decodes them in batches with
 the same batched beam search as `--mode=decode` and `pointer-generator summarize` (its
-summaries are `summarize`'s). The search runs as one XLA computation here and in
-`summarize`; its float rounding can differ from `--mode=decode`'s in the last bits, which
-may swap two nearly tied hypotheses (`jit_compile=False` gives decode mode's numerics).
+summaries are `summarize`'s), as one XLA computation: its float rounding can differ from
+`--mode=decode`'s and swap two nearly tied hypotheses (`jit_compile=False`: decode's).
 """
 
 from __future__ import annotations
@@ -230,7 +229,8 @@ class Summarizer:
         trained = open_trained(root, hps, vocab, checkpoint=checkpoint)
         out = cls(trained.decoder(settings, jit_compile=jit_compile), batch_size)
         if checkpoint is None and jit_compile:  # the searches `find` looks for, above
-            out._keep_args = (root, hps, settings, vocab, out.decoder, trained.checkpoint)
+            keep = (root, hps, settings, vocab, out.decoder, trained.checkpoint, out._ready)
+            out._keep_args = keep  # with the shapes run by `keep`'s time: compiled for the next
         return out
 
     def keep(self) -> str | None:
