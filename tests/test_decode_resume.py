@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from pointer_generator.runtime.progress import unstamped
 from tests import helpers
 
 
@@ -45,6 +46,9 @@ def test_single_pass_decode_never_resumes_a_folder_made_from_other_inputs(traine
     other = helpers.write_data(os.path.join(exp_dir, "other"), "val", 3, trained.words, seed=5)
     first = helpers.run_args(trained, "resume", mode="decode", single_pass=True)
     assert helpers.run_main_in_process(first) == 0
+    # Every status line on stdout carries its time, as the log lines (issue 45 item 6).
+    out = [x for x in capfd.readouterr().out.splitlines() if x.strip()]
+    assert any(" into " in x for x in out) and all(unstamped(x) != x for x in out), out
     (folder,) = [d for d in os.listdir(exp_dir) if d.startswith("decode_")]
     folder = os.path.join(exp_dir, folder)
     n_first = len(os.listdir(os.path.join(folder, "decoded")))

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from pointer_generator.runtime import compile_cache
+from pointer_generator.runtime.progress import unstamped
 from pointer_generator.summarizing import kept_search
 from tests import helpers, trained_experiment
 
@@ -244,7 +245,9 @@ def test_serve_keeps_the_search_it_builds_while_serving(trained, tmp_path, monke
     built, _, keep = start()
     assert isinstance(built, Summarizer) and keep is not None
     # It says at start which search it runs and where that search comes from.
-    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("search: ")]
+    (line,) = [
+        x for x in capsys.readouterr().out.splitlines() if unstamped(x).startswith("search: ")
+    ]
     assert "beam_size=" in line and " from the " in line
     texts = ["the cat sat on the mat . the dog ran to the park .", "a man walked his dog ."]
     want = [r.tokens for r in built.summarize(texts)]

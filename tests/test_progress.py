@@ -3,6 +3,7 @@ decoding its total, and the training progress line's speed and ETA, which leave 
 steps that compile."""
 
 import io
+import re
 import types
 
 from pointer_generator.data.binfile import count_records, write_bin
@@ -35,7 +36,9 @@ def test_count_progress_rate_eta_and_a_resumed_start(monkeypatch):
     # the running lines measure it (since the first results: 5 articles in 5 s), the
     # whole time, and the wait for the first results (issue 45 item 6: before, the final
     # rate folded the wait in, 0.17 articles/s after lines of 1.00).
-    assert out.getvalue().splitlines()[-1] == (
+    stamp, last = out.getvalue().splitlines()[-1].split(" ", 1)
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", stamp)  # its time of day (`progress.stamp`)
+    assert last == (
         "decoded: 10/10 articles (1.00 articles/s; 00:35 in all, the first after 00:30)"
     )
 
@@ -122,7 +125,10 @@ def test_a_long_wait_for_the_first_results_says_what_it_is():
     deadline = time.monotonic() + 10
     while "compiling" not in out.getvalue() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert out.getvalue() == "decoded: 0/10 articles (compiling ...)\n"
+    # With its time of day, as every status line (`progress.stamp`).
+    assert re.fullmatch(
+        r"\d\d:\d\d:\d\d decoded: 0/10 articles \(compiling \.\.\.\)\n", out.getvalue()
+    )
     p.update(1)
     p.close()
     assert out.getvalue().count("compiling") == 1
@@ -151,4 +157,18 @@ def test_a_delayed_notice_on_a_stream_closed_first_is_dropped(monkeypatch):
     assert not notice._timer.is_alive() and raised == []
     open_stream = io.StringIO()
     DelayedNotice("compiling ...", 0.0, open_stream)._timer.join(5)
-    assert open_stream.getvalue() == "compiling ...\n"
+    assert re.fullmatch(r"\d\d:\d\d:\d\d compiling \.\.\.\n", open_stream.getvalue())
+
+
+def test_a_status_line_carries_its_time_and_readers_take_it_off():
+    """Issue 45 item 6: status lines start `HH:MM:SS ` like the log lines; tools that
+    read them (the families' drivers, the benchmarks) take it off, and leave a line
+    without one as it is."""
+    line = progress.stamp("Decoding a into b")
+    assert re.fullmatch(r"\d\d:\d\d:\d\d Decoding a into b", line)
+    assert progress.unstamped(line) == "Decoding a into b"
+    for bare in ("Decoding a into b", "12:3:45 x", "ab:cd:ef x", "12:34:56"):
+        assert progress.unstamped(bare) == bare
+    out = io.StringIO()
+    progress.status("Serving x", out)
+    assert progress.unstamped(out.getvalue()) == "Serving x\n"

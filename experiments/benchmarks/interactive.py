@@ -38,6 +38,7 @@ from experiments.benchmarks.serve import _articles, _post, _toy_experiment
 from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.runtime import child_processes
+from pointer_generator.runtime.progress import unstamped
 
 
 def _ms(f, repeats: int = 10) -> float:
@@ -128,7 +129,7 @@ def _serve(log_root: str, exp: str, article: str, summarize_once) -> dict:
     with child_processes.Children() as children:
         proc = children.start(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = None
-        for line in proc.stdout:
+        for line in map(unstamped, proc.stdout):
             if line.startswith("Serving "):
                 url = line.split(" on ", 1)[1].split(" ", 1)[0].rstrip("/")
                 break

@@ -46,6 +46,7 @@ from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
 from pointer_generator.runtime import child_processes, json_files, owned_files
+from pointer_generator.runtime.progress import unstamped
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -720,7 +721,8 @@ class Job:
         run_logged(cmd, log)
         with open(log, encoding="utf-8", errors="replace") as f:
             f.seek(start)
-            dirs = [line.rstrip("\n").rsplit(" into ", 1)[1] for line in f
+            lines = [unstamped(line.rstrip("\n")) for line in f]
+            dirs = [line.rsplit(" into ", 1)[1] for line in lines
                     if line.startswith("Decoding ") and " into " in line]  # fmt: skip
         if not dirs:
             raise Failed(f"the decoder named no output folder; see {log}")

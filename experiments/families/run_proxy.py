@@ -35,6 +35,7 @@ from pointer_generator import exit_codes
 from pointer_generator.cli import arg_types
 from pointer_generator.errors import DataError
 from pointer_generator.runtime import child_processes, json_files, owned_files
+from pointer_generator.runtime.progress import unstamped
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -227,7 +228,8 @@ def decode(work: str, name: str, row: str, flags: list[str], extra: list[str] = 
     _run(cmd, log)
     with open(log, encoding="utf-8", errors="replace") as f:
         f.seek(start)
-        folders = [line.rstrip("\n").rsplit(" into ", 1)[1] for line in f
+        lines = [unstamped(line.rstrip("\n")) for line in f]
+        folders = [line.rsplit(" into ", 1)[1] for line in lines
                    if line.startswith("Decoding ") and " into " in line]  # fmt: skip
     if not folders:
         raise SystemExit(f"error: the decoder named no output folder; see {log}")

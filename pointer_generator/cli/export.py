@@ -23,6 +23,7 @@ import time
 from pointer_generator.cli.help import SEARCH_HELP
 from pointer_generator.errors import FlagError, OutputError
 from pointer_generator.runtime import owned_files, staging
+from pointer_generator.runtime.progress import status
 
 # The flags that matter for export, in the order `--help` lists them.
 HELP_FLAGS = {
@@ -118,7 +119,7 @@ def main(argv: list[str]) -> int:
     flags_lib.parse_subcommand("export", argv)
     console.setup_logging()
     exp = stored_settings.apply_trained(fv, "export")  # its model flags and vocabulary
-    print(stored_settings.search_line(fv), flush=True)
+    status(stored_settings.search_line(fv))
     export_dir = check_export_dir(fv.export_dir)
 
     console.import_tensorflow(keep_compiled=True)
@@ -164,10 +165,9 @@ def main(argv: list[str]) -> int:
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp)  # our own staging folder, never the user's
-    print(
+    status(
         f"Exported {checkpoint} to {export_dir} in {time.time() - start:.0f} s "
-        "(signatures: serving_default for raw text, summarize_tokens for tokenized text)",
-        flush=True,
+        "(signatures: serving_default for raw text, summarize_tokens for tokenized text)"
     )
     return 0
 

@@ -39,6 +39,7 @@ import time
 
 from pointer_generator.cli.help import SEARCH_HELP, SERVE_FLAGS
 from pointer_generator.errors import FlagError
+from pointer_generator.runtime.progress import status
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def summarizer_of(fv):
         console.import_tensorflow(keep_compiled=True)
         return Summarizer.from_saved_model(fv.saved_model, fv.serve_max_batch), fv.saved_model, None
     exp = stored_settings.apply_trained(fv, "serve")  # its model flags and vocabulary
-    print(stored_settings.search_line(fv), flush=True)
+    status(stored_settings.search_line(fv))
     console.import_tensorflow(keep_compiled=True)
     from pointer_generator.summarizing.summarizer import KeptSearchSummarizer
     from pointer_generator.summarizing.trained import open_trained
@@ -136,7 +137,7 @@ def summarizer_of(fv):
         rows = fv.serve_max_batch
         kept = KeptSearchSummarizer.find(exp.root, hps, settings, fv.vocab_path, rows)
         if kept is not None:  # (no model to build, no search to trace)
-            print(f"Using the search kept in {kept.where}", flush=True)
+            status(f"Using the search kept in {kept.where}")
             return kept, name, None
     trained = open_trained(exp.root, hps, fv.vocab_path, tf1_checkpoint=fv.tf1_checkpoint or None)
     # As pg.Summarizer: the whole search as one XLA computation (article_texts.py).
@@ -198,21 +199,19 @@ def main(argv: list[str]) -> int:
         from pointer_generator.summarizing.article_texts import all_batch_rows
 
         rows = all_batch_rows(fv.serve_max_batch)
-    print(
+    status(
         "Compiling the search for each article length"
         + (f" and batches of {', '.join(map(str, rows))} texts" if len(rows) > 1 else "")
-        + " ...",
-        flush=True,
+        + " ..."
     )
     t0 = time.time()
     shapes = summarizer.warm_up(rows)
     from pointer_generator.runtime import compile_cache
 
     kept = compile_cache.kept_folder()
-    print(
+    status(
         f"  {shapes} shapes compiled in {time.time() - t0:.1f} s"
-        + (f" (kept in {kept}: the next start loads them)" if kept else ""),
-        flush=True,
+        + (f" (kept in {kept}: the next start loads them)" if kept else "")
     )
     # A batch of a size not compiled is answered as batches of compiled sizes: no
     # request waits for a compile after "Serving".
@@ -241,13 +240,13 @@ def main(argv: list[str]) -> int:
             "authentication or TLS (docs/serving.md)",
             host,
         )
-    print(f"Serving {name} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    status(f"Serving {name} on http://{host}:{port}/ (Ctrl-C stops)")
     if keep:
         keep_while_serving(keep, service.idle_for)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("stopped", flush=True)
+        status("stopped")
     finally:
         server.server_close()
         service.batcher.close()

@@ -25,6 +25,7 @@ import sys
 from pointer_generator.cli.help import SEARCH_HELP
 from pointer_generator.data.text_files import decode_text, read_text
 from pointer_generator.errors import DataError, FlagError
+from pointer_generator.runtime.progress import status
 
 # The most one input may hold: an article is kilobytes, and the model reads its first
 # --max_enc_steps tokens; a larger input is a mistake (a whole corpus, /dev/zero).
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
     rest = ["summarize", *flags_lib.parse_subcommand("summarize", argv, positional=True)]
     console.setup_logging()
     exp = stored_settings.apply_trained(fv, "summarize")  # its model flags and vocabulary
-    print(stored_settings.search_line(fv), file=sys.stderr, flush=True)
+    status(stored_settings.search_line(fv), sys.stderr)
     inputs = read_inputs(rest[1:])
     names = [name for name, _ in inputs]
     texts = [text for _, text in inputs]

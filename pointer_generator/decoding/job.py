@@ -28,7 +28,7 @@ from pointer_generator.errors import OutputError
 from pointer_generator.hparams import HParams
 from pointer_generator.runtime import experiment_settings, interrupts, locks, owned_files
 from pointer_generator.runtime.devices import local_mirrored_strategy
-from pointer_generator.runtime.progress import CountProgress
+from pointer_generator.runtime.progress import CountProgress, status
 from pointer_generator.search.beam_decoder import BeamSearchDecoder, Summary, _text
 from pointer_generator.search.replicated import ReplicatedDecoder
 from pointer_generator.summarizing.trained import load_weights, open_trained
@@ -280,11 +280,11 @@ def run_decode_mode(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
         values = {k: getattr(cfg.search, k) for k in experiment_settings.SAVED_SEARCH}
         values["length_penalty"] = values["length_penalty"] or 0.0  # as the flag: 0 = none
         path = experiment_settings.save_search(exp.root, values)
-        print(f"Saved this search as the experiment's: {path}", flush=True)
+        status(f"Saved this search as the experiment's: {path}")
     strategy = None
     if cfg.distribution_strategy == "mirrored":
         strategy = local_mirrored_strategy()
-        print(f"Decoding on {strategy.num_replicas_in_sync} devices", flush=True)
+        status(f"Decoding on {strategy.num_replicas_in_sync} devices")
     pin = pinned = None
     if cfg.single_pass and cfg.decode_shards > 1 and not cfg.tf1_checkpoint:
         pinned, pin = _pin_shard_checkpoint(exp, cfg, vocab, hps)
@@ -317,7 +317,7 @@ def run_decode_mode(hps: HParams, vocab: Vocab, cfg: DecodeConfig) -> None:
             if cfg.decode_shards > 1:
                 return _decode_shard(decoder, vocab, batch_hps, cfg, decode_dir, pin)
             locks.acquire(decode_dir, "single-pass decode", "decode another checkpoint or data")
-            print(f"Decoding {cfg.data_path} into {decode_dir}", flush=True)
+            status(f"Decoding {cfg.data_path} into {decode_dir}")
             try:
                 with _write_errors(decode_dir, "run the same command again: it resumes"):
                     decode_single_pass(
@@ -354,10 +354,10 @@ def _pin_shard_checkpoint(exp, cfg: DecodeConfig, vocab, hps) -> tuple[str, str]
     pin = shards.pin_file(exp.root, record, cfg.decode_shards)
     ckpt, pinned_here = shards.pinned_checkpoint(pin, newest)
     if pinned_here:
-        print(f"Pinned {ckpt} for all {cfg.decode_shards} shards ({pin})", flush=True)
+        status(f"Pinned {ckpt} for all {cfg.decode_shards} shards ({pin})")
     else:
         note = "" if ckpt == newest else f"; newer now: {newest}"
-        print(f"Using {ckpt}, pinned by the first shard ({pin}{note})", flush=True)
+        status(f"Using {ckpt}, pinned by the first shard ({pin}{note})")
         scan = checkpointing.checkpoint_scan
         if scan.foreign(exp.train_dir, [os.path.normpath(ckpt)], scan.TRAIN_NAMES):
             raise CheckpointError(
@@ -392,13 +392,12 @@ def _decode_shard(
     try:
         with _write_errors(directory, "run the same command again: it resumes"):
             if mine == 0:
-                print(
+                status(
                     f"Shard {i} of {n} has no examples ({cfg.data_path} holds {total}); "
-                    "nothing to decode",
-                    flush=True,
+                    "nothing to decode"
                 )
             else:
-                print(f"Decoding shard {i} of {n} of {cfg.data_path} into {directory}", flush=True)
+                status(f"Decoding shard {i} of {n} of {cfg.data_path} into {directory}")
                 dataset = make_dataset(cfg.data_path, vocab, batch_hps, "decode", True,
                                        seed=batch_hps.seed, num_replicas=n, replica_index=i,
                                        by_example=True)  # fmt: skip
@@ -410,7 +409,7 @@ def _decode_shard(
     finally:
         locks.release(directory)
     if not shards.finished(decode_dir, n):
-        print(f"Shard {i} of {n} done; the last shard to finish merges them", flush=True)
+        status(f"Shard {i} of {n} done; the last shard to finish merges them")
         return
     try:
         locks.acquire(decode_dir, "merge of the decode shards", "it is being merged already")
@@ -426,7 +425,7 @@ def _decode_shard(
             pages = os.path.join(decode_dir, ATTENTION_PAGES_SUBDIR)
             if os.path.isdir(pages):
                 attention_html.write_index(pages)
-            print(f"Merged {n} shards: {merged} examples in {decode_dir}", flush=True)
+            status(f"Merged {n} shards: {merged} examples in {decode_dir}")
             text = score(decode_dir, per_document=cfg.rouge_per_document)
             if text:
                 print(text.lstrip("\n"), end="", flush=True)

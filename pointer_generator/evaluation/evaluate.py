@@ -36,6 +36,7 @@ from pointer_generator.runtime import (
     tensorboard,
 )
 from pointer_generator.runtime.experiment import Experiment
+from pointer_generator.runtime.progress import status
 
 log = logging.getLogger(__name__)
 
@@ -456,5 +457,5 @@ def single_pass(
     if input_gap:
         print(input_gap_line(result["loss_other_articles"], result["input_gap"]), flush=True)
         print(history_gap_line(result["loss_other_summaries"], result["history_gap"]), flush=True)
-    print(f"Written to {exp.single_pass_loss}", flush=True)
+    status(f"Written to {exp.single_pass_loss}")
     return result

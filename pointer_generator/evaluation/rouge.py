@@ -368,7 +368,8 @@ def format_results(results: dict) -> str:
 def rouge_log(results: dict, dir_to_write: str | None) -> str:
     """Log the results, write them to `dir_to_write/ROUGE_results.txt` (if given), return them."""
     text = format_results(results)
-    log.info(text)
+    # The table starts on the line after the log line's time (it begins with a newline).
+    log.info("ROUGE-1.5.5 scores:%s", text.rstrip("\n"))
     if dir_to_write is not None:
         path = os.path.join(dir_to_write, "ROUGE_results.txt")
         log.info("Writing final ROUGE results to %s...", path)

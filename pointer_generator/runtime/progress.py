@@ -12,6 +12,28 @@ from typing import TextIO
 log = logging.getLogger(__name__)
 
 
+def stamp(text: str) -> str:
+    """`text` after the time of day, `HH:MM:SS text`, as the log lines on stderr are
+    (`cli.console.setup_logging`): every line that says what a job is doing carries its
+    time; what a command produces (summaries, ROUGE tables, the eval loss) is printed bare."""
+    return f"{time.strftime('%H:%M:%S')} {text}"
+
+
+def unstamped(line: str) -> str:
+    """`line` without the time `stamp` put before it (unchanged where there is none): for
+    tools that read a job's status lines."""
+    head, _, rest = line.partition(" ")
+    parts = head.split(":")
+    if rest and len(parts) == 3 and all(len(p) == 2 and p.isdigit() for p in parts):
+        return rest
+    return line
+
+
+def status(text: str, stream: TextIO | None = None) -> None:
+    """Print a status line of a job (`stamp`) on stdout (or `stream`), flushed."""
+    print(stamp(text), file=stream if stream is not None else sys.stdout, flush=True)
+
+
 def format_duration(seconds: float) -> str:
     """`1d 02:03:04` / `02:03:04` / `03:04` style duration."""
     seconds = max(0, int(round(seconds)))
@@ -166,7 +188,7 @@ class DelayedNotice:
 
         def say():
             try:
-                stream.write(text + "\n")
+                stream.write(stamp(text) + "\n")
                 stream.flush()
             except (ValueError, OSError):
                 # The stream closed first (a command that failed before its first result,
@@ -280,6 +302,7 @@ class CountProgress:
             self._write(self.line(final=True), final=True)
 
     def _write(self, text: str, final: bool) -> None:
+        text = stamp(text)
         if self.tty:
             self.stream.write("\r" + text + ("\n" if final else ""))
         else:

@@ -28,7 +28,7 @@ from pointer_generator.errors import CheckpointError, FlagError
 from pointer_generator.hparams import HParams
 from pointer_generator.models import family_registry
 from pointer_generator.models.family_registry import build_model
-from pointer_generator.runtime import checkpointing, experiment_settings, interrupts
+from pointer_generator.runtime import checkpointing, experiment_settings, interrupts, progress
 from pointer_generator.runtime.experiment import TRAIN_SUBDIR, check_own_folders
 from pointer_generator.search.beam_decoder import BeamSearchDecoder
 from pointer_generator.search.settings import SearchSettings
@@ -88,7 +88,7 @@ def open_trained(
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         model = build_model(hps, vocab.size())
     if announce:
-        print(model.parameter_summary(), flush=True)
+        progress.status(model.parameter_summary())
     if checkpoint:
         if not tf.io.gfile.exists(checkpoint + ".index"):
             raise CheckpointError(f"no checkpoint {checkpoint} (no {checkpoint}.index)")

@@ -84,7 +84,5 @@ def restore_best_model(hps: HParams, vocab, exp: Experiment) -> str:
     checkpointing.restore(trainer.weights_checkpoint(), best, trainer.model)
     name = os.path.basename(best).replace(checkpointing.BEST_CHECKPOINT_NAME, "model", 1)
     path = checkpointing.write_named(trainer.checkpoint(), os.path.join(exp.train_dir, name))
-    msg = f"Restored best model {best} as {path}; training resumes from it"
-    log.info(msg)
-    print(msg, flush=True)
+    log.info("Restored best model %s as %s; training resumes from it", best, path)
     return path

@@ -32,7 +32,7 @@ from pointer_generator.runtime import (
     tensorboard,
 )
 from pointer_generator.runtime.experiment import VOCAB_METADATA, Experiment
-from pointer_generator.runtime.progress import Progress
+from pointer_generator.runtime.progress import Progress, status
 from pointer_generator.training import distribution
 from pointer_generator.training.config import TrainConfig
 from pointer_generator.training.conversions import convert, restore_best_model
@@ -168,7 +168,7 @@ def _train(hps: HParams, vocab, cfg: TrainConfig, exp: Experiment) -> None:
         tf.debugging.enable_check_numerics()
     try:
         trainer = Trainer(hps, vocab.size(), strategy, jit_compile=cfg.xla)
-        print(trainer.model.parameter_summary(), flush=True)
+        status(trainer.model.parameter_summary())
         log.info("Devices: %s", distribution.describe(strategy))
         train_loop(trainer, vocab, exp, cfg)
     finally:
