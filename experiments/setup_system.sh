@@ -12,7 +12,10 @@ python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 # With `wheel` importable, Debian 12's pip (23.0) builds pyrouge and this project as wheels;
 # without it, it installs them by the deprecated `setup.py install` and says so (two
 # DEPRECATION notices in the middle of the README's first command).
-python3 -c "import wheel" 2>/dev/null || need+=(python3-wheel)
+# (Only Debian's own python3, in /usr, sees the package.)
+if [ "$(python3 -c 'import sys; print(sys.base_prefix)')" = /usr ]; then
+  python3 -c "import wheel" 2>/dev/null || need+=(python3-wheel)
+fi
 if [ "${1:-}" = "--tests" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi
