@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 
+from pointer_generator.runtime.progress import unstamped
 from tests import helpers, trained_experiment
 
 
@@ -204,7 +205,7 @@ def test_a_saved_search_is_the_default_of_summarize_and_a_plain_decode_changes_n
     summarize = ["summarize", f"--log_root={root}", "--exp_name=exp", str(article)]
     proc = helpers.run_python(["-m", "pointer_generator.cli", *summarize], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    first = [ln for ln in proc.stderr.splitlines() if ln.startswith("search:")]
+    first = [unstamped(ln) for ln in proc.stderr.splitlines() if " search: " in ln]
     assert first == [
         "search: beam_size=2, min_dec_steps=1, max_dec_steps=5, trigram_blocking=false, "
         f"length_penalty=0.0, block_unk=true from the experiment's search ({path})"
