@@ -253,12 +253,19 @@ def test_twenty_real_articles_equal_summarize(real, tmp_path, capfd):
     out = run_exported(export_dir, texts)
     articles = [article for article, _ in texts_to_examples(texts)]
     by_tokens = run_exported(export_dir, articles, signature="summarize_tokens")
-    same_input, copied = 0, 0
-    for i, text in enumerate(texts):
-        path = str(tmp_path / f"article{i}.txt")
+    paths = [str(tmp_path / f"article{i:02d}.txt") for i in range(len(texts))]
+    for path, text in zip(paths, texts, strict=True):
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        want = cli_summary(capfd, log_root, "real", path, *decode)
+    # One `summarize` of all the files (its batches): "==> path <==", the summary, a blank.
+    capfd.readouterr()
+    args = [f"--log_root={log_root}", "--exp_name=real", *decode, *paths]
+    assert entry.run_subcommand("summarize", args) == 0
+    printed = capfd.readouterr().out
+    wants = [block.split(" <==\n", 1)[1].strip("\n") for block in printed.split("==> ")[1:]]
+    assert len(wants) == len(texts)
+    same_input, copied = 0, 0
+    for i, want in enumerate(wants):
         # summarize_tokens has no capitals to put back (its articles are lower case)
         assert by_tokens["summary"][i].lower() == want.lower()
         m = out["article_length"][i]
