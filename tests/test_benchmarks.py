@@ -148,7 +148,7 @@ def test_the_checkouts_benchmark_refuses_a_folder_that_is_no_checkout(tmp_path, 
     assert not table.exists()
 
 
-@pytest.mark.parametrize("module", ["decode", "pipeline", "train_step"])
+@pytest.mark.parametrize("module", ["decode", "decoder_padding", "pipeline", "train_step"])
 def test_a_benchmark_without_data_says_how_to_give_it(module, tmp_path, monkeypatch, capfd):
     """No ../shared/data and no --data_path: one SKIPPED line naming the flags that give
     a user's own data, exit 0, nothing written."""
@@ -161,3 +161,36 @@ def test_a_benchmark_without_data_says_how_to_give_it(module, tmp_path, monkeypa
     err = capfd.readouterr().err
     assert "SKIPPED: no real data" in err and "--data_path" in err and "--vocab_path" in err
     assert set(os.listdir(common.RESULTS_DIR)) == before
+
+
+def test_decoder_padding_counts_what_buckets_would_save():
+    """Issue 46's first candidate: batches whose longest summaries are 10, 30 and 100 of
+    100 steps; with 4 buckets (32, 56, 80, 100) they pad to 32, 32 and 100, which saves
+    1 - 164/300 of the decoder steps; with 1 (the original's) nothing."""
+    from experiments.benchmarks.decoder_padding import padding_figures
+
+    four = padding_figures([10, 30, 100], 100, 4)
+    assert four["lengths"] == [32, 56, 80, 100]
+    assert four["mean_padded"] == pytest.approx(164 / 3)
+    assert four["saved"] == pytest.approx(1 - 164 / 300)
+    assert padding_figures([10, 30, 100], 100, 1)["saved"] == 0.0
+
+
+def test_decoder_padding_reads_the_training_batches_of_data_a_user_built(tmp_path, table):
+    """On `.bin` chunks written by data_tools: every figure from the batches' own summary
+    lengths, more buckets never saving less."""
+    from data_tools import toy_data
+    from experiments.benchmarks import decoder_padding
+
+    data = tmp_path / "finished"
+    toy_data.make_toy_data(str(data), num_train=40, num_val=2, num_test=2, stream=io.StringIO())
+    out = tmp_path / "decoder_padding.json"
+    args = ["--data_path", str(data / "chunked" / "train_*.bin"), "--vocab_path",
+            str(data / "vocab"), "--vocab_size", "0", "--batch_size", "4", "--max_dec_steps",
+            "12", "--batches", "6", "--buckets", "2", "4", "--out_json", str(out)]  # fmt: skip
+    assert decoder_padding.main(args) == 0
+    f = _figures(out)["figures"]
+    assert f["batches"] == 6 and 1 <= f["mean_longest_summary"] <= 12
+    assert 0 <= f["buckets_1_saved"] == 0.0 <= f["buckets_2_saved"] <= f["buckets_4_saved"]
+    assert f["buckets_4_saved"] <= f["saved_if_each_batch_stopped_at_its_longest"] < 1
+    assert "decoder_padding" in table.read_text()

@@ -1,0 +1,112 @@
+"""The decoder steps training pads, and what decoder length buckets would save (issue 46's
+first candidate), measured on the batches training reads.
+
+    python -m experiments.benchmarks.decoder_padding [--batches 400] [--buckets 2 4 8]
+
+Every training batch's decoder runs max_dec_steps steps, as the original's did; steps past
+a summary's end are masked out of the loss. A batch needs only as many as its longest
+summary (its largest `dec_lens`, capped at max_dec_steps). This reads `--batches` batches
+of the real training input pipeline (`make_dataset(..., "train")`: its shuffling and its
+sorting by article length, spec 3.3) at the paper's sizes (batch 16, 400 / 100 tokens) and
+reports the mean longest summary of a batch, the share of batches that need every
+max_dec_steps, and for each count of evenly spaced decoder buckets
+(`input_pipeline.bucket_lengths`, as the article lengths are bucketed) the mean length a
+batch would be padded to and the decoder steps that saves. A training step's time grows
+with its decoder steps only in part (the encoder's does not), so the saving in decoder
+steps is an upper bound on the saving of a step.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+
+from experiments.benchmarks import common
+from pointer_generator.cli import arg_types
+
+
+def padding_figures(longest: list[int], max_dec_steps: int, buckets: int) -> dict:
+    """For batches whose longest summaries are `longest` (each <= max_dec_steps): the mean
+    length they are padded to with `buckets` evenly spaced decoder lengths (1: all to
+    max_dec_steps, the original's), and the share of decoder steps that saves against
+    padding every batch to max_dec_steps."""
+    from pointer_generator.data.input_pipeline import bucket_lengths
+
+    lengths = bucket_lengths(max_dec_steps, buckets)
+    padded = [min(n for n in lengths if n >= m) for m in longest]
+    mean = statistics.fmean(padded)
+    return {"lengths": lengths, "mean_padded": mean, "saved": 1.0 - mean / max_dec_steps}
+
+
+def longest_summaries(pattern: str, vocab, hps, batches: int) -> list[int]:
+    """The longest `dec_lens` of each of the first `batches` training batches."""
+    from pointer_generator.data import input_pipeline
+
+    ds = input_pipeline.make_dataset(pattern, vocab, hps, "train", single_pass=False)
+    return [int(b["dec_lens"].numpy().max()) for b in ds.take(batches)]
+
+
+def main(argv=None) -> int:
+    p = common.argument_parser(__doc__, __spec__)
+    common.add_data_arguments(p)
+    p.add_argument("--batch_size", type=arg_types.positive_int, default=16)
+    p.add_argument("--max_dec_steps", type=arg_types.positive_int, default=100)
+    p.add_argument("--batches", type=arg_types.positive_int, default=400)
+    p.add_argument("--buckets", type=arg_types.positive_int, nargs="+", default=[2, 4, 8])
+    p.add_argument(
+        "--out_json",
+        default=None,
+        help="default: experiments/results/decoder_padding_<hostname>.json",
+    )
+    args = p.parse_args(argv)
+    if common.data_missing(args, check_data_path=True):
+        return 0
+    common.import_tensorflow()
+    from experiments.benchmarks.pipeline import _write_chunks
+    from pointer_generator.data.vocab import Vocab
+    from pointer_generator.hparams import HParams
+
+    hps = HParams(batch_size=args.batch_size, max_enc_steps=400, max_dec_steps=args.max_dec_steps)
+    vocab = Vocab(args.vocab_path, args.vocab_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        pattern = args.data_path
+        if pattern.endswith(".jsonl.gz"):
+            pattern = _write_chunks(pattern, tmp)
+        longest = longest_summaries(pattern, vocab, hps, args.batches)
+    full = sum(m == args.max_dec_steps for m in longest) / len(longest)
+    figures = {
+        "batches": len(longest),
+        "mean_longest_summary": round(statistics.fmean(longest), 2),
+        "share_of_batches_needing_all_steps": round(full, 3),
+        "saved_if_each_batch_stopped_at_its_longest": round(
+            1.0 - statistics.fmean(longest) / args.max_dec_steps, 3
+        ),
+    }
+    print(
+        f"{len(longest)} training batches of {args.batch_size} ({common.machine_description()}"
+        f"; the data decides these figures, not the host): the longest summary of a batch "
+        f"{figures['mean_longest_summary']:.1f} steps on average of {args.max_dec_steps}; "
+        f"{full:.1%} of the batches need all {args.max_dec_steps}"
+    )
+    print("| decoder buckets | lengths | mean padded length | decoder steps saved |")
+    print("|---|---|---|---|")
+    for n in sorted(set(args.buckets) | {1}):
+        f = padding_figures(longest, args.max_dec_steps, n)
+        figures[f"buckets_{n}_mean_padded"] = round(f["mean_padded"], 2)
+        figures[f"buckets_{n}_saved"] = round(f["saved"], 4)
+        lengths = ", ".join(map(str, f["lengths"]))
+        print(f"| {n} | {lengths} | {f['mean_padded']:.1f} | {f['saved']:.1%} |")
+    print(
+        "each batch stopped at its own longest summary: "
+        f"{figures['saved_if_each_batch_stopped_at_its_longest']:.1%} of the decoder steps"
+    )
+    config = (
+        f"batch {args.batch_size}, max_dec_steps {args.max_dec_steps}, {len(longest)} "
+        f"training batches of {args.data_path}"
+    )
+    common.record("decoder_padding", config, figures, args.out_json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
