@@ -38,7 +38,24 @@ def test_the_counts_of_the_paper_configuration():
     )
 
 
-def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys):
+def test_the_products_a_recurrent_step_waits_for():
+    """Per decoder step and row: input merge (E + 2H) x E, LSTM (E + H) x 4H, W_s 2H x 2H;
+    per encoder step and row, each direction: H x 4H (training only)."""
+    h, e, t = 256, 128, 400
+    step = 2 * ((e + 2 * h) * e + (e + h) * 4 * h + 2 * h * 2 * h)
+    train = roofline.recurrent_flops(PAPER, 16, 100, True)
+    assert train["decoder"] == pytest.approx(100 * 16 * step)
+    assert train["encoder"] == pytest.approx(2 * t * 2 * 16 * h * 4 * h)
+    decode = roofline.recurrent_flops(PAPER, 4, 10.5, False)
+    assert decode == {"encoder": 0.0, "decoder": pytest.approx(10.5 * 4 * step)}
+    # A part of the products counted in train_products: what is left is positive.
+    assert 2 * sum(train.values()) < roofline.train_products(PAPER)
+
+
+def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys, monkeypatch):
+    from experiments.benchmarks import common
+
+    monkeypatch.setattr(common, "TABLE", str(tmp_path / "benchmarks.md"))  # not the committed
     out = tmp_path / "roofline.json"
     argv = ["--batch_size=2", "--max_enc_steps=16", "--max_dec_steps=4", "--decode_steps=6",
             "--hidden_dim=8", "--emb_dim=8", "--vocab_size=300", "--steps=2",
@@ -46,15 +63,19 @@ def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys):
             f"--out_json={out}"]  # fmt: skip
     assert roofline.main(argv) == 0
     figures = json.loads(out.read_text())["figures"]
-    for part in ("products", "energies", "softmax", "kept"):
+    for part in ("products", "recurrent", "energies", "softmax", "kept"):
         assert figures[f"train_{part}_s"] >= 0
+    assert figures["decode_recurrent_s_per_article"] >= 0  # (tiny: rounds to 0 here)
+    for rate in ("encoder", "decoder", "decode"):  # each recurrence's products, measured
+        assert figures[f"chain_gflop_per_s_{rate}"] > 0
     assert figures["train_energies_s"] > 0 and figures["decode_energies_s_per_article"] > 0
     assert figures["decode_kept_s_per_article"] == 0
     # Keeping the tanh values or computing them again: the limit counts the cheaper.
     both = (figures["train_kept_stored_s"], figures["train_kept_recomputed_s"])
     assert figures["train_kept_s"] == pytest.approx(min(both), abs=1e-4)
     assert "load_avg_1min_before" in figures
-    parts = sum(figures[f"train_{p}_s"] for p in ("products", "energies", "softmax", "kept"))
+    names = ("products", "recurrent", "energies", "softmax", "kept")
+    parts = sum(figures[f"train_{p}_s"] for p in names)
     assert figures["train_roofline_s"] == pytest.approx(parts, abs=2e-3)
     assert 0 < figures["train_of_roofline"] and 0 < figures["decode_of_roofline"]
     assert figures["decode_steps_per_article"] == 6  # untrained: every step (min 6)

@@ -9,12 +9,21 @@ on a CPU: the attention's energies, e_ti = v . tanh(W_h h_i + W_s s_t + w_c c_ti
 (328M tanh a training step at the paper's sizes), and the dependent recurrent steps
 cannot all run at the rate of one large product. The model of the limit here:
 
-    t_min = t_products + t_energies + t_softmax + t_kept
+    t_min = t_products + t_recurrent + t_energies + t_softmax + t_kept
 
   * t_products: the analytical matrix-product FLOPs (`flops.forward_flops`; a training
-    step is 3x the forward pass) at this machine's dense float32 matmul rate, measured
-    now (`flops.measured_matmul_rate`: the best of a square product and the vocabulary
-    projection's shape).
+    step is 3x the forward pass) that do not wait for the step before, at this machine's
+    dense float32 matmul rate, measured now (`flops.measured_matmul_rate`: the best of a
+    square product and the vocabulary projection's shape).
+  * t_recurrent: the products each recurrent step must wait for (`recurrent_flops`):
+    the encoder LSTM's h_{t-1} W_h, and the decoder's input merge, LSTM and W_s s_t
+    (input feeding makes a decoder step's input the last step's context); in training
+    also their input gradients in the backward pass (the weight gradients wait for
+    nothing: one large product after the loop). A step's product has only the batch's
+    rows (16; 64 beams in decoding), and a CPU runs such products far below its large-
+    product rate; they are priced at the rate of a chain of dependent products of the
+    LSTM's shape (the largest of them), one XLA loop timed now (`chain_rate`; the
+    encoder's two directions as two chains at once).
   * t_energies: the attention energies' own kernel, timed now as one XLA computation at
     the model's shapes: forward and backward ([batch, enc_len, 2*hidden] with coverage's
     term, the gradients with respect to the encoder features and the decoder state) for
@@ -96,6 +105,20 @@ def decode_products(cfg: dict, steps: float) -> float:
     return sum(enc[k] for k in once) + steps * per_step
 
 
+def recurrent_flops(cfg: dict, rows: int, dec_steps: float, training: bool) -> dict:
+    """Forward FLOPs of the products a recurrent step waits for, by recurrence:
+    {"encoder": both directions' h_{t-1} W_h over enc_len steps (training only; decoding's
+    encoder, once an article, stays at the matmul rate: a limit that errs low),
+    "decoder": input merge [rows, E + 2H] x [E + 2H, E], LSTM [rows, E + H] x [E + H, 4H]
+    and W_s [rows, 2H] x [2H, A] over dec_steps}.
+    Training's backward pass has as many again (their input gradients); those are
+    added by the caller."""
+    h, e, a = cfg["hidden"], cfg["emb"], 2 * cfg["hidden"]
+    per_step = 2 * rows * ((e + 2 * h) * e + (e + h) * 4 * h + 2 * h * a)
+    encoder = 2 * cfg["enc_len"] * 2 * rows * h * 4 * h if training else 0
+    return {"encoder": float(encoder), "decoder": float(dec_steps * per_step)}
+
+
 # ---------------------------------------------------------------------------------------
 # Rates measured now
 
@@ -110,6 +133,25 @@ def _timed(fn, seconds: float) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def chain_rate(tf, rows: int, k: int, n: int, chains: int, s: float, steps: int = 64):
+    """FLOP/s of `chains` recurrences run together, each `steps` dependent products
+    [rows, k] x [k, n] (a step's input the tanh of the last product's first k columns, as
+    an LSTM's h_t comes from its gates), as one XLA loop: the best rate a recurrence's
+    products can run at, each step waiting for the one before."""
+    h0 = tf.random.uniform([chains, rows, k], -1, 1)
+    w = tf.random.uniform([chains, k, n], -0.05, 0.05)
+
+    @tf.function(jit_compile=True)
+    def run():
+        def body(i, x):
+            return i + 1, tf.tanh(tf.matmul(x, w)[..., :k])
+
+        return tf.while_loop(lambda i, x: i < steps, body, (tf.constant(0), h0))[1]
+
+    seconds = _timed(lambda: run().numpy(), s)
+    return 2.0 * chains * rows * k * n * steps / seconds
 
 
 def energies_seconds(tf, rows: int, enc_len: int, hidden: int, backward: bool, s: float):
@@ -337,8 +379,19 @@ def main(argv=None) -> int:
     mm = flops.measured_matmul_rate(s)
     bw = bandwidth(tf, s)
     b, t, h, d = cfg["batch"], cfg["enc_len"], cfg["hidden"], cfg["dec_len"]
+    lstm_in = cfg["emb"] + h  # the decoder LSTM's [x; h_{t-1}]: its largest product
+    chains = {
+        "encoder": chain_rate(tf, b, h, 4 * h, 2, s),
+        "decoder": chain_rate(tf, b, lstm_in, 4 * h, 1, s),
+        "decode": chain_rate(tf, args.decode_batch_size * BEAM, lstm_in, 4 * h, 1, s),
+    }
+    # A step's products wait for the step before: the chain's rate is the best measured
+    # for them (a large product's rate is not reachable one step at a time).
+    rates = chains
+    waits = {k: 2 * v for k, v in recurrent_flops(cfg, b, d, True).items()}  # + input grads
     train_parts = {
-        "products": train_products(cfg) / mm,
+        "products": (train_products(cfg) - sum(waits.values())) / mm,
+        "recurrent": sum(v / rates[k] for k, v in waits.items()),
         "energies": d * energies_seconds(tf, b, t, h, True, s),
         "softmax": softmax_seconds(tf, b * d, cfg["vocab"], True, s),
         "kept": 0.0,
@@ -350,8 +403,10 @@ def main(argv=None) -> int:
     rows = args.decode_batch_size * BEAM
     steps = dec["steps_per_article"]
     per_article = args.decode_batch_size
+    dec_waits = recurrent_flops(cfg, BEAM, steps, False)["decoder"]  # one article's rows
     decode_parts = {
-        "products": decode_products(cfg, steps) / mm,
+        "products": (decode_products(cfg, steps) - dec_waits) / mm,
+        "recurrent": dec_waits / rates["decode"],
         "energies": steps * energies_seconds(tf, rows, t, h, False, s) / per_article,
         "softmax": steps
         * softmax_seconds(tf, rows, cfg["vocab"], False, s, top=2 * BEAM + 1)
@@ -366,12 +421,14 @@ def main(argv=None) -> int:
         "train_s_per_step": round(train["s_per_step"], 3),
         "train_roofline_s": round(train_min, 3),
         "train_of_roofline": round(train_min / train["s_per_step"], 3),
-        "train_matmul_only_share": round(train_parts["products"] / train["s_per_step"], 3),
+        "train_matmul_only_share": round(train_products(cfg) / mm / train["s_per_step"], 3),
         "train_first_step_s": round(train["first_step_s"], 1),
         "decode_articles_per_s": round(dec["articles_per_s"], 2),
         "decode_roofline_articles_per_s": round(1.0 / decode_min, 2),
         "decode_of_roofline": round(decode_min / decode_s, 3),
-        "decode_matmul_only_share": round(decode_parts["products"] / decode_s, 3),
+        "decode_matmul_only_share": round(decode_products(cfg, steps) / mm / decode_s, 3),
+        **{f"chain_gflop_per_s_{k}": round(v / 1e9, 1) for k, v in chains.items()},
+        "train_recurrent_gflop": round(sum(waits.values()) / 1e9, 2),
         "decode_steps_per_article": round(steps, 1),
         "decode_first_batch_s": round(dec["first_batch_s"], 1),
         **{f"train_{k}_s": round(v, 4) for k, v in train_parts.items()},
