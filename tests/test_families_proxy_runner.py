@@ -71,7 +71,9 @@ def test_decode_returns_the_folder_the_decoder_named(monkeypatch, tmp_path):
 
     def fake_run(cmd, log_path):
         with open(log_path, "a") as f:
-            f.write("Vocab of 10 words\nDecoding /d/test.bin into /w/runs/abs_bow/decode_1beam\n")
+            # As the decoder prints it: after its time of day (`progress.stamp`).
+            f.write("Vocab of 10 words\n")
+            f.write("01:02:03 Decoding /d/test.bin into /w/runs/abs_bow/decode_1beam\n")
 
     monkeypatch.setattr(run_proxy, "_run", fake_run)
     assert run_proxy.decode(str(tmp_path), "abs_bow", " (k=1)", []) == (

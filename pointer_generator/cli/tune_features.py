@@ -27,6 +27,7 @@ from __future__ import annotations
 from pointer_generator.cli.family_flags import family_registry
 from pointer_generator.errors import FlagError
 from pointer_generator.runtime import staging
+from pointer_generator.runtime.progress import status
 
 
 def _check(fv) -> None:
@@ -88,7 +89,8 @@ def main(argv: list[str]) -> int:
         + "\n"
     )
     staging.write_new_file(fv.weights_out, header + format_weights(weights), "weights_out")
-    print(f"Wrote {fv.weights_out}:\n{format_weights(weights)}", end="", flush=True)
+    status(f"Wrote {fv.weights_out}:")  # then the weights, as they are in the file
+    print(format_weights(weights), end="", flush=True)
     return 0
 
 

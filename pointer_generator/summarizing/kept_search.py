@@ -118,10 +118,11 @@ def _load_search(path: str):
     try:
         from tensorflow.python.framework import ops
 
-        while ops.uid() < LOAD_COUNTER:
-            pass
-    except ImportError:  # another TensorFlow: loading works, the XLA cache may miss
-        pass
+        for _ in range(LOAD_COUNTER):  # bounded: a counter that stopped counting never hangs
+            if ops.uid() >= LOAD_COUNTER:
+                break
+    except (ImportError, AttributeError):  # another TensorFlow: loading works, the cache
+        pass  # may miss
     return tf.saved_model.load(path).signatures[SIGNATURE_TOKENS]
 
 
