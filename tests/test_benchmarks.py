@@ -193,4 +193,9 @@ def test_decoder_padding_reads_the_training_batches_of_data_a_user_built(tmp_pat
     assert f["batches"] == 6 and 1 <= f["mean_longest_summary"] <= 12
     assert 0 <= f["buckets_1_saved"] == 0.0 <= f["buckets_2_saved"] <= f["buckets_4_saved"]
     assert f["buckets_4_saved"] <= f["saved_if_each_batch_stopped_at_its_longest"] < 1
+    assert f["mean_summary_length"] <= f["mean_longest_summary"]
+    assert (
+        f["saved_if_each_batch_stopped_at_its_longest"]
+        <= f["saved_if_each_example_stopped_at_its_own"]
+    )
     assert "decoder_padding" in table.read_text()
