@@ -173,6 +173,16 @@ _read_bin_file = tf.function(
     b"%\x00\x00\x00\x00\x00\x00\x00\n#\n\x0f\n\x07article\x12\x04\x1a\x02\n"
     b"\x00\n\x10\n\x08abstract\x12\x04\n\x02\n\x00"
 )
+# Found by this test in a Debian 12 run: a bytes value whose length varint overflows made
+# TensorFlow's parser crash the process (a segmentation fault); `make_dataset` reads every
+# record's structure in Python first (`bin_dataset.validate_records`), as here.
+@example(
+    b",\x00\x00\x00\x00\x00\x00\x00\n*\n\x16\n\x07article\x12\x0b\n\t\n\x07\xc2\xa9\xc3\xa8"
+    b"\xc3\xbc\x0f\n\x10\n\x08abstract\x12\x04\n\x02\n\x00E\x00\x00\x00\x00\x00\x00\x00\nC"
+    b"\n\x1b\n\x07article\x12\x10\n\x0e\n\xdb\xe5\xff\xff\xff\xff\xff\xff\x896\xc2\xb8\x0b"
+    b"\n$\n\x08abstract\x12\x18\n\x16\n\x14a=Q\xc2\xbe\xf3\x94\xbb\x8bM\xf3\x81\xa3\x8a"
+    b"\xf1\x9e\xa5\x80\x1dF"
+)
 def test_tensorflow_reader_parses_or_raises_data_error(data):
     with bin_file(data) as path, time_limit(30):
         try:
@@ -180,6 +190,7 @@ def test_tensorflow_reader_parses_or_raises_data_error(data):
         except DataError:
             want = None
         try:
+            bin_dataset.validate_records(path)  # as make_dataset does before the reader
             with ip.data_errors():
                 out = _read_bin_file(tf.constant(path))
             got = list(zip(out["article"].numpy(), out["abstract"].numpy(), strict=True))

@@ -93,6 +93,26 @@ def validate_framing(path: str) -> int:
     return index
 
 
+def validate_records(path: str) -> int:
+    """`validate_framing`, then every record's protobuf structure read in Python
+    (`binfile.decode_example`) before TensorFlow parses it: TensorFlow 2.21's Example
+    parser stops the process with a segmentation fault on some malformed records (a bytes
+    value whose length varint overflows, found by tests/test_fuzz.py), where one error
+    line naming the file is due. About 0.1 s for 40 MB of records. Returns the number of
+    records; raises DataError naming the file and the record."""
+    from pointer_generator.data import binfile
+
+    n = validate_framing(path)
+    for index, raw in enumerate(binfile.iter_raw_records(path)):
+        try:
+            binfile.decode_example(raw)
+        except ValueError as e:
+            raise DataError(
+                f"{path}: record {index} is not a serialized tf.train.Example ({e})"
+            ) from None
+    return n
+
+
 def _truncated_prefix_msg(path, index, left) -> str:
     return (
         f"{path}: record {index} is truncated: {left} bytes left where an "

@@ -92,7 +92,7 @@ def make_dataset(
     seed = hps.seed if seed is None else seed
     files = bin_dataset.list_files(data_path)
     for f in files:
-        bin_dataset.validate_framing(f)
+        bin_dataset.validate_records(f)  # (TensorFlow's parser can crash on a bad record)
     by_file = len(files) >= num_replicas and not by_example
 
     texts = _texts(data_path, files, single_pass, seed, by_file, num_replicas, replica_index)
