@@ -41,15 +41,21 @@ def test_the_counts_of_the_paper_configuration():
 def test_the_products_a_recurrent_step_waits_for():
     """Per decoder step and row: input merge (E + 2H) x E, LSTM (E + H) x 4H, W_s 2H x 2H;
     per encoder step and row, each direction: H x 4H (training only)."""
+    from experiments.benchmarks import flops
+
     h, e, t = 256, 128, 400
-    step = 2 * ((e + 2 * h) * e + (e + h) * 4 * h + 2 * h * 2 * h)
+    step = 2 * (2 * h * e + (e + h) * 4 * h + 2 * h * 2 * h)
     train = roofline.recurrent_flops(PAPER, 16, 100, True)
     assert train["decoder"] == pytest.approx(100 * 16 * step)
     assert train["encoder"] == pytest.approx(2 * t * 2 * 16 * h * 4 * h)
     decode = roofline.recurrent_flops(PAPER, 4, 10.5, False)
     assert decode == {"encoder": 0.0, "decoder": pytest.approx(10.5 * 4 * step)}
-    # A part of the products counted in train_products: what is left is positive.
-    assert 2 * sum(train.values()) < roofline.train_products(PAPER)
+    # Parts of what flops.forward_flops counts: the decoder's wait within its
+    # decoder_steps term, the encoder's within its encoder term.
+    forward = flops.forward_flops(16, t, 100, 50_000, h, e)
+    assert train["decoder"] < forward["decoder_steps"] and train["encoder"] < forward["encoder"]
+    # The energies' v . tanh(.) that the products leave to energies_seconds: 2 B T A a step.
+    assert roofline.energy_dot_flops(16, t, h, 100) == 2 * 16 * t * 2 * h * 100
 
 
 def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys, monkeypatch):

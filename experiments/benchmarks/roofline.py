@@ -109,14 +109,23 @@ def recurrent_flops(cfg: dict, rows: int, dec_steps: float, training: bool) -> d
     """Forward FLOPs of the products a recurrent step waits for, by recurrence:
     {"encoder": both directions' h_{t-1} W_h over enc_len steps (training only; decoding's
     encoder, once an article, stays at the matmul rate: a limit that errs low),
-    "decoder": input merge [rows, E + 2H] x [E + 2H, E], LSTM [rows, E + H] x [E + H, 4H]
-    and W_s [rows, 2H] x [2H, A] over dec_steps}.
+    "decoder": the context's half of the input merge [rows, 2H] x [2H, E] (the embedding's
+    half waits for nothing), LSTM [rows, E + H] x [E + H, 4H] and W_s [rows, 2H] x [2H, A]
+    over dec_steps}.
     Training's backward pass has as many again (their input gradients); those are
     added by the caller."""
     h, e, a = cfg["hidden"], cfg["emb"], 2 * cfg["hidden"]
-    per_step = 2 * rows * ((e + 2 * h) * e + (e + h) * 4 * h + 2 * h * a)
+    per_step = 2 * rows * (2 * h * e + (e + h) * 4 * h + 2 * h * a)
     encoder = 2 * cfg["enc_len"] * 2 * rows * h * 4 * h if training else 0
     return {"encoder": float(encoder), "decoder": float(dec_steps * per_step)}
+
+
+def energy_dot_flops(rows: int, enc_len: int, hidden: int, dec_steps: float) -> float:
+    """Forward FLOPs of the energies' v . tanh(.) over dec_steps ([rows, enc_len, A] . [A]),
+    which `flops.forward_flops` counts among the products: `energies_seconds` times them
+    with the tanh (and, for training, their input gradient), so the products leave those
+    out (counted once)."""
+    return 2.0 * rows * enc_len * 2 * hidden * dec_steps
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,22 +145,24 @@ def _timed(fn, seconds: float) -> float:
 
 
 def chain_rate(tf, rows: int, k: int, n: int, chains: int, s: float, steps: int = 64):
-    """FLOP/s of `chains` recurrences run together, each `steps` dependent products
-    [rows, k] x [k, n] (a step's input the tanh of the last product's first k columns, as
-    an LSTM's h_t comes from its gates), as one XLA loop: the best rate a recurrence's
-    products can run at, each step waiting for the one before."""
+    """FLOP/s of `chains` recurrences run together (one batched product a step), each
+    `steps` steps of two dependent products, [rows, k] x [k, n] (an LSTM's gates) then
+    [rows, n] x [n, k] (the shape of their input gradient), each output whole and through
+    a tanh, as one XLA loop: the rate a recurrence's products run at, each step waiting
+    for the one before."""
     h0 = tf.random.uniform([chains, rows, k], -1, 1)
     w = tf.random.uniform([chains, k, n], -0.05, 0.05)
+    u = tf.random.uniform([chains, n, k], -0.05, 0.05)
 
     @tf.function(jit_compile=True)
     def run():
         def body(i, x):
-            return i + 1, tf.tanh(tf.matmul(x, w)[..., :k])
+            return i + 1, tf.tanh(tf.matmul(tf.tanh(tf.matmul(x, w)), u))
 
         return tf.while_loop(lambda i, x: i < steps, body, (tf.constant(0), h0))[1]
 
     seconds = _timed(lambda: run().numpy(), s)
-    return 2.0 * chains * rows * k * n * steps / seconds
+    return 2.0 * 2 * chains * rows * k * n * steps / seconds
 
 
 def energies_seconds(tf, rows: int, enc_len: int, hidden: int, backward: bool, s: float):
@@ -389,8 +400,11 @@ def main(argv=None) -> int:
     # for them (a large product's rate is not reachable one step at a time).
     rates = chains
     waits = {k: 2 * v for k, v in recurrent_flops(cfg, b, d, True).items()}  # + input grads
+    # The energies' v . tanh(.) forward and its input gradient are in `energies_seconds`
+    # (its weight gradient, dv, is not: it stays among the products).
+    dots = 2 * energy_dot_flops(b, t, h, d)
     train_parts = {
-        "products": (train_products(cfg) - sum(waits.values())) / mm,
+        "products": (train_products(cfg) - sum(waits.values()) - dots) / mm,
         "recurrent": sum(v / rates[k] for k, v in waits.items()),
         "energies": d * energies_seconds(tf, b, t, h, True, s),
         "softmax": softmax_seconds(tf, b * d, cfg["vocab"], True, s),
@@ -404,8 +418,9 @@ def main(argv=None) -> int:
     steps = dec["steps_per_article"]
     per_article = args.decode_batch_size
     dec_waits = recurrent_flops(cfg, BEAM, steps, False)["decoder"]  # one article's rows
+    decode_dots = energy_dot_flops(BEAM, t, h, steps)  # in `energies_seconds`
     decode_parts = {
-        "products": (decode_products(cfg, steps) - dec_waits) / mm,
+        "products": (decode_products(cfg, steps) - dec_waits - decode_dots) / mm,
         "recurrent": dec_waits / rates["decode"],
         "energies": steps * energies_seconds(tf, rows, t, h, False, s) / per_article,
         "softmax": steps
