@@ -118,7 +118,9 @@ def _load_search(path: str):
     try:
         from tensorflow.python.framework import ops
 
-        for _ in range(LOAD_COUNTER):  # bounded: a counter that stopped counting never hangs
+        # Bounded (a counter that stopped counting never hangs), and long enough to reach
+        # LOAD_COUNTER from 0: every process then stops at the same count.
+        for _ in range(LOAD_COUNTER + 1):
             if ops.uid() >= LOAD_COUNTER:
                 break
     except (ImportError, AttributeError):  # another TensorFlow: loading works, the cache
