@@ -135,3 +135,108 @@ def test_a_ctrl_c_of_the_quickstart_lets_the_running_step_finish(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
     assert proc.wait(timeout=60) == 130
     assert marker.read_text() == "saved"
+
+
+# Stands for TensorFlow's Python code: a module whose file lies in a `tensorflow` folder,
+# which signals its own process as if the signal came while it ran (the handler runs at
+# its next bytecode), then goes on and calls back into the caller's code.
+FAKE_TENSORFLOW = textwrap.dedent("""
+    import os, signal
+
+    events = []
+
+    def signalled(signum, callback, times=1):
+        for _ in range(times):
+            os.kill(os.getpid(), signum)
+            events.append("tensorflow went on")
+        callback()
+        events.append("tensorflow returned")
+""")
+
+
+def _fake_tensorflow(tmp_path):
+    import importlib.util
+
+    folder = tmp_path / "site-packages" / "tensorflow"
+    folder.mkdir(parents=True)
+    (folder / "fake_ops.py").write_text(FAKE_TENSORFLOW)
+    spec = importlib.util.spec_from_file_location("fake_tensorflow_ops", folder / "fake_ops.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _unwound_tensorflow(raised, tmp_path) -> bool:
+    """Whether the exception passed through the fake TensorFlow's code."""
+    return any(str(e.path).startswith(str(tmp_path)) for e in raised.traceback)
+
+
+def test_a_ctrl_c_inside_tensorflow_is_raised_once_its_code_returns(tmp_path):
+    """An exception raised in Python code that TensorFlow's C++ called back corrupts the
+    heap (an eval job aborted with "free(): invalid next size" after Ctrl-C): the press is
+    raised at the caller's next line instead, and not in a callback TF's code makes."""
+    fake = _fake_tensorflow(tmp_path)
+    trace_before = sys.gettrace()
+    with helpers.ctrl_c_remembered():
+        with pytest.raises(KeyboardInterrupt) as raised:
+            fake.signalled(signal.SIGINT, lambda: fake.events.append("our callback ran"))
+            fake.events.append("the caller's next line")  # never reached
+        assert interrupts.pressed()
+    assert fake.events == ["tensorflow went on", "our callback ran", "tensorflow returned"]
+    # Raised in this test's frame (by the trace function set on it), never in the fake
+    # TensorFlow's.
+    assert not _unwound_tensorflow(raised, tmp_path)
+    assert [str(e.path) for e in raised.traceback] == [__file__, interrupts.__file__]
+    assert sys.gettrace() is trace_before  # tracing as it was
+
+
+def test_a_second_ctrl_c_inside_tensorflow_is_raised_at_once(tmp_path):
+    fake = _fake_tensorflow(tmp_path)
+    with helpers.ctrl_c_remembered():
+        with pytest.raises(KeyboardInterrupt) as raised:
+            fake.signalled(signal.SIGINT, lambda: None, times=2)
+    assert fake.events == ["tensorflow went on"]
+    assert _unwound_tensorflow(raised, tmp_path)
+    assert sys.gettrace() is None or sys.gettrace() is not interrupts._no_local_trace
+
+
+def test_a_sigterm_inside_tensorflow_is_raised_once_its_code_returns(tmp_path):
+    """The same for SIGTERM's exception where children run (`child_processes`)."""
+    from pointer_generator import exit_codes
+    from pointer_generator.runtime import child_processes
+
+    fake = _fake_tensorflow(tmp_path)
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(exit_codes.Terminated) as raised:
+            with child_processes.Children():
+                fake.signalled(signal.SIGTERM, lambda: None)
+                fake.events.append("the caller's next line")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert fake.events == ["tensorflow went on", "tensorflow returned"]
+    assert not _unwound_tensorflow(raised, tmp_path)
+
+
+def test_a_ctrl_c_outside_tensorflow_is_raised_at_once():
+    with helpers.ctrl_c_remembered():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # interrupted at once
+    assert sys.gettrace() is None or sys.gettrace() is not interrupts._no_local_trace
+
+
+def test_training_started_with_sigint_ignored_keeps_ignoring_it():
+    """A training job started with `&` from a script (SIGINT ignored) is not stopped by
+    the terminal's Ctrl-C meant for the foreground job; SIGTERM still stops it."""
+    from pointer_generator.training.train import StopRequest
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with StopRequest() as stop:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) == stop._handle
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -35,6 +35,7 @@ import threading
 import time
 
 from pointer_generator import exit_codes
+from pointer_generator.runtime import interrupts
 
 GRACE_SECS = 60.0  # a training step and its checkpoint, on a loaded machine
 CTRL_C_SECS = 10.0  # after Ctrl-C, before SIGTERM: children may have had it too
@@ -77,13 +78,18 @@ class _Signals:
 
     def raise_for(self, signum: int, frame=None) -> None:
         """The exception of `signum`: Ctrl-C through the handler that was there (which
-        may remember the press: `interrupts`), SIGTERM as `Terminated`."""
+        may remember the press: `interrupts`), SIGTERM as `Terminated`; never inside
+        TensorFlow's code (`interrupts.raise_outside_tensorflow`)."""
         previous = self._previous.get(signum)
+        if signum == signal.SIGINT and previous is interrupts.handler():
+            previous(signum, frame)  # remembers the press; raises now or once out of TF
+            return
         if signum == signal.SIGINT and callable(previous):
             previous(signum, frame)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise exit_codes.Terminated
+        exc_type = KeyboardInterrupt if signum == signal.SIGINT else exit_codes.Terminated
+        if frame is None:
+            raise exc_type
+        interrupts.raise_outside_tensorflow(exc_type, frame)
 
     @contextlib.contextmanager
     def held(self):

@@ -27,6 +27,7 @@ from pointer_generator.models import family_registry
 from pointer_generator.runtime import (
     checkpointing,
     experiment_settings,
+    interrupts,
     locks,
     owned_files,
     tensorboard,
@@ -63,11 +64,15 @@ class StopRequest:
             signal.Signals(signum).name,
         )
         if signum == signal.SIGINT:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            # The next Ctrl-C stops at once, without the save; its exception is raised
+            # once out of TensorFlow's code, where it would corrupt the heap (interrupts).
+            signal.signal(signal.SIGINT, interrupts.handler())
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue  # a job started with `&` or nohup keeps ignoring it
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
