@@ -37,6 +37,7 @@ POSITIVE_FIELDS = (
     "max_enc_steps",
     "max_dec_steps",
     "length_buckets",
+    "decoder_buckets",
 )
 
 
@@ -68,6 +69,12 @@ class HParams:
     #   False: each batch to its own longest article, as the original Batcher did.
     static_shapes: bool | None = None
     length_buckets: int = 4
+    # Decoder padding (input_pipeline.decoder_width): 1 (default) every batch's summaries
+    # to max_dec_steps, as the original; N > 1 (not with static_shapes=True) each batch to
+    # the smallest of N evenly spaced lengths that holds its longest summary, and training
+    # and eval pools sorted by article length bucket, then summary length, so that a
+    # batch's summaries are alike (the original sorted by article length alone).
+    decoder_buckets: int = 1
     max_oovs: int = 400
     # How the one-step decoder computes attention at decode time (spec 4.12):
     # "original" recomputes it from the previous state like the TF1 decode graph;

@@ -89,6 +89,26 @@ def test_decode_benchmark_runs_every_comparison_on_data_a_user_built(tmp_path, t
 
 
 @needs_shared_data
+def test_train_step_benchmark_weighs_decoder_buckets(tmp_path, table):
+    """--decoder_buckets: the original's batches and bucketed ones, side by side; the
+    bucketed ones no longer (small sizes: what is checked is the comparison)."""
+    from experiments.benchmarks import train_step
+
+    out = tmp_path / "train.json"
+    args = ["--steps", "2", "--rounds", "1", "--batches", "3", "--matmul_seconds", "0.2",
+            "--batch_size", "4", "--max_enc_steps", "40", "--max_dec_steps", "24",
+            "--decoder_buckets", "3", "--out_json", str(out)]  # fmt: skip
+    assert train_step.main(args) == 0
+    fig = _figures(out)["figures"]
+    assert fig["mean_decoder_length_fixed"] == 24
+    assert 8 <= fig["mean_decoder_length_buckets"] <= fig["mean_decoder_length_fixed"]
+    assert fig["speedup_decoder_buckets"] == pytest.approx(
+        fig["s_per_step"] / fig["decoder_buckets_s_per_step"], rel=0.02
+    )
+    assert "--decoder_buckets=3" in _figures(out)["configuration"]
+
+
+@needs_shared_data
 def test_train_step_benchmark_reports_the_flop_ratio(tmp_path, table):
     from experiments.benchmarks import train_step
 
@@ -176,6 +196,33 @@ def test_decoder_padding_counts_what_buckets_would_save():
     assert padding_figures([10, 30, 100], 100, 1)["saved"] == 0.0
 
 
+def test_decoder_padding_weighs_grouping_batches_by_summary_length():
+    """Two pools of four (article, summary) lengths, batches of 2, encoder widths (104,
+    200, 304, 400), decoder buckets (32, 56, 80, 100), worked by hand: grouping by
+    summary length pads every article to 400 but stops two batches early; grouping by the
+    article's bucket first keeps the short articles together."""
+    from experiments.benchmarks.decoder_padding import grouping_figures
+
+    pools = [
+        [(400, 10), (400, 90), (400, 12), (400, 95)],
+        [(50, 10), (390, 15), (60, 80), (380, 90)],
+    ]
+    g = grouping_figures(pools, 2, [104, 200, 304, 400], 100, 4)
+    key = "mean_decoder_length_4_buckets"
+    # By article length (ties keep their order): (10, 90) (12, 95) | (50, 60) (380, 390).
+    assert g["articles"]["mean_encoder_width"] == pytest.approx((400 + 400 + 104 + 400) / 4)
+    assert g["articles"]["mean_longest_summary"] == pytest.approx((90 + 95 + 80 + 90) / 4)
+    assert g["articles"][key] == pytest.approx((100 + 100 + 80 + 100) / 4)
+    # By summary length: (10, 12) (90, 95) | (10, 15) (80, 90): every batch 400 wide.
+    assert g["summaries"]["mean_encoder_width"] == 400
+    assert g["summaries"]["mean_longest_summary"] == pytest.approx((12 + 95 + 15 + 90) / 4)
+    assert g["summaries"][key] == pytest.approx((32 + 100 + 32 + 100) / 4)
+    # Bucket, then summary length: the first pool as by summaries, the second as by article.
+    both = g["article_bucket_then_summaries"]
+    assert both["mean_encoder_width"] == pytest.approx((400 + 400 + 104 + 400) / 4)
+    assert both[key] == pytest.approx((32 + 100 + 80 + 100) / 4)
+
+
 def test_decoder_padding_reads_the_training_batches_of_data_a_user_built(tmp_path, table):
     """On `.bin` chunks written by data_tools: every figure from the batches' own summary
     lengths, more buckets never saving less."""
@@ -197,5 +244,14 @@ def test_decoder_padding_reads_the_training_batches_of_data_a_user_built(tmp_pat
     assert (
         f["saved_if_each_batch_stopped_at_its_longest"]
         <= f["saved_if_each_example_stopped_at_its_own"]
+    )
+    # Consecutive groups of the sorted pool are the narrowest: sorting by article length
+    # never pads the encoder wider, nor sorting by summary length the decoder longer.
+    assert (
+        f["grouped_by_articles_mean_encoder_width"] <= f["grouped_by_summaries_mean_encoder_width"]
+    )
+    assert (
+        f["grouped_by_summaries_mean_longest_summary"]
+        <= f["grouped_by_articles_mean_longest_summary"]
     )
     assert "decoder_padding" in table.read_text()

@@ -50,6 +50,7 @@ ADDED_DEFAULTS = {
     "save_checkpoint_secs": 60,
     "static_shapes": None,  # length buckets; 0 = the original's padding
     "length_buckets": 4,
+    "decoder_buckets": 1,  # the original's: every summary padded to max_dec_steps
     "max_oovs": 400,
     "decode_attention": "original",
     "safe_numerics": True,

@@ -45,6 +45,7 @@ def test_training_stores_the_model_flags_and_the_vocabulary(trained):
         "max_dec_steps": 8,
         "static_shapes": None,  # the default: length buckets
         "length_buckets": 4,
+        "decoder_buckets": 1,
     }
     assert stored["vocab"]["path"] == os.path.abspath(trained.vocab_path)
     assert len(stored["vocab"]["sha256"]) == 64

@@ -15,8 +15,13 @@ batch would be padded to and the decoder steps that saves. A training step's tim
 with its decoder steps only in part (the encoder's does not), so the saving in decoder
 steps is an upper bound on the saving of a step. The pipeline groups batches by article
 length (spec 3.3), not summary length; the mean summary length gives the ceiling of
-grouping by summary length instead (not weighed further here: it changes which examples
-train together).
+grouping by summary length instead. What that grouping would cost is weighed on the same
+batches: each pool of BUCKET_CACHE_BATCHES batches (the examples the pipeline sorts
+together) is sorted again in three ways, by article length (the pipeline's order), by
+summary length, and by article length bucket then summary length, and cut into batches;
+for each, the mean encoder width a batch pads to (the encoder's length buckets) and the
+mean decoder length (each batch's longest summary, and with decoder buckets). It changes
+which examples train together, which this does not weigh.
 """
 
 from __future__ import annotations
@@ -41,12 +46,64 @@ def padding_figures(longest: list[int], max_dec_steps: int, buckets: int) -> dic
     return {"lengths": lengths, "mean_padded": mean, "saved": 1.0 - mean / max_dec_steps}
 
 
-def summary_lengths(pattern: str, vocab, hps, batches: int) -> list[list[int]]:
-    """The `dec_lens` of each of the first `batches` training batches."""
+def batch_lengths(pattern: str, vocab, hps, batches: int) -> list[tuple[list, list]]:
+    """The (`enc_lens`, `dec_lens`) of each of the first `batches` training batches."""
     from pointer_generator.data import input_pipeline
 
     ds = input_pipeline.make_dataset(pattern, vocab, hps, "train", single_pass=False)
-    return [[int(n) for n in b["dec_lens"].numpy()] for b in ds.take(batches)]
+    return [
+        ([int(n) for n in b["enc_lens"].numpy()], [int(n) for n in b["dec_lens"].numpy()])
+        for b in ds.take(batches)
+    ]
+
+
+def _padded(longest: int, lengths: list[int]) -> int:
+    """The smallest of `lengths` (ascending, the last the maximum) that holds `longest`."""
+    return min(n for n in lengths if n >= longest)
+
+
+# How a pool's examples may be ordered before it is cut into batches: a sort key of
+# (article length, summary length, the article's encoder bucket).
+ORDERINGS = {
+    "articles": lambda enc, dec, bucket: enc,  # the pipeline's (spec 3.3)
+    "summaries": lambda enc, dec, bucket: dec,
+    "article_bucket_then_summaries": lambda enc, dec, bucket: (bucket, dec),
+}
+
+
+def grouping_figures(
+    pools: list[list[tuple[int, int]]],
+    batch_size: int,
+    enc_lengths: list[int],
+    max_dec_steps: int,
+    dec_buckets: int,
+) -> dict:
+    """For pools of (article length, summary length) examples: each pool sorted (stably)
+    by each of ORDERINGS and cut into batches of `batch_size` (a last partial batch
+    dropped, as the pipeline drops a partial pool's). Per ordering: the mean encoder width
+    (each batch's longest article padded up to the smallest of `enc_lengths`), the mean
+    longest summary, and the mean decoder length with `dec_buckets` evenly spaced
+    lengths (`bucket_lengths`)."""
+    from pointer_generator.data.input_pipeline import bucket_lengths
+
+    dec_lengths = bucket_lengths(max_dec_steps, dec_buckets)
+    figures = {}
+    for name, key in ORDERINGS.items():
+        enc_widths, longest = [], []
+        for pool in pools:
+            ordered = sorted(pool, key=lambda e: key(e[0], e[1], _padded(e[0], enc_lengths)))
+            for start in range(0, len(ordered) - batch_size + 1, batch_size):
+                batch = ordered[start : start + batch_size]
+                enc_widths.append(_padded(max(e for e, _ in batch), enc_lengths))
+                longest.append(max(d for _, d in batch))
+        figures[name] = {
+            "mean_encoder_width": statistics.fmean(enc_widths),
+            "mean_longest_summary": statistics.fmean(longest),
+            f"mean_decoder_length_{dec_buckets}_buckets": statistics.fmean(
+                _padded(m, dec_lengths) for m in longest
+            ),
+        }
+    return figures
 
 
 def main(argv=None) -> int:
@@ -57,6 +114,12 @@ def main(argv=None) -> int:
     p.add_argument("--batches", type=arg_types.positive_int, default=400)
     p.add_argument("--buckets", type=arg_types.positive_int, nargs="+", default=[2, 4, 8])
     p.add_argument(
+        "--grouping_buckets",
+        type=arg_types.positive_int,
+        default=8,
+        help="decoder buckets of the grouping table",
+    )
+    p.add_argument(
         "--out_json",
         default=None,
         help="default: experiments/results/decoder_padding_<hostname>.json",
@@ -66,6 +129,7 @@ def main(argv=None) -> int:
         return 0
     common.import_tensorflow()
     from experiments.benchmarks.pipeline import _write_chunks
+    from pointer_generator.data import input_pipeline
     from pointer_generator.data.vocab import Vocab
     from pointer_generator.hparams import HParams
 
@@ -75,7 +139,8 @@ def main(argv=None) -> int:
         pattern = args.data_path
         if pattern.endswith(".jsonl.gz"):
             pattern = _write_chunks(pattern, tmp)
-        lengths = summary_lengths(pattern, vocab, hps, args.batches)
+        both = batch_lengths(pattern, vocab, hps, args.batches)
+    lengths = [dec for _, dec in both]
     longest = [max(b) for b in lengths]
     mean_length = statistics.fmean(n for b in lengths for n in b)
     full = sum(m == args.max_dec_steps for m in longest) / len(longest)
@@ -114,6 +179,44 @@ def main(argv=None) -> int:
         f"this pipeline does not do: it groups by article length): "
         f"{figures['saved_if_each_example_stopped_at_its_own']:.1%} (summaries "
         f"{mean_length:.1f} steps on average)"
+    )
+    per_pool = input_pipeline.BUCKET_CACHE_BATCHES
+    pools = [
+        [pair for enc, dec in both[i : i + per_pool] for pair in zip(enc, dec, strict=True)]
+        for i in range(0, len(both), per_pool)
+    ]
+    groups = grouping_figures(
+        pools,
+        args.batch_size,
+        input_pipeline.padded_lengths(hps),
+        args.max_dec_steps,
+        args.grouping_buckets,
+    )
+    base = groups["articles"]
+    print(
+        f"pools of {per_pool} batches sorted again ({args.grouping_buckets} decoder buckets; "
+        "the encoder's length buckets as the pipeline pads):"
+    )
+    print(
+        "| batches grouped by | mean encoder width | mean longest summary | "
+        f"mean decoder length, {args.grouping_buckets} buckets | encoder positions | "
+        "decoder steps |"
+    )
+    print("|---|---|---|---|---|---|")
+    dec_key = f"mean_decoder_length_{args.grouping_buckets}_buckets"
+    for name, g in groups.items():
+        for k, v in g.items():
+            figures[f"grouped_by_{name}_{k}"] = round(v, 2)
+        enc_change = g["mean_encoder_width"] / base["mean_encoder_width"] - 1.0
+        dec_change = g[dec_key] / args.max_dec_steps - 1.0
+        print(
+            f"| {name.replace('_', ' ')} | {g['mean_encoder_width']:.1f} | "
+            f"{g['mean_longest_summary']:.1f} | {g[dec_key]:.1f} | {enc_change:+.1%} | "
+            f"{dec_change:+.1%} |"
+        )
+    print(
+        "(encoder positions against the pipeline's grouping; decoder steps against "
+        f"padding every batch to {args.max_dec_steps})"
     )
     config = (
         f"batch {args.batch_size}, max_dec_steps {args.max_dec_steps}, {len(longest)} "

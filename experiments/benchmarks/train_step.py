@@ -22,6 +22,12 @@ ratio achieved/possible (target >= 0.40), the time of a first step on a new batc
 `--impl both` alternates the fused recurrence (`hps.fused_recurrence`, the default) and
 the reference implementation (Keras LSTM layers, autodiff'd while loop) step by step on
 the same batches and prints the speed ratio; memory is then that of both models.
+
+`--decoder_buckets N` (N > 1) alternates, step by step, the fused recurrence on the
+original's batches (summaries padded to max_dec_steps, grouped by article length) and on
+`--decoder_buckets=N` batches (grouped by article bucket, then summary length; each
+padded to a summary length bucket), `--batches` of each read from the same data, and
+prints the speed ratio, the two sets' mean decoder lengths beside it.
 """
 
 from __future__ import annotations
@@ -64,24 +70,58 @@ def _batch_flops(batch, hps, vocab_size: int) -> float:
     )
 
 
+class _Cycle:
+    """The cached batches, endlessly (the trainer's step calls next() on an iterator)."""
+
+    def __init__(self, batches):
+        self.i, self.batches = 0, batches
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        batch = self.batches[self.i % len(self.batches)]
+        self.i += 1
+        return batch
+
+
+def _batch_sets(args, vocab, hps_of: dict) -> dict:
+    """{impl: its `--batches` real batches}: one set per padding, shared by the
+    implementations that pad alike."""
+    batches_of = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for impl, hps in hps_of.items():
+            same = [i for i in batches_of if hps_of[i].decoder_buckets == hps.decoder_buckets]
+            batches_of[impl] = (
+                batches_of[same[0]]
+                if same
+                else _batches(args.data_path, vocab, hps, args.batches, tmp)
+            )
+    return batches_of
+
+
 def _threads(args) -> str:
     parts = common.thread_settings(args)
     return " (" + ", ".join(parts) + ")" if parts else ""
 
 
-def _warm_up(impls, step, batches, iters) -> dict[str, list[float]]:
+def _warm_up(impls, step, batches_of, iters) -> dict[str, list[float]]:
     """Every cached batch once per implementation (one trace / XLA compilation per shape);
     returns the seconds of each implementation's first step at each new shape."""
     first_shape_s = {impl: [] for impl in impls}
     for impl in impls:
         seen = set()
+        batches = batches_of[impl]
         for _ in range(len(batches)):
-            t_len = int(batches[iters[impl].i % len(batches)]["enc_batch"].shape[1])
+            b = batches[iters[impl].i % len(batches)]
+            shape = (int(b["enc_batch"].shape[1]), int(b["dec_batch"].shape[1]))
             dt, _ = step(impl)
-            if t_len not in seen:
+            if shape not in seen:
                 first_shape_s[impl].append(dt)
-                seen.add(t_len)
-            print(f"warm-up {impl}: {dt:.2f} s (enc_len {t_len})", flush=True)
+                seen.add(shape)
+            print(
+                f"warm-up {impl}: {dt:.2f} s (enc_len {shape[0]}, dec_len {shape[1]})", flush=True
+            )
     return first_shape_s
 
 
@@ -125,6 +165,12 @@ def main(argv=None) -> int:
     )
     p.add_argument("--impl", choices=("fused", "reference", "both"), default="fused")
     p.add_argument(
+        "--decoder_buckets",
+        type=arg_types.positive_int,
+        default=1,
+        help="N > 1: the original's batches against --decoder_buckets=N batches, alternating",
+    )
+    p.add_argument(
         "--xla",
         action="store_true",
         help="compile the whole forward/backward pass with XLA (train --xla)",
@@ -166,43 +212,46 @@ def main(argv=None) -> int:
         mixed_precision=args.mixed_precision,
     )
     vocab = Vocab(args.vocab_path, args.vocab_size)
-    with tempfile.TemporaryDirectory() as tmp:
-        batches = _batches(args.data_path, vocab, hps, args.batches, tmp)
-    shapes = sorted({int(b["enc_batch"].shape[1]) for b in batches})
-    print(f"{len(batches)} real batches, encoder lengths {shapes}", flush=True)
-
+    buckets = args.decoder_buckets > 1
+    if buckets and args.impl != "fused":
+        p.error("--decoder_buckets compares the fused recurrence only (--impl fused)")
     impls = ("fused", "reference") if args.impl == "both" else (args.impl,)
-    trainers = {
-        impl: Trainer(
-            hps.replace(fused_recurrence=impl == "fused"), vocab.size(), jit_compile=args.xla
+    if buckets:
+        impls = ("fused", "decoder_buckets")
+    hps_of = {
+        impl: hps.replace(
+            fused_recurrence=impl != "reference",
+            decoder_buckets=args.decoder_buckets if impl == "decoder_buckets" else 1,
         )
         for impl in impls
     }
+    batches_of = _batch_sets(args, vocab, hps_of)
+    batches = batches_of[impls[0]]
+    shapes = sorted({int(b["enc_batch"].shape[1]) for b in batches})
+    print(f"{len(batches)} real batches, encoder lengths {shapes}", flush=True)
+    dec_means = {
+        impl: sum(int(b["dec_batch"].shape[1]) for b in bs) / len(bs)
+        for impl, bs in batches_of.items()
+    }
+    if buckets:
+        print(
+            "mean decoder length: " + ", ".join(f"{impl} {m:.1f}" for impl, m in dec_means.items()),
+            flush=True,
+        )
+    trainers = {impl: Trainer(hps_of[impl], vocab.size(), jit_compile=args.xla) for impl in impls}
     print(next(iter(trainers.values())).model.parameter_summary(), flush=True)
     start_rss = common.peak_rss_mib()
 
-    class Cycle:  # the trainer's step takes an iterator and calls next() on it
-        def __init__(self):
-            self.i = 0
-
-        def __iter__(self):
-            return self
-
-        def __next__(self):
-            batch = batches[self.i % len(batches)]
-            self.i += 1
-            return batch
-
-    iters = {impl: Cycle() for impl in impls}
+    iters = {impl: _Cycle(batches_of[impl]) for impl in impls}
 
     def step(impl: str) -> tuple[float, float]:
-        batch = batches[iters[impl].i % len(batches)]
+        batch = batches_of[impl][iters[impl].i % len(batches_of[impl])]
         start = time.perf_counter()
         metrics = trainers[impl].train_step(iters[impl])
         assert metrics["finite"], metrics
         return time.perf_counter() - start, _batch_flops(batch, hps, vocab.size())
 
-    first_shape_s = _warm_up(impls, step, batches, iters)
+    first_shape_s = _warm_up(impls, step, batches_of, iters)
     timed, rates, loads = _timed_rounds(impls, step, args)
 
     rate = sum(rates) / len(rates)
@@ -231,12 +280,26 @@ def main(argv=None) -> int:
         "load_avg_1min": round(sum(loads) / len(loads), 2),
         "rss_after_model_build_mib": round(start_rss, 1),
     }
-    if len(impls) == 2:
+    if "reference" in impls:
         ref_s, _, ref_n = timed["reference"]
         figures["reference_s_per_step"] = round(ref_s / ref_n, 3)
         figures["speedup_vs_reference"] = round((ref_s / ref_n) / (seconds / n), 2)
+    if buckets:
+        b_s, _, b_n = timed["decoder_buckets"]
+        figures["decoder_buckets"] = args.decoder_buckets
+        figures["decoder_buckets_s_per_step"] = round(b_s / b_n, 3)
+        figures["speedup_decoder_buckets"] = round((seconds / n) / (b_s / b_n), 3)
+        figures["mean_decoder_length_fixed"] = round(dec_means["fused"], 1)
+        figures["mean_decoder_length_buckets"] = round(dec_means["decoder_buckets"], 1)
+        print(
+            f"--decoder_buckets={args.decoder_buckets}: {b_s / b_n:.3f} s/step against "
+            f"{seconds / n:.3f} with the original's padding: "
+            f"{figures['speedup_decoder_buckets']:.2f}x (mean decoder length "
+            f"{dec_means['decoder_buckets']:.1f} against {dec_means['fused']:.1f})"
+        )
     config = (
         f"impl {args.impl}{' + whole-step XLA' if args.xla else ''}"
+        f"{f' against --decoder_buckets={args.decoder_buckets}' if buckets else ''}"
         f"{' + bf16 vocabulary projection' if args.mixed_precision else ''}"
         f"{_threads(args)}: batch {hps.batch_size}, enc "
         f"{hps.max_enc_steps}, dec {hps.max_dec_steps}, vocab {vocab.size()}, hidden "

@@ -72,6 +72,7 @@ BOUNDS: dict[str, Bound] = {
     "vocab_size": Bound(0, note="0 = the whole file"),
     "max_oovs": POSITIVE,
     "length_buckets": POSITIVE,
+    "decoder_buckets": POSITIVE,
     # optimisation
     "lr": ABOVE_ZERO,
     "adagrad_init_acc": ABOVE_ZERO,

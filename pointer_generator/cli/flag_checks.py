@@ -187,6 +187,11 @@ def _validate_numbers(fv) -> None:
         )
     if fv.static_shapes and fv.max_oovs <= 0:
         raise FlagError(f"--max_oovs must be positive with --static_shapes, got {fv.max_oovs}")
+    if fv.static_shapes and fv.decoder_buckets > 1:
+        raise FlagError(
+            f"--decoder_buckets={fv.decoder_buckets} pads summaries to several lengths, "
+            "--static_shapes=1 to max_dec_steps only: give one of them"
+        )
     if fv.decode_attention not in DECODE_ATTENTION_MODES:
         raise FlagError(
             f"--decode_attention must be one of "

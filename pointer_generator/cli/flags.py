@@ -216,6 +216,17 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         flag_values=fv,
     )
     flags.DEFINE_integer(
+        "decoder_buckets",
+        1,
+        "The summary lengths batches are padded to: 1 (default), every batch to "
+        "max_dec_steps, as the original; N > 1, each to the smallest of N evenly spaced "
+        "lengths up to max_dec_steps that holds its longest summary, with the training "
+        "and eval batches grouped by article length bucket, then summary length (the "
+        "original grouped by article length alone), so a batch's decoder runs fewer "
+        "padded steps (remembered by the experiment; not with --static_shapes=1).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
         "max_oovs", 400, "Article OOVs per example kept with --static_shapes.", flag_values=fv
     )
     flags.DEFINE_enum(

@@ -27,6 +27,7 @@ _GROUPS = {
         "max_dec_steps",
         "static_shapes",
         "length_buckets",
+        "decoder_buckets",
         "max_oovs",
     ),
     "model": (

@@ -129,7 +129,7 @@ def make_dataset(
         groups = examples.flat_map(_graph_fn(lambda ex: tf.data.Dataset.from_tensors(ex).repeat(b)))
         groups = groups.ragged_batch(b, drop_remainder=True)
     elif mode in ("train", "eval") and not single_pass:
-        groups = _bucketed(examples, b, seed)
+        groups = _bucketed(examples, b, seed, hps)
     else:
         # A single pass keeps every example: dropping the final partial batch would
         # silently leave examples out of a decode or an evaluation.
@@ -371,18 +371,31 @@ def _check_tagged(files) -> None:
         return
 
 
-def bucket_order(enc_lens, batch_size: int, seed):
+def bucket_order(enc_lens, batch_size: int, seed, dec_lens=None, enc_bounds=None):
     """Order of a pool for length bucketing (spec 3.3).
 
     Stable sort by `enc_lens` ([n], n a multiple of batch_size), cut into consecutive
-    groups of batch_size, groups in a random order. Returns [n] int32 indices.
+    groups of batch_size, groups in a random order. With `dec_lens` ([n], summary lengths;
+    --decoder_buckets) the sort is by the article's length bucket (the first of the
+    ascending `enc_bounds` that holds it), then by summary length, so that a group's
+    summaries are alike as well. Returns [n] int32 indices.
     """
-    groups = tf.reshape(tf.argsort(enc_lens, stable=True), [-1, batch_size])
+    key = tf.cast(enc_lens, tf.int64)
+    if dec_lens is not None:
+        # [n]: the index of the smallest bound that holds each article.
+        bucket = tf.searchsorted(
+            tf.constant(enc_bounds, tf.int64), key, side="left", out_type=tf.int64
+        )
+        dec = tf.cast(dec_lens, tf.int64)
+        key = bucket * (tf.reduce_max(dec) + 1) + dec
+    groups = tf.reshape(tf.argsort(key, stable=True), [-1, batch_size])
     return tf.reshape(tf.random.experimental.stateless_shuffle(groups, seed), [-1])
 
 
-def _bucketed(examples, batch_size, seed):
+def _bucketed(examples, batch_size, seed, hps: HParams):
     pool = batch_size * BUCKET_CACHE_BATCHES
+    by_summary = hps.decoder_buckets > 1 and hps.static_shapes is not True
+    enc_bounds = bucket_lengths(hps.max_enc_steps, hps.length_buckets)
 
     @_graph_fn
     def sort_pool(index, ex):
@@ -390,6 +403,8 @@ def _bucketed(examples, batch_size, seed):
             ex["enc_input"].row_lengths(),
             batch_size,
             _stream_seed(seed, _BATCH_ORDER_STREAM, index),
+            dec_lens=ex["dec_len"] if by_summary else None,
+            enc_bounds=enc_bounds,
         )
         return {k: tf.gather(v, order) for k, v in ex.items()}
 
@@ -443,6 +458,20 @@ def encoder_width(enc_lens, hps: HParams):
     return bounds[tf.minimum(index, tf.size(bounds) - 1)]
 
 
+def decoder_width(dec_lens, hps: HParams):
+    """T_dec of a batch with summary lengths `dec_lens` [B] (each <= max_dec_steps):
+    max_dec_steps with decoder_buckets 1 (the original's) or static_shapes=True, else the
+    smallest of `bucket_lengths(max_dec_steps, decoder_buckets)` that holds the longest
+    summary. Returns an int or a scalar int32 tensor. The positions past a summary's end
+    are masked out of every loss, so the padding changes no value (only the work)."""
+    if hps.decoder_buckets <= 1 or hps.static_shapes is True:
+        return hps.max_dec_steps
+    bounds = tf.constant(bucket_lengths(hps.max_dec_steps, hps.decoder_buckets), tf.int32)
+    longest = tf.reduce_max(tf.concat([dec_lens, [1]], 0))
+    index = tf.searchsorted(bounds, longest[None], side="left")[0]
+    return bounds[tf.minimum(index, tf.size(bounds) - 1)]
+
+
 def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
     """Ragged group of examples -> the padded batch dict of the module docstring.
 
@@ -461,6 +490,7 @@ def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
     dec_lens = g["dec_len"]
     enc_width = encoder_width(enc_lens, hps)
     enc_batch = dense("enc_input", enc_width)
+    dec_width = decoder_width(dec_lens, hps)
     art_oovs = dense("art_oovs", hps.max_oovs if static else None)
     sents = dense("abstract_sents", None)
     batch = {
@@ -472,9 +502,9 @@ def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
             tf.reduce_max(tf.concat([g["art_oovs"].row_lengths(), [0]], 0)), tf.int32
         ),
         "art_oovs": art_oovs,
-        "dec_batch": g["dec_input"],
-        "target_batch": g["target"],
-        "dec_padding_mask": tf.sequence_mask(dec_lens, hps.max_dec_steps, tf.float32),
+        "dec_batch": g["dec_input"][:, :dec_width],
+        "target_batch": g["target"][:, :dec_width],
+        "dec_padding_mask": tf.sequence_mask(dec_lens, dec_width, tf.float32),
         "dec_lens": dec_lens,
         "original_article": g["article"],
         "original_abstract": g["abstract"],

@@ -331,7 +331,7 @@ def describe_search(values: Mapping, source: str | None, given: Sequence[str] = 
 # defaults only (decoding longer summaries than training used is normal).
 GENERIC_MODEL_FLAGS = ("model", "hidden_dim", "emb_dim", "vocab_size", "optimizer")
 LENGTH_FLAGS = ("max_enc_steps", "max_dec_steps")
-PADDING_FLAGS = ("static_shapes", "length_buckets")
+PADDING_FLAGS = ("static_shapes", "length_buckets", "decoder_buckets")
 
 
 class FamilyQuestions(Protocol):

@@ -375,19 +375,27 @@ def _final_save(trainer: Trainer, ckpts, writer, chief: bool) -> str:
 
 def _shape_note(hps) -> str:
     """What the first steps' compiles will be, by the batches' padding."""
+    from pointer_generator.data.input_pipeline import bucket_lengths
+
     if hps.static_shapes is True:
         return "one batch shape (--static_shapes=1)"
+    summaries = ""
+    if hps.decoder_buckets > 1:
+        lengths = bucket_lengths(hps.max_dec_steps, hps.decoder_buckets)
+        summaries = (
+            f" and {len(lengths)} summary lengths ({', '.join(map(str, lengths))}; "
+            "--decoder_buckets)"
+        )
     if hps.static_shapes is None:
-        from pointer_generator.data.input_pipeline import bucket_lengths
-
         lengths = bucket_lengths(hps.max_enc_steps, hps.length_buckets)
         return (
             f"batches are padded to {len(lengths)} article lengths "
-            f"({', '.join(map(str, lengths))}; --length_buckets): the first step at each is slow"
+            f"({', '.join(map(str, lengths))}; --length_buckets){summaries}: the first "
+            "step at each is slow"
         )
     return (
-        "each batch is padded to its longest article (--static_shapes=0), so the first "
-        "step of every new length is slow"
+        f"each batch is padded to its longest article (--static_shapes=0){summaries}, so "
+        "the first step of every new length is slow"
     )
 
 
