@@ -1,7 +1,8 @@
 """The tf.data input pipeline: `.bin` chunk files -> padded batches (spec 2.8 and 3).
 
 `make_dataset` yields dicts of tensors (B = batch size, T_enc = encoder length of the
-batch, D = max_dec_steps, K = max_art_oovs, S = most abstract sentences in the batch):
+batch, D = the summary length of the batch: max_dec_steps unless --decoder_buckets,
+K = max_art_oovs, S = most abstract sentences in the batch):
 
   enc_batch               int32   [B, T_enc]  article ids (OOV -> 0), padded with 1
   enc_lens                int32   [B]
@@ -22,7 +23,8 @@ T_enc is set by `hps.static_shapes` (`encoder_width`): by default the longest `e
 in the batch rounded up to one of `hps.length_buckets` fixed lengths; max_enc_steps
 with static_shapes=True (then K is hps.max_oovs and every numeric shape is static); the
 longest `enc_len` itself with static_shapes=False (the original Batcher's padding).
-See docs/input_pipeline.md.
+D is max_dec_steps (the original's) unless `hps.decoder_buckets` > 1 (`decoder_width`).
+The lengths and the grouping of examples: `data/padding.py`; docs/input_pipeline.md.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ import tensorflow as tf
 
 from pointer_generator.data import bin_dataset, controls, example_ops
 from pointer_generator.data.bin_dataset import data_errors  # noqa: F401  (re-exported)
+from pointer_generator.data.padding import (  # noqa: F401  (re-exported)
+    bucket_lengths,
+    bucket_order,
+    decoder_width,
+    encoder_width,
+    padded_lengths,
+)
 from pointer_generator.data.vocab import Vocab
 from pointer_generator.errors import DataError, FlagError
 from pointer_generator.hparams import MODES, HParams
@@ -371,27 +380,6 @@ def _check_tagged(files) -> None:
         return
 
 
-def bucket_order(enc_lens, batch_size: int, seed, dec_lens=None, enc_bounds=None):
-    """Order of a pool for length bucketing (spec 3.3).
-
-    Stable sort by `enc_lens` ([n], n a multiple of batch_size), cut into consecutive
-    groups of batch_size, groups in a random order. With `dec_lens` ([n], summary lengths;
-    --decoder_buckets) the sort is by the article's length bucket (the first of the
-    ascending `enc_bounds` that holds it), then by summary length, so that a group's
-    summaries are alike as well. Returns [n] int32 indices.
-    """
-    key = tf.cast(enc_lens, tf.int64)
-    if dec_lens is not None:
-        # [n]: the index of the smallest bound that holds each article.
-        bucket = tf.searchsorted(
-            tf.constant(enc_bounds, tf.int64), key, side="left", out_type=tf.int64
-        )
-        dec = tf.cast(dec_lens, tf.int64)
-        key = bucket * (tf.reduce_max(dec) + 1) + dec
-    groups = tf.reshape(tf.argsort(key, stable=True), [-1, batch_size])
-    return tf.reshape(tf.random.experimental.stateless_shuffle(groups, seed), [-1])
-
-
 def _bucketed(examples, batch_size, seed, hps: HParams):
     pool = batch_size * BUCKET_CACHE_BATCHES
     by_summary = hps.decoder_buckets > 1 and hps.static_shapes is not True
@@ -416,60 +404,6 @@ def _bucketed(examples, batch_size, seed, hps: HParams):
         .unbatch()
         .ragged_batch(batch_size)
     )
-
-
-def bucket_lengths(max_len: int, buckets: int) -> list[int]:
-    """The encoder lengths batches are padded to by default: `buckets` evenly spaced
-    lengths up to `max_len`, each rounded up to a multiple of 8 (vector-friendly), the
-    last `max_len` itself. E.g. (400, 4) -> [104, 200, 304, 400]; (50, 4) -> [16, 32,
-    40, 50].
-
-    Evenly spaced rather than fitted to a corpus: every mode and every dataset of an
-    experiment (train, eval, decode, a user's own text) then pads to the same few
-    lengths, so each is compiled once. The padding costs at most max_len / buckets
-    positions per batch, and training batches are sorted by length (spec 3.3), so most
-    batches sit just under a bucket."""
-    lengths = {min(max_len, -(-(max_len * i // buckets) // 8) * 8) for i in range(1, buckets)}
-    return sorted(n for n in lengths if 0 < n < max_len) + [max_len]
-
-
-def padded_lengths(hps: HParams) -> list[int] | None:
-    """Every article length `encoder_width` pads to: the length buckets, max_enc_steps
-    alone with static shapes, None with each batch's own longest (static_shapes=False)."""
-    if hps.static_shapes is True:
-        return [hps.max_enc_steps]
-    if hps.static_shapes is False:
-        return None
-    return bucket_lengths(hps.max_enc_steps, hps.length_buckets)
-
-
-def encoder_width(enc_lens, hps: HParams):
-    """T_enc of a batch with encoder lengths `enc_lens` [B]: max_enc_steps with
-    static_shapes=True, the smallest of `bucket_lengths` that holds the longest article by
-    default (static_shapes=None), the longest article itself with static_shapes=False.
-    Returns an int, a scalar int32 tensor, or None (= the longest)."""
-    if hps.static_shapes is True:
-        return hps.max_enc_steps
-    if hps.static_shapes is False:
-        return None
-    bounds = tf.constant(bucket_lengths(hps.max_enc_steps, hps.length_buckets), tf.int32)
-    longest = tf.reduce_max(tf.concat([enc_lens, [1]], 0))
-    index = tf.searchsorted(bounds, longest[None], side="left")[0]
-    return bounds[tf.minimum(index, tf.size(bounds) - 1)]
-
-
-def decoder_width(dec_lens, hps: HParams):
-    """T_dec of a batch with summary lengths `dec_lens` [B] (each <= max_dec_steps):
-    max_dec_steps with decoder_buckets 1 (the original's) or static_shapes=True, else the
-    smallest of `bucket_lengths(max_dec_steps, decoder_buckets)` that holds the longest
-    summary. Returns an int or a scalar int32 tensor. The positions past a summary's end
-    are masked out of every loss, so the padding changes no value (only the work)."""
-    if hps.decoder_buckets <= 1 or hps.static_shapes is True:
-        return hps.max_dec_steps
-    bounds = tf.constant(bucket_lengths(hps.max_dec_steps, hps.decoder_buckets), tf.int32)
-    longest = tf.reduce_max(tf.concat([dec_lens, [1]], 0))
-    index = tf.searchsorted(bounds, longest[None], side="left")[0]
-    return bounds[tf.minimum(index, tf.size(bounds) - 1)]
 
 
 def _pad_batch(g, hps: HParams, fixed_batch: int | None) -> dict:
