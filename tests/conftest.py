@@ -1,6 +1,7 @@
 """Shared fixtures: the real data in ../shared/data, skipped with a reason where absent."""
 
 import os
+import signal
 
 import pytest
 
@@ -13,6 +14,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Compiled searches are not kept across the suite's processes (runtime/compile_cache.py):
 # the tests of that cache turn it on in folders of their own.
 os.environ.setdefault("POINTER_GENERATOR_COMPILE_CACHE", "off")
+
+
+def pytest_configure(config):
+    # A run started with SIGINT ignored (`nohup`, `cmd &` in a script) would hand that on
+    # to every process a test starts, and the tests that press Ctrl-C in a child (or in
+    # this process) expect it taken, as at a terminal; those of a job started with `&`
+    # ignore it in that child themselves.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shared_file(name: str) -> str:
