@@ -6,9 +6,10 @@ Python one does.
 
     python -m experiments.benchmarks.export [--log_root L --exp_name E] [--articles 64]
 
-Without an experiment it trains the quick-start's toy model briefly (as the serve
-benchmark does). The tokenizer figures need ../shared/data/raw_train_sample_100.csv
-(skipped without it). The SavedModel runs in this process after `tf.saved_model.load`.
+Without an experiment it trains a toy model briefly on the quick-start's toy corpus (as
+the serve benchmark does; not the quick-start's own settings). The tokenizer figures need
+../shared/data/raw_train_sample_100.csv (skipped without it). The SavedModel runs in this
+process after `tf.saved_model.load`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ clients, measured side by side in one run against the real server on a free port
 
     python -m experiments.benchmarks.serve [--log_root L --exp_name E] [--requests 48]
 
-Without an experiment it builds the quick-start's toy corpus and trains its model
-briefly (`--train_steps`), so the figures are of a small model; give a trained
+Without an experiment it builds the quick-start's toy corpus and trains a small model on
+it briefly (`--train_steps`; hidden 128, articles of up to 200 tokens: not the
+quick-start's own settings), so the figures are of a small model; give a trained
 experiment for realistic ones. Each client sends one article per request (test
 articles of the experiment's data, or of the toy corpus). The ratio of the two
 throughputs shows what batching requests across clients buys.
