@@ -13,7 +13,7 @@ import os
 
 from absl import flags
 
-from pointer_generator.cli import family_flags, serving_flags
+from pointer_generator.cli import family_flags, padding_flags, serving_flags
 from pointer_generator.errors import FlagError
 from pointer_generator.hparams import (
     DECODE_ATTENTION_MODES,
@@ -198,37 +198,7 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> flags.FlagValues:
         "Save a training checkpoint this often (and at exit).",
         flag_values=fv,
     )
-    flags.DEFINE_boolean(
-        "static_shapes",
-        None,
-        "How batches are padded. Not given: each batch's article length up to one of "
-        "--length_buckets fixed lengths, so training, eval and decode compile a few times "
-        "instead of once per new length (remembered by the experiment). 1: every batch to "
-        "max_enc_steps and max_oovs article OOVs (fixed shapes for XLA/TPU). 0: each batch "
-        "to its own longest article, as the original did (a compile per new length).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "length_buckets",
-        4,
-        "The fixed article lengths batches are padded to when --static_shapes is not "
-        "given: this many, evenly spaced up to max_enc_steps (1 = always max_enc_steps).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "decoder_buckets",
-        1,
-        "The summary lengths batches are padded to: 1 (default), every batch to "
-        "max_dec_steps, as the original; N > 1, each to the smallest of N evenly spaced "
-        "lengths up to max_dec_steps that holds its longest summary, with the training "
-        "and eval batches grouped by article length bucket, then summary length (the "
-        "original grouped by article length alone), so a batch's decoder runs fewer "
-        "padded steps (remembered by the experiment; not with --static_shapes=1).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "max_oovs", 400, "Article OOVs per example kept with --static_shapes.", flag_values=fv
-    )
+    padding_flags.define(fv)
     flags.DEFINE_enum(
         "decode_attention",
         "original",
