@@ -70,10 +70,7 @@ def encoder_width(enc_lens, hps: HParams):
         return hps.max_enc_steps
     if hps.static_shapes is False:
         return None
-    bounds = tf.constant(bucket_lengths(hps.max_enc_steps, hps.length_buckets), tf.int32)
-    longest = tf.reduce_max(tf.concat([enc_lens, [1]], 0))
-    index = tf.searchsorted(bounds, longest[None], side="left")[0]
-    return bounds[tf.minimum(index, tf.size(bounds) - 1)]
+    return _smallest_holding(enc_lens, bucket_lengths(hps.max_enc_steps, hps.length_buckets))
 
 
 def decoder_width(dec_lens, hps: HParams):
@@ -84,7 +81,13 @@ def decoder_width(dec_lens, hps: HParams):
     are masked out of every loss, so the padding changes no value (only the work)."""
     if hps.decoder_buckets <= 1 or hps.static_shapes is True:
         return hps.max_dec_steps
-    bounds = tf.constant(bucket_lengths(hps.max_dec_steps, hps.decoder_buckets), tf.int32)
-    longest = tf.reduce_max(tf.concat([dec_lens, [1]], 0))
+    return _smallest_holding(dec_lens, bucket_lengths(hps.max_dec_steps, hps.decoder_buckets))
+
+
+def _smallest_holding(lens, lengths: list[int]):
+    """The smallest of the ascending `lengths` that holds the longest of `lens` [B] (the
+    last where none does), as a scalar int32 tensor."""
+    bounds = tf.constant(lengths, tf.int32)
+    longest = tf.reduce_max(tf.concat([lens, [1]], 0))
     index = tf.searchsorted(bounds, longest[None], side="left")[0]
     return bounds[tf.minimum(index, tf.size(bounds) - 1)]
