@@ -396,13 +396,16 @@ def _bucketed(examples, batch_size, seed, hps: HParams):
         )
         return {k: tf.gather(v, order) for k, v in ex.items()}
 
-    # Re-batching the reordered pool cuts it into exactly the sorted groups.
+    # Re-batching the reordered pool cuts it into exactly the sorted groups. A pool holds
+    # a whole number of batches, so none is partial: saying so (drop_remainder) gives the
+    # batches a static batch dimension, which the train step's graph is ~9% faster with
+    # (docs/performance.md, "A static batch dimension").
     return (
         examples.ragged_batch(pool, drop_remainder=True)
         .enumerate()
         .map(sort_pool, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .unbatch()
-        .ragged_batch(batch_size)
+        .ragged_batch(batch_size, drop_remainder=True)
     )
 
 
