@@ -108,6 +108,30 @@ def test_train_step_benchmark_weighs_decoder_buckets(tmp_path, table):
     assert "--decoder_buckets=3" in _figures(out)["configuration"]
 
 
+def test_train_step_benchmark_cycles_its_batches_through_the_compiled_step():
+    """The cached batches reach the traced step one after another, their shapes too (a
+    Python iterator was read once, at tracing: the benchmark timed its first batch)."""
+    import tensorflow as tf
+
+    from experiments.benchmarks.train_step import _Cycle
+
+    class Trainer:  # the part of Trainer.train_step the benchmark relies on
+        def __init__(self):
+            self.step = tf.function(lambda it: next(it)["x"], autograph=False)
+
+        def train_step(self, iterator):
+            return self.step(iterator).numpy().tolist()
+
+    batches = [{"x": tf.fill([2, n], float(n))} for n in (3, 5, 4)]
+    cycle, trainer = _Cycle(batches), Trainer()
+    got = []
+    for _ in range(7):
+        want = batches[cycle.i % len(batches)]["x"].numpy().tolist()
+        got.append(cycle.take(trainer))
+        assert got[-1] == want
+    assert [len(x[0]) for x in got] == [3, 5, 4, 3, 5, 4, 3] and cycle.i == 7
+
+
 @needs_shared_data
 def test_train_step_benchmark_reports_the_flop_ratio(tmp_path, table):
     from experiments.benchmarks import train_step

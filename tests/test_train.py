@@ -119,6 +119,16 @@ def test_loss_decreases_on_a_repeated_batch():
     assert all(b < a for a, b in zip(losses[::5], losses[5::5], strict=False)), losses
 
 
+def test_a_python_iterator_is_refused_not_read_once(trainer):
+    """The step's graph calls next(): a list's iterator would give its first batch at
+    tracing and that batch ever after (the train_step benchmark timed one batch so)."""
+    batch = helpers.numpy_batch(4, 100, seed=14)
+    step = int(trainer.step.numpy())
+    with pytest.raises(TypeError, match="tf.data iterator"):
+        trainer.train_step(iter([batch, batch]))
+    assert int(trainer.step.numpy()) == step  # nothing trained
+
+
 def test_non_finite_step_changes_nothing(trainer):
     batch = helpers.numpy_batch(4, 100, seed=13)
     variables = trainer.model.trainable_variables

@@ -107,24 +107,17 @@ def batch_of(batch: int, vocab: int, rng) -> dict:
     }
 
 
-class _Repeat:
-    def __init__(self, batch):
-        self.batch = batch
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        return self.batch
-
-
 def bench_training(family: str, args) -> dict:
+    import tensorflow as tf
+
     from pointer_generator.training.trainer import Trainer
 
     hps = hparams_of(family)
     trainer = Trainer(hps, args.vocab_size)
     batch = batch_of(hps.batch_size, args.vocab_size, np.random.default_rng(0))
-    it = _Repeat(batch)
+    # A tf.data iterator, as the trainer reads the pipeline's: a Python one would be
+    # read once, at tracing, and its batch kept as a constant of the step's graph.
+    it = iter(tf.data.Dataset.from_tensors(batch).repeat())
     for _ in range(3):  # trace and warm up
         trainer.train_step(it)
     per_step = train_flops(hps, args.vocab_size, hps.batch_size, ENC_LEN, DEC_LEN)

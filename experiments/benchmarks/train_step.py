@@ -6,7 +6,8 @@ Paper configuration: batch 16, max_enc_steps 400, max_dec_steps 100, vocabulary 
 from ../shared/data/vocab_200k, hidden 256, embedding 128, pointer and coverage on. Real
 batches: the CNN/DM sample in ../shared/data is written as `.bin` chunks to a temporary
 directory and read by the train-mode input pipeline (length-bucketed, so a few batches
-are shorter than 400 tokens); `--batches` of them are cached and cycled through.
+are shorter than 400 tokens); `--batches` of them are cached and cycled through (a
+`tf.data` iterator, as the trainer reads the pipeline's).
 
 Each step is the trainer's full step (`pointer_generator.training.train.Trainer.train_step`:
 forward, backward, gradient clipping, Adagrad update). One pass over the cached batches
@@ -71,18 +72,29 @@ def _batch_flops(batch, hps, vocab_size: int) -> float:
 
 
 class _Cycle:
-    """The cached batches, endlessly (the trainer's step calls next() on an iterator)."""
+    """The cached batches, endlessly, as the trainer's step takes them: a `tf.data`
+    iterator (`next()` inside the traced step reads the next element). `i` counts the
+    batches taken, so `batches[i % len(batches)]` is the one the next step reads.
+
+    A Python iterator would not do: tracing the step calls its `next()` once and keeps
+    that first batch as a constant, so every later step would train on it again (what
+    this benchmark did before 2026-11-29: its figures were of the first batch alone).
+    """
 
     def __init__(self, batches):
+        import tensorflow as tf
+
         self.i, self.batches = 0, batches
+        ds = tf.data.Dataset.from_tensors(batches[0])
+        for b in batches[1:]:
+            ds = ds.concatenate(tf.data.Dataset.from_tensors(b))
+        self.iterator = iter(ds.repeat())
 
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        batch = self.batches[self.i % len(self.batches)]
+    def take(self, trainer) -> dict:
+        """One step of `trainer` on the next batch: its metrics."""
+        metrics = trainer.train_step(self.iterator)
         self.i += 1
-        return batch
+        return metrics
 
 
 def _batch_sets(args, vocab, hps_of: dict) -> dict:
@@ -247,7 +259,7 @@ def main(argv=None) -> int:
     def step(impl: str) -> tuple[float, float]:
         batch = batches_of[impl][iters[impl].i % len(batches_of[impl])]
         start = time.perf_counter()
-        metrics = trainers[impl].train_step(iters[impl])
+        metrics = iters[impl].take(trainers[impl])
         assert metrics["finite"], metrics
         return time.perf_counter() - start, _batch_flops(batch, hps, vocab.size())
 

@@ -94,6 +94,14 @@ class Trainer:
         `metrics["batch_shape"]` is the batch's shape (every input's dimensions, a tuple
         of ints): the first step of each compiles.
         """
+        if not isinstance(iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)):
+            # The compiled step calls next() inside its graph: a Python iterator would be
+            # read once, when the step is traced, and that batch trained on ever after.
+            raise TypeError(
+                "Trainer.train_step takes a tf.data iterator (iter(dataset), e.g. of "
+                f"pg.make_dataset(...).map(pg.model_inputs)), not {type(iterator).__name__}: "
+                "a Python iterator would be read once, when the step is compiled"
+            )
         out = self._step_fn(iterator)
         shape = tuple(out.pop("batch_shape").numpy().tolist())  # one copy, not one per dim
         metrics = {k: float(v) for k, v in out.items()}
