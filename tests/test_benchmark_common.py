@@ -22,3 +22,17 @@ def test_cpu_description_avx2_host_and_missing_fields():
     avx2 = CPUINFO.replace(" avx512f avx512dq avx512_bf16 avx512vl", "")
     assert cpu_description(avx2) == "AMD EPYC (family 25 model 17), AVX2 + FMA"
     assert cpu_description("model name\t: Some CPU\n") == "Some CPU"
+
+
+def test_a_result_file_says_the_command_that_wrote_it(monkeypatch):
+    import os
+
+    from experiments.benchmarks import common
+
+    script = os.path.join(os.path.dirname(common.__file__), "roofline.py")
+    monkeypatch.setattr("sys.argv", [script, "--steps", "2", "--out_json", "a b.json"])
+    assert common._command_line() == (
+        "python -m experiments.benchmarks.roofline --steps 2 --out_json 'a b.json'"
+    )
+    monkeypatch.setattr("sys.argv", ["/usr/bin/pytest", "-q"])  # not a benchmark's own run
+    assert common._command_line() is None

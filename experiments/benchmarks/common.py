@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import socket
 import sys
 
@@ -168,6 +169,17 @@ def thread_settings(args) -> list[str]:
     ]
 
 
+def _command_line() -> str | None:
+    """`python -m experiments.benchmarks.<module> <its arguments>` when this process is
+    such a command (the result file then says how it was made), else None."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.dirname(script) != here or not script.endswith(".py"):
+        return None
+    module = "experiments.benchmarks." + os.path.basename(script)[:-3]
+    return " ".join(["python -m", module, *(shlex.quote(a) for a in sys.argv[1:])])
+
+
 def record(name: str, config: str, figures: dict, out_json: str | None = None) -> dict:
     """Print the figures, write them as JSON and append a row to the results table."""
     result = {
@@ -179,6 +191,9 @@ def record(name: str, config: str, figures: dict, out_json: str | None = None) -
         "figures": figures,
         "peak_rss_mib": round(peak_rss_mib(), 1),
     }
+    command = _command_line()
+    if command:
+        result = {**dict(list(result.items())[:4]), "command": command, **result}
     print(json.dumps(result, indent=2))
     os.makedirs(RESULTS_DIR, exist_ok=True)
     out_json = out_json or os.path.join(RESULTS_DIR, f"{name}_{socket.gethostname()}.json")

@@ -44,8 +44,9 @@ The parts are summed: they run on the same cores one after another (a product do
 overlap the tanh of the step that needs it), so the sum is the least time this machine
 can take for the work the original does, each part at the best rate measured for it.
 What is left out (the LSTM gates' elementwise work, the pointer's scatter-add, the
-search's bookkeeping, per-step dispatch) is small at these sizes or is the overhead a
-faster implementation would remove: it counts against the implementation, not the limit.
+gradient clipping and the Adagrad update, the search's bookkeeping, per-step dispatch) is
+small at these sizes or is the overhead a faster implementation would remove: it counts
+against the implementation, not the limit.
 
 Then the real thing, measured in the same run on synthetic data of exactly these sizes
 (random words: every article enc_len long, every abstract dec_len; an untrained model
