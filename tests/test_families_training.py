@@ -98,7 +98,9 @@ def test_sgd_training_validates_every_epoch_keeps_the_best_and_anneals(data, cap
     assert [s for s, _ in ppl] == [2, 4, 6]
     loss = [v for _, v in scalars["valid/loss"]]
     fits = np.array(loss) < np.log(3e38)  # TensorBoard scalars are float32
-    np.testing.assert_allclose(np.array([v for _, v in ppl])[fits], np.exp(loss)[fits], rtol=1e-5)
+    np.testing.assert_allclose(
+        np.array([v for _, v in ppl])[fits], np.exp(np.array(loss)[fits]), rtol=1e-5
+    )
     assert np.all(np.isinf(np.array([v for _, v in ppl])[~fits]))
     # The rate after each epoch follows the rule applied to the measured losses.
     lr, best, want = 50.0, math.inf, []

@@ -76,6 +76,7 @@ def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys, monkeypa
         assert figures[f"chain_gflop_per_s_{rate}"] > 0
     assert figures["train_energies_s"] > 0 and figures["decode_energies_s_per_article"] > 0
     assert figures["decode_kept_s_per_article"] == 0
+    assert figures["train_energies_rows_per_chunk"] in (1, 2)  # 2 rows at once, or 2 chunks of 1
     # Keeping the tanh values or computing them again: the limit counts the cheaper.
     both = (figures["train_kept_stored_s"], figures["train_kept_recomputed_s"])
     assert figures["train_kept_s"] == pytest.approx(min(both), abs=1e-4)
@@ -88,3 +89,29 @@ def test_a_tiny_run_writes_every_part_and_both_shares(tmp_path, capsys, monkeypa
     printed = capsys.readouterr().out
     assert "training step:" in printed and "matmul-only share" in printed
     assert "AMD" in printed or "Intel" in printed or "CPU" in printed or "cores" in printed
+
+
+def test_the_energies_are_priced_at_the_best_row_chunking(monkeypatch):
+    """All rows at once, or chunks of 8, 4, 2, 1 rows one after another: the limit takes
+    the cheapest whole-batch time (a chunk that stays in cache is faster per row)."""
+    per_call = {
+        16: 1.0,
+        8: 0.40,
+        6: 0.5,
+        4: 0.15,
+        2: 0.09,
+        1: 0.05,
+    }  # seconds of one call of c rows
+    calls = []
+
+    def fake(tf, rows, enc_len, hidden, backward, s):
+        calls.append(rows)
+        return per_call[rows]
+
+    monkeypatch.setattr(roofline, "energies_seconds", fake)
+    seconds, chunk = roofline.best_energies_seconds(None, 16, 400, 256, True, 0.1)
+    assert sorted(calls) == [1, 2, 4, 8, 16]
+    assert chunk == 4 and seconds == pytest.approx(4 * 0.15)  # 16 x 0.05 = 0.8 is dearer
+    calls.clear()
+    seconds, chunk = roofline.best_energies_seconds(None, 6, 400, 256, False, 0.1)
+    assert sorted(calls) == [1, 2, 6]  # only chunk sizes that divide the rows
