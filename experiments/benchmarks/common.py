@@ -182,18 +182,17 @@ def _command_line() -> str | None:
 
 def record(name: str, config: str, figures: dict, out_json: str | None = None) -> dict:
     """Print the figures, write them as JSON and append a row to the results table."""
+    command = _command_line()
     result = {
         "benchmark": name,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
         "host": socket.gethostname(),
         "machine": machine_description(),
+        **({"command": command} if command else {}),
         "configuration": config,
         "figures": figures,
         "peak_rss_mib": round(peak_rss_mib(), 1),
     }
-    command = _command_line()
-    if command:
-        result = {**dict(list(result.items())[:4]), "command": command, **result}
     print(json.dumps(result, indent=2))
     os.makedirs(RESULTS_DIR, exist_ok=True)
     out_json = out_json or os.path.join(RESULTS_DIR, f"{name}_{socket.gethostname()}.json")

@@ -423,19 +423,17 @@ def main(argv=None) -> int:
     # The energies' v . tanh(.) forward and its input gradient are in `energies_seconds`
     # (its weight gradient, dv, is not: it stays among the products).
     dots = 2 * energy_dot_flops(b, t, h, d)
-    train_parts = {
-        "products": (train_products(cfg) - sum(waits.values()) - dots) / mm,
-        "recurrent": sum(v / rates[k] for k, v in waits.items()),
-        "energies": 0.0,
-        "softmax": softmax_seconds(tf, b * d, cfg["vocab"], True, s),
-        "kept": 0.0,
-    }
     energies, chunk_train = best_energies_seconds(tf, b, t, h, True, s)
-    train_parts["energies"] = d * energies
     # Keep the tanh values or compute them again in the backward pass: the cheaper.
     stored = kept_bytes(b, t, h, d) / bw
     recomputed = d * best_energies_seconds(tf, b, t, h, False, s)[0]
-    train_parts["kept"] = min(stored, recomputed)
+    train_parts = {
+        "products": (train_products(cfg) - sum(waits.values()) - dots) / mm,
+        "recurrent": sum(v / rates[k] for k, v in waits.items()),
+        "energies": d * energies,
+        "softmax": softmax_seconds(tf, b * d, cfg["vocab"], True, s),
+        "kept": min(stored, recomputed),
+    }
     rows = args.decode_batch_size * BEAM
     steps = dec["steps_per_article"]
     per_article = args.decode_batch_size
